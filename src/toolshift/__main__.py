@@ -1,0 +1,5 @@
+"""Run the CLI as `python -m toolshift`."""
+
+from toolshift.cli import main
+
+main()

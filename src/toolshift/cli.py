@@ -1,0 +1,54 @@
+"""The `toolshift` command: one sub-app per capability, errors turned into one-line messages."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from toolshift.errors import ToolshiftError
+
+app = typer.Typer(
+    name="toolshift",
+    help="Tool-using LLM agents in tool ecosystems that keep changing.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+err_console = Console(stderr=True)
+
+
+def _attach() -> None:
+    """Attach each capability's sub-app. Each sub-app module imports only light dependencies."""
+    from toolshift import demo
+    from toolshift.world.cli import app as world_app
+
+    app.add_typer(world_app, name="world", help="Stateful tool worlds: compile, serve over MCP, call.")
+    app.command("demo", help="The main job on embedded defaults: no API key, no network.")(demo.run)
+
+
+_attach()
+
+
+def main() -> None:
+    """Entry point: run the app, print a ToolshiftError as one line and exit with its code."""
+    try:
+        app(standalone_mode=False)
+    except ToolshiftError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err_console.print("aborted")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # click's usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.exceptions.Exit):
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

@@ -1,0 +1,25 @@
+"""`toolshift demo`: the project's main job on embedded defaults (no API key, no network).
+
+Each capability contributes one step; the demo runs them in order and stops at the first failure.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.rule import Rule
+
+console = Console()
+
+
+def _steps() -> list[tuple[str, object]]:
+    from toolshift.world.demo import run as world_demo
+
+    return [("World over MCP: reads, writes and the state diff", world_demo)]
+
+
+def run() -> None:
+    """Run every demo step in order."""
+    for title, step in _steps():
+        console.print(Rule(f"[bold]{title}"))
+        step(console)  # type: ignore[operator]
+    console.print(Rule("[bold green]demo finished"))

@@ -1,0 +1,1 @@
+"""Reporting shared by every capability: benchmark logs, intervals, tables and plots."""

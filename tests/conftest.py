@@ -1,0 +1,25 @@
+"""Test fixtures shared by every capability: where the real third-party data lives."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(os.environ.get("TOOLSHIFT_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+SHARED_DATA = SHARED / "data"
+
+
+@pytest.fixture(autouse=True)
+def _bench_log_to_tmp(tmp_path, monkeypatch):
+    """Benchmarks called from tests never write into docs/benchmarks.md."""
+    monkeypatch.setenv("TOOLSHIFT_BENCH_LOG", str(tmp_path / "benchmarks.md"))
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The real data in ../shared/data; tests using it are marked `shared` and skip where it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data not found at {SHARED_DATA} (set TOOLSHIFT_SHARED to the shared/ folder)")
+    return SHARED_DATA
