@@ -17,8 +17,14 @@ class BadInputError(ToolshiftError):
 
     exit_code = 2
 
-    def __init__(self, message: str, *, source: str | None = None, record: int | str | None = None,
-                 field: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        record: int | str | None = None,
+        field: str | None = None,
+    ) -> None:
         where = []
         if source is not None:
             where.append(str(source))

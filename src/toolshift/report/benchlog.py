@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import platform
@@ -29,13 +30,17 @@ def machine_description() -> str:
     except (OSError, ValueError, IndexError):
         pass
     commit = ""
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                check=False, cwd=Path(__file__).parent).stdout.strip()
-    except OSError:
-        pass
-    return (f"{cpu}, {os.cpu_count()} cores{mem}, Python {platform.python_version()}"
-            + (f", commit {commit}" if commit else ""))
+    with contextlib.suppress(OSError):
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).parent,
+        ).stdout.strip()
+    return f"{cpu}, {os.cpu_count()} cores{mem}, Python {platform.python_version()}" + (
+        f", commit {commit}" if commit else ""
+    )
 
 
 def record(name: str, rows: list[tuple[str, str, str]], *, note: str = "", log: Path | None = None) -> str:

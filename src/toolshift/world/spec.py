@@ -20,8 +20,9 @@ from toolshift.errors import BadInputError
 
 SPEC_FORMAT = "toolshift.domain/1"
 
-FieldType = Literal["string", "text", "int", "float", "bool", "date", "datetime", "email", "phone",
-                    "enum", "money", "ref"]
+FieldType = Literal[
+    "string", "text", "int", "float", "bool", "date", "datetime", "email", "phone", "enum", "money", "ref"
+]
 FIELD_TYPES: tuple[str, ...] = FieldType.__args__  # type: ignore[attr-defined]
 
 Operation = Literal["get", "list", "search", "create", "update", "delete"]
@@ -221,15 +222,18 @@ def validate_references(spec: DomainSpec, source: str) -> None:
     for i, act in enumerate(spec.actions):
         for j, p in enumerate(act.params):
             if p.type == "ref" and p.ref not in entity_names:
-                raise bad(f"actions[{i}].params[{j}].ref", f"param {act.name}.{p.name} refers to unknown "
-                                                            f"entity {p.ref!r}")
+                raise bad(
+                    f"actions[{i}].params[{j}].ref",
+                    f"param {act.name}.{p.name} refers to unknown entity {p.ref!r}",
+                )
         try:
             compile(act.code, f"{source}:actions[{i}].code", "exec")
             for k, pre in enumerate(act.preconditions):
                 compile(pre.check, f"{source}:actions[{i}].preconditions[{k}]", "eval")
         except SyntaxError as exc:
-            raise bad(f"actions[{i}]", f"Python syntax error in action {act.name!r}: {exc.msg} "
-                                       f"(line {exc.lineno})") from None
+            raise bad(
+                f"actions[{i}]", f"Python syntax error in action {act.name!r}: {exc.msg} (line {exc.lineno})"
+            ) from None
 
 
 def parse_spec(data: Any, source: str) -> DomainSpec:
@@ -238,8 +242,9 @@ def parse_spec(data: Any, source: str) -> DomainSpec:
         raise BadInputError("a domain spec must be a mapping at the top level", source=source)
     fmt = data.get("format", SPEC_FORMAT)
     if fmt != SPEC_FORMAT:
-        raise BadInputError(f"unknown spec format {fmt!r} (this build reads {SPEC_FORMAT!r})",
-                            source=source, field="format")
+        raise BadInputError(
+            f"unknown spec format {fmt!r} (this build reads {SPEC_FORMAT!r})", source=source, field="format"
+        )
     try:
         spec = DomainSpec.model_validate(data)
     except ValidationError as exc:
