@@ -21,9 +21,11 @@ err_console = Console(stderr=True)
 def _attach() -> None:
     """Attach each capability's sub-app. Each sub-app module imports only light dependencies."""
     from toolshift import demo
+    from toolshift.traces.cli import app as traces_app
     from toolshift.world.cli import app as world_app
 
     app.add_typer(world_app, name="world", help="Stateful tool worlds: compile, serve over MCP, call.")
+    app.add_typer(traces_app, name="traces", help="Episodes: convert published runs, turn anatomy, split by task.")
     app.command("demo", help="The main job on embedded defaults: no API key, no network.")(demo.run)
 
 

@@ -89,3 +89,32 @@ class Episode(BaseModel):
     user_cost: float | None = None
     source: dict[str, Any] = Field(default_factory=dict)
     """Where the episode came from (file, record index, converter) and any source fields kept verbatim."""
+
+
+def assistant_turns(episode: Episode) -> list[Message]:
+    """The agent's turns: every assistant message, in order (a turn is one assistant message)."""
+    return [m for m in episode.messages if m.role == "assistant"]
+
+
+def paired_calls(episode: Episode) -> list[tuple[int, ToolCall, Message | None]]:
+    """Every tool call with its result: (index of the calling message, call, tool message or None).
+
+    Results are paired by order, not by id (published runs reuse ids): the tool messages that
+    follow a message carrying calls answer those calls in call order. A call whose result is
+    missing (the run ended) is paired with None.
+    """
+    out: list[tuple[int, ToolCall, Message | None]] = []
+    messages = episode.messages
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        calls = message.tool_calls or []
+        j = i + 1
+        for call in calls:
+            result = None
+            if j < len(messages) and messages[j].role == "tool":
+                result = messages[j]
+                j += 1
+            out.append((i, call, result))
+        i = j if calls else i + 1
+    return out

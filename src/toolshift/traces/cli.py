@@ -1,0 +1,193 @@
+"""`toolshift traces`: convert published runs to episodes, print turn anatomy, split by task, export to τ²-bench."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from toolshift.errors import BadInputError
+from toolshift.models import Effect
+from toolshift.traces.anatomy import Anatomy, anatomy, total
+from toolshift.traces.catalog import catalog_path, load_catalog
+from toolshift.traces.conversion import Conversion
+from toolshift.traces.episode import Episode
+from toolshift.traces.store import ReadReport, iter_episodes
+
+app = typer.Typer(no_args_is_help=True, help="Episodes: convert published runs, anatomy, split, export.")
+console = Console() if sys.stdout.isatty() else Console(width=160)
+
+CONVERTERS = ("taubench-v1", "workbench", "tau2")
+
+
+def _convert(kind: str, inputs: list[Path], domain: str | None, skip_bad: bool) -> Conversion:
+    total_conv = Conversion(converter=kind)
+    for path in inputs:
+        if kind == "taubench-v1":
+            from toolshift.traces.taubench import convert_taubench_v1
+
+            total_conv.extend(convert_taubench_v1(path, domain=domain, skip_bad=skip_bad))
+        elif kind == "workbench":
+            from toolshift.traces.workbench import convert_workbench
+
+            total_conv.extend(convert_workbench(path, skip_bad=skip_bad))
+        elif kind == "tau2":
+            from toolshift.traces.tau2 import convert_tau2
+
+            total_conv.extend(convert_tau2(path, skip_bad=skip_bad))
+        else:
+            raise BadInputError(f"unknown converter {kind!r}; choose one of {', '.join(CONVERTERS)}")
+    total_conv.note_unknown_tools()
+    return total_conv
+
+
+@app.command("convert")
+def convert(
+    kind: Annotated[str, typer.Argument(help="taubench-v1 | workbench | tau2")],
+    inputs: Annotated[list[Path], typer.Argument(help="Files (or, for workbench, results folders).")],
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for <domain>.episodes.jsonl and <domain>.catalog.json.")
+    ],
+    domain: Annotated[
+        str | None, typer.Option(help="taubench-v1 only: the domain, if the file name lacks it.")
+    ] = None,
+    skip_bad: Annotated[
+        bool, typer.Option("--skip-bad", help="Skip malformed records and count them.")
+    ] = False,
+) -> None:
+    """Convert published runs into episode files and tool catalogs, and print what was kept and skipped."""
+    conv = _convert(kind, inputs, domain, skip_bad)
+    written = conv.write(out)
+    table = Table(title=f"{kind}: {conv.records} records")
+    table.add_column("outcome")
+    table.add_column("records", justify="right")
+    table.add_row("[green]kept", str(conv.kept))
+    for reason, n in conv.skipped.most_common():
+        table.add_row(f"skipped: {reason}", str(n))
+    console.print(table)
+    if conv.unknown_tools:
+        console.print(
+            f"[yellow]calls to tools no catalog lists:[/] {sum(conv.unknown_tools.values())} "
+            f"({', '.join(sorted(conv.unknown_tools))})"
+        )
+    for path in written:
+        console.print(f"wrote {path}")
+
+
+class _Effects:
+    """Tool effects per domain: `--catalog` files first, else `<domain>.catalog.json` beside the episodes."""
+
+    def __init__(self, catalogs: list[Path]) -> None:
+        self.given: dict[str, dict[str, Effect]] = {}
+        for path in catalogs:
+            cat = load_catalog(path)
+            self.given.setdefault(cat.domain, {}).update(cat.effects())
+        self.found: dict[tuple[Path, str], dict[str, Effect]] = {}
+        self.missing: set[str] = set()
+
+    def for_episode(self, episode: Episode, folder: Path) -> dict[str, Effect]:
+        if episode.domain in self.given:
+            return self.given[episode.domain]
+        key = (folder, episode.domain)
+        if key not in self.found:
+            path = catalog_path(folder, episode.domain)
+            if path.exists():
+                self.found[key] = load_catalog(path).effects()
+            else:
+                self.found[key] = {}
+                self.missing.add(episode.domain)
+        return self.found[key]
+
+
+def _stream(
+    files: list[Path], effects: _Effects, skip_bad: bool, report: ReadReport
+) -> Iterator[tuple[Episode, Path]]:
+    for path in files:
+        for episode in iter_episodes(path, skip_bad=skip_bad, report=report):
+            yield episode, path.parent
+
+
+@app.command("stats")
+def stats(
+    files: Annotated[list[Path], typer.Argument(help="Episode files (*.episodes.jsonl).")],
+    catalog: Annotated[
+        list[Path] | None,
+        typer.Option("--catalog", help="Catalog file(s); default: <domain>.catalog.json beside each file."),
+    ] = None,
+    by: Annotated[
+        str, typer.Option(help="Group by these, comma-separated: domain, agent, model, harness.")
+    ] = "domain,agent",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    skip_bad: Annotated[
+        bool, typer.Option("--skip-bad", help="Skip malformed episode lines and count them.")
+    ] = False,
+) -> None:
+    """Turn anatomy per group: episodes, tasks, turns, replies %, write turns %, read-only turns %."""
+    keys = tuple(k.strip() for k in by.split(",") if k.strip())
+    effects = _Effects(catalog or [])
+    report = ReadReport()
+    folder_of: dict[str, Path] = {}
+
+    def episodes() -> Iterator[Episode]:
+        for episode, folder in _stream(files, effects, skip_bad, report):
+            folder_of[episode.id] = folder
+            yield episode
+
+    try:
+        groups = anatomy(episodes(), lambda e: effects.for_episode(e, folder_of.pop(e.id)), by=keys)
+    except ValueError as exc:
+        raise BadInputError(str(exc), field="--by") from exc
+    overall = total(groups)
+    if as_json:
+        payload = {
+            "group_by": list(keys),
+            "groups": [{**dict(zip(keys, key, strict=True)), **g.as_dict()} for key, g in groups.items()],
+            "total": overall.as_dict(),
+            "missing_catalogs": sorted(effects.missing),
+            "skipped_lines": dict(report.skipped),
+        }
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    console.print(anatomy_table(groups, keys, overall))
+    if overall.unknown_tools:
+        console.print(
+            f"[yellow]unknown tools:[/] {sum(overall.unknown_tools.values())} calls to "
+            f"{len(overall.unknown_tools)} names not in the catalog: {', '.join(sorted(overall.unknown_tools))}"
+        )
+    if effects.missing:
+        console.print(f"[yellow]no catalog found for:[/] {', '.join(sorted(effects.missing))}")
+    if report.skipped:
+        console.print(f"[yellow]skipped {sum(report.skipped.values())} bad lines:[/] {dict(report.skipped)}")
+
+
+def anatomy_table(groups: dict[tuple[str, ...], Anatomy], keys: tuple[str, ...], overall: Anatomy) -> Table:
+    table = Table(title="Turn anatomy")
+    for key in keys:
+        table.add_column(key)
+    for col in ("episodes", "tasks", "turns", "replies", "writes", "reads", "harness", "unknown"):
+        table.add_column(col, justify="right")
+
+    def row(label: tuple[str, ...], g: Anatomy) -> list[str]:
+        return [
+            *label,
+            str(g.episodes),
+            str(len(g.tasks)),
+            f"{g.turns:,}",
+            f"{g.share('reply'):.1f}%",
+            f"{g.share('write'):.1f}%",
+            f"{g.share('read'):.1f}%",
+            f"{g.share('harness'):.1f}%",
+            f"{g.share('unknown'):.1f}%",
+        ]
+
+    for key, g in groups.items():
+        table.add_row(*row(key, g))
+    if len(groups) > 1:
+        table.add_row(*row(("all",) + ("",) * (len(keys) - 1), overall), style="bold")
+    return table

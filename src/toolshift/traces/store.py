@@ -1,0 +1,256 @@
+"""The episode store: JSONL files, a header line then one Episode a line, read as a stream.
+
+File layout (`toolshift.episodes/1`, optionally gzip-compressed when the name ends in `.gz`):
+
+    {"format": "toolshift.episodes/1", "created": "2026-11-30T05:00:00+00:00", "meta": {...}}
+    {"format": "toolshift.episode/1", "id": "...", "task_id": "...", ...}
+    ...
+
+Readers refuse a file whose header names another format, and an episode line whose own `format` is
+unknown. Reading iterates lines, so memory does not grow with the file's size.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from toolshift.errors import BadInputError
+from toolshift.traces.episode import EPISODE_FORMAT, Episode
+
+STORE_FORMAT = "toolshift.episodes/1"
+EPISODES_SUFFIX = ".episodes.jsonl"
+
+
+class StoreHeader(BaseModel):
+    """The first line of an episode file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["toolshift.episodes/1"] = STORE_FORMAT
+    created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    meta: dict[str, Any] = Field(default_factory=dict)
+    """Free-form provenance: converter, inputs, domain."""
+
+
+@dataclass
+class ReadReport:
+    """What a read kept and skipped (with `skip_bad`), by reason."""
+
+    read: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    first_errors: list[str] = field(default_factory=list)
+
+    def skip(self, error: BadInputError) -> None:
+        self.skipped[error.detail.split(":", 1)[0]] += 1
+        if len(self.first_errors) < 5:
+            self.first_errors.append(str(error))
+
+
+def _open_text(path: Path, mode: str) -> IO[str]:
+    if path.name.endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path, mode.replace("t", "") + "b"), encoding="utf-8", newline="\n")
+    return path.open(mode, encoding="utf-8", newline="\n")
+
+
+def _validation_error(exc: ValidationError, path: Path, index: int) -> BadInputError:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"]) or None
+    return BadInputError(f"invalid episode: {err['msg']}", source=str(path), record=index, field=loc)
+
+
+def read_header(path: Path) -> StoreHeader:
+    """The file's header; a missing or foreign header is a BadInputError naming the file."""
+    path = Path(path)
+    try:
+        with _open_text(path, "rt") as fh:
+            first = fh.readline()
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise BadInputError(f"cannot read episode file: {exc}", source=str(path)) from exc
+    return _parse_header(first, path)
+
+
+def _parse_header(line: str, path: Path) -> StoreHeader:
+    try:
+        raw = json.loads(line) if line.strip() else None
+    except json.JSONDecodeError as exc:
+        raise BadInputError(f"header line is not JSON: {exc.msg}", source=str(path), record="header") from exc
+    if not isinstance(raw, dict) or "format" not in raw:
+        raise BadInputError(
+            f"no header line: an episode file starts with {{'format': {STORE_FORMAT!r}}}",
+            source=str(path),
+            record="header",
+            field="format",
+        )
+    if raw["format"] != STORE_FORMAT:
+        raise BadInputError(
+            f"unknown episode file format {raw['format']!r} (this reader knows {STORE_FORMAT})",
+            source=str(path),
+            record="header",
+            field="format",
+        )
+    try:
+        return StoreHeader.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise BadInputError(
+            err["msg"], source=str(path), record="header", field=".".join(map(str, err["loc"]))
+        ) from exc
+
+
+def iter_episodes(
+    path: Path, *, skip_bad: bool = False, report: ReadReport | None = None
+) -> Iterator[Episode]:
+    """Yield the file's episodes one at a time (constant memory).
+
+    A malformed line raises BadInputError naming the file, the episode's 0-based index and the field;
+    with `skip_bad` it is counted in `report` and skipped. An unknown format is never skipped.
+    """
+    path = Path(path)
+    report = report if report is not None else ReadReport()
+    try:
+        fh = _open_text(path, "rt")
+    except OSError as exc:
+        raise BadInputError(f"cannot read episode file: {exc}", source=str(path)) from exc
+    with fh:
+        _parse_header(fh.readline(), path)
+        for index, line in enumerate(fh):
+            if not line.strip():
+                continue
+            try:
+                episode = _parse_line(line, path, index)
+            except BadInputError as exc:
+                if not skip_bad or exc.field == "format":
+                    raise
+                report.skip(exc)
+                continue
+            report.read += 1
+            yield episode
+
+
+def _parse_line(line: str, path: Path, index: int) -> Episode:
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise BadInputError(f"not JSON: {exc.msg}", source=str(path), record=index) from exc
+    if not isinstance(raw, dict):
+        raise BadInputError("not JSON: an episode line is an object", source=str(path), record=index)
+    if raw.get("format", EPISODE_FORMAT) != EPISODE_FORMAT:
+        raise BadInputError(
+            f"unknown episode format {raw.get('format')!r} (this reader knows {EPISODE_FORMAT})",
+            source=str(path),
+            record=index,
+            field="format",
+        )
+    try:
+        return Episode.model_validate(raw)
+    except ValidationError as exc:
+        raise _validation_error(exc, path, index) from exc
+
+
+def read_episodes(
+    paths: Iterable[Path], *, skip_bad: bool = False, report: ReadReport | None = None
+) -> Iterator[Episode]:
+    """Stream the episodes of several files in order."""
+    for path in paths:
+        yield from iter_episodes(Path(path), skip_bad=skip_bad, report=report)
+
+
+class EpisodeWriter:
+    """Write episodes to a store file, one line each.
+
+    A new file is written to a temporary name and renamed on a clean close, so a failed write leaves
+    no half file (and the previous file, if any, intact). With `append=True` an existing file is
+    extended in place instead (for resumable runs): its header is checked and a torn last line from
+    a crash is cut off first.
+    """
+
+    def __init__(self, path: Path, *, meta: dict[str, Any] | None = None, append: bool = False) -> None:
+        self.path = Path(path)
+        self.meta = meta or {}
+        self.append = append and self.path.exists()
+        self.count = 0
+        self._fh: IO[str] | None = None
+        self._tmp: Path | None = None
+
+    def __enter__(self) -> EpisodeWriter:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.append:
+            if self.path.name.endswith(".gz"):
+                raise BadInputError("cannot append to a compressed episode file", source=str(self.path))
+            read_header(self.path)
+            _cut_torn_tail(self.path)
+            self._fh = _open_text(self.path, "at")
+        else:
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+            os.close(fd)
+            chmod_default(tmp)
+            self._tmp = Path(tmp)
+            self._fh = _open_text(self._tmp, "wt")
+            self._fh.write(StoreHeader(meta=self.meta).model_dump_json() + "\n")
+        return self
+
+    def write(self, episode: Episode) -> None:
+        assert self._fh is not None, "use EpisodeWriter as a context manager"
+        self._fh.write(episode.model_dump_json(exclude_none=True) + "\n")
+        self.count += 1
+
+    def write_all(self, episodes: Iterable[Episode]) -> int:
+        for episode in episodes:
+            self.write(episode)
+        return self.count
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        assert self._fh is not None
+        self._fh.close()
+        if self._tmp is None:
+            return
+        if exc_type is None:
+            os.replace(self._tmp, self.path)
+        else:
+            self._tmp.unlink(missing_ok=True)
+
+
+def chmod_default(path: str) -> None:
+    """Give a temp file the mode a plain `open` would have (mkstemp makes it owner-only)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
+
+
+def _cut_torn_tail(path: Path) -> None:
+    with path.open("rb+") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        if size == 0:
+            return
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            fh.seek(pos - step)
+            chunk = fh.read(step)
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                fh.truncate(pos - step + nl + 1)
+                return
+            pos -= step
+
+
+def write_episodes(path: Path, episodes: Iterable[Episode], *, meta: dict[str, Any] | None = None) -> int:
+    """Write a whole store file atomically; returns the number of episodes written."""
+    with EpisodeWriter(path, meta=meta) as writer:
+        return writer.write_all(episodes)

@@ -1,0 +1,224 @@
+"""Convert τ-bench (v1) historical trajectories (a JSON list of `EnvRunResult`) into episodes.
+
+Choices (also in docs/formats.md):
+
+- Domain: `--domain`, else `airline` / `retail` found in the file name, else the domain whose tool
+  list covers every called tool. Model and agent: the file name before the domain (`gpt-4o`);
+  harness `tau-bench-v1/tool-calling`.
+- `traj` messages map one to one (system, user, assistant, tool). `function.arguments` (a JSON
+  string) is parsed into a dict. A tool message is paired with the assistant message right before it
+  (ids repeat in these files); its name must match that call's name. `error` is set when the content
+  starts with `Error`.
+- Text sent alongside a tool call stays in the assistant message's `content` (τ-bench never showed it
+  to the user); the turn counts as a call turn, not a reply.
+- Outcome: `reward` as logged, `success = reward == 1`, `judged_by = "tau-bench-v1"`. `info` keeps
+  the ground truth: `gold_actions` (`info.task.actions`, name + kwargs), `instruction`, `user_id`,
+  `outputs`, and the verbatim `reward_info`. `user_cost` goes to `Episode.user_cost`.
+- `termination_reason` (τ² vocabulary): `user_stop` when the last user message holds `###STOP###`,
+  `agent_stop` when the run ended on `transfer_to_human_agents`, else `max_steps` (30 steps).
+- Skipped: records whose agent crashed (`info.error`, empty `traj`). Malformed records raise
+  BadInputError naming the record and field, or are counted with `skip_bad`.
+- Catalog: the domain's τ-bench tool table (`toolshift.traces.tau_tools`), origin `source`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from toolshift.errors import BadInputError
+from toolshift.traces.conversion import Conversion
+from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
+from toolshift.traces.tau_tools import TAU_BENCH_V1_TOOLS, tau_catalog
+
+CONVERTER = "taubench-v1"
+HARNESS = "tau-bench-v1/tool-calling"
+
+
+def _domain_and_model(path: Path, calls: set[str], domain: str | None) -> tuple[str, str | None]:
+    stem = path.name.split(".")[0]
+    model = None
+    for name in TAU_BENCH_V1_TOOLS:
+        m = re.search(rf"(.*?)[-_]?{name}", stem)
+        if m:
+            model = m.group(1) or None
+            if domain is None:
+                domain = name
+            break
+    if domain is None:
+        fitting = [d for d, tools in TAU_BENCH_V1_TOOLS.items() if calls <= tools.keys()]
+        if len(fitting) != 1:
+            raise BadInputError(
+                "cannot tell the domain (airline or retail) from the file name or the tools called; pass --domain",
+                source=str(path),
+            )
+        domain = fitting[0]
+    if domain not in TAU_BENCH_V1_TOOLS:
+        raise BadInputError(f"unknown τ-bench domain {domain!r} (airline, retail)", source=str(path))
+    return domain, model
+
+
+def _need(value: Any, kind: type | tuple[type, ...], path: Path, index: int, field: str) -> Any:
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise BadInputError(
+            f"expected {names}, got {type(value).__name__}", source=str(path), record=index, field=field
+        )
+    return value
+
+
+def _messages(traj: list[Any], path: Path, index: int) -> list[Message]:
+    out: list[Message] = []
+    pending: list[ToolCall] = []
+    for j, raw in enumerate(traj):
+        where = f"traj[{j}]"
+        _need(raw, dict, path, index, where)
+        role = raw.get("role")
+        if role in ("system", "user"):
+            out.append(Message(role=role, content=raw.get("content")))
+            pending = []
+        elif role == "assistant":
+            calls = []
+            for k, tc in enumerate(raw.get("tool_calls") or []):
+                f = f"{where}.tool_calls[{k}]"
+                _need(tc, dict, path, index, f)
+                fn = _need(tc.get("function"), dict, path, index, f"{f}.function")
+                name = _need(fn.get("name"), str, path, index, f"{f}.function.name")
+                args_text = fn.get("arguments") or "{}"
+                try:
+                    args = json.loads(args_text) if isinstance(args_text, str) else args_text
+                except json.JSONDecodeError as exc:
+                    raise BadInputError(
+                        f"arguments are not JSON: {exc.msg}",
+                        source=str(path),
+                        record=index,
+                        field=f"{f}.function.arguments",
+                    ) from exc
+                _need(args, dict, path, index, f"{f}.function.arguments")
+                calls.append(ToolCall(id=str(tc.get("id") or ""), name=name, arguments=args))
+            out.append(Message(role="assistant", content=raw.get("content"), tool_calls=calls or None))
+            pending = list(calls)
+        elif role == "tool":
+            if not pending:
+                raise BadInputError(
+                    "tool result without a call before it", source=str(path), record=index, field=where
+                )
+            call = pending.pop(0)
+            name = raw.get("name", call.name)
+            if name != call.name:
+                raise BadInputError(
+                    f"tool result for {name!r} follows a call of {call.name!r}",
+                    source=str(path),
+                    record=index,
+                    field=f"{where}.name",
+                )
+            content = raw.get("content")
+            content = content if isinstance(content, str) or content is None else json.dumps(content)
+            out.append(
+                Message(
+                    role="tool",
+                    content=content,
+                    tool_call_id=str(raw.get("tool_call_id") or call.id),
+                    name=name,
+                    error=bool(content and content.startswith("Error")),
+                )
+            )
+        else:
+            raise BadInputError(
+                f"unknown role {role!r}", source=str(path), record=index, field=f"{where}.role"
+            )
+    return out
+
+
+def _termination(messages: list[Message]) -> str:
+    last_user = next((m for m in reversed(messages) if m.role == "user"), None)
+    if messages and messages[-1].role == "tool" and messages[-1].name == "transfer_to_human_agents":
+        return "agent_stop"
+    if last_user is not None and "###STOP###" in (last_user.content or ""):
+        return "user_stop"
+    return "max_steps"
+
+
+def convert_taubench_v1(path: Path, *, domain: str | None = None, skip_bad: bool = False) -> Conversion:
+    """Convert one τ-bench v1 trajectory file (see the module docstring for every choice made)."""
+    path = Path(path)
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"cannot read τ-bench trajectories: {exc}", source=str(path)) from exc
+    if not isinstance(records, list):
+        raise BadInputError("a τ-bench trajectory file is a JSON list of runs", source=str(path))
+    called = {
+        tc.get("function", {}).get("name")
+        for r in records
+        if isinstance(r, dict)
+        for m in r.get("traj") or []
+        if isinstance(m, dict)
+        for tc in m.get("tool_calls") or []
+        if isinstance(tc, dict) and isinstance(tc.get("function"), dict)
+    }
+    domain, model = _domain_and_model(path, {c for c in called if isinstance(c, str)}, domain)
+    conv = Conversion(converter=CONVERTER, records=len(records), inputs=[str(path)])
+    conv.catalogs[domain] = tau_catalog(
+        domain, TAU_BENCH_V1_TOOLS[domain], "tau-bench v1 tool implementations"
+    )
+    for index, record in enumerate(records):
+        try:
+            episode = _episode(record, path, index, domain, model)
+        except BadInputError as exc:
+            conv.skip_bad(exc, skip_bad=skip_bad)
+            continue
+        if episode is None:
+            conv.skip("agent crashed (info.error, empty traj)")
+            continue
+        conv.episodes.append(episode)
+    conv.note_unknown_tools()
+    return conv
+
+
+def _episode(record: Any, path: Path, index: int, domain: str, model: str | None) -> Episode | None:
+    _need(record, dict, path, index, "record")
+    task_id = _need(record.get("task_id"), int, path, index, "task_id")
+    trial = _need(record.get("trial", 0), int, path, index, "trial")
+    info = _need(record.get("info"), dict, path, index, "info")
+    traj = _need(record.get("traj"), list, path, index, "traj")
+    if "error" in info and not traj:
+        return None
+    reward = _need(record.get("reward"), (int, float), path, index, "reward")
+    task = _need(info.get("task"), dict, path, index, "info.task")
+    actions = _need(task.get("actions", []), list, path, index, "info.task.actions")
+    messages = _messages(traj, path, index)
+    outcome = Outcome(
+        reward=float(reward),
+        success=float(reward) == 1.0,
+        judged_by="tau-bench-v1",
+        info={
+            "gold_actions": actions,
+            "instruction": task.get("instruction"),
+            "user_id": task.get("user_id"),
+            "outputs": task.get("outputs", []),
+            "reward_info": info.get("reward_info"),
+        },
+    )
+    user_cost = info.get("user_cost")
+    return Episode(
+        id=f"tau-bench-v1/{domain}/{model or 'agent'}/task{task_id}/trial{trial}",
+        task_id=str(task_id),
+        trial=trial,
+        domain=domain,
+        agent=model,
+        model=model,
+        harness=HARNESS,
+        messages=messages,
+        termination_reason=_termination(messages),
+        outcome=outcome,
+        user_cost=float(user_cost) if isinstance(user_cost, (int, float)) else None,
+        source={
+            "converter": CONVERTER,
+            "file": path.name,
+            "record": index,
+            "last_source": info.get("source"),
+        },
+    )
