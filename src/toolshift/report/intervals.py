@@ -1,0 +1,63 @@
+"""Percentile bootstrap intervals over tasks: the uncertainty every reported rate carries."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean with its bootstrap interval; `n` is how many units (tasks) it averages."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+
+    def percent(self, digits: int = 1) -> str:
+        """`42.3 [38.1, 46.0]`, or `–` when nothing was measured."""
+        if self.n == 0:
+            return "–"
+        return f"{100 * self.mean:.{digits}f} [{100 * self.low:.{digits}f}, {100 * self.high:.{digits}f}]"
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n}
+
+
+def bootstrap_mean(
+    values: Sequence[float],
+    *,
+    groups: Sequence[str] | None = None,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """Mean of `values` with a percentile bootstrap interval, resampling units with replacement.
+
+    With `groups` (one label per value, e.g. the task of each task × version instance) whole groups
+    are resampled (a cluster bootstrap) and `n` counts groups. Deterministic for a given seed; an
+    empty sample gives NaNs with n = 0.
+    """
+    arr = np.asarray(values, dtype=float)
+    if arr.size == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), 0)
+    mean = float(arr.mean())
+    labels = list(groups) if groups is not None else list(range(arr.size))
+    if len(labels) != arr.size:
+        raise ValueError("groups must give one label per value")
+    order = {g: k for k, g in enumerate(dict.fromkeys(labels))}
+    codes = np.fromiter((order[g] for g in labels), dtype=int, count=arr.size)
+    n = len(order)
+    sums = np.bincount(codes, weights=arr, minlength=n)
+    counts = np.bincount(codes, minlength=n).astype(float)
+    if n == 1 or np.all(arr == arr[0]):
+        return Interval(mean, mean, mean, n)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(resamples, n))
+    means = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return Interval(mean, float(low), float(high), n)
