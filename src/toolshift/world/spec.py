@@ -10,6 +10,7 @@ Errors name the file and the key path (`entities[2].fields[1].type`) and exit th
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 from typing import Any, Literal
 
@@ -227,13 +228,20 @@ def validate_references(spec: DomainSpec, source: str) -> None:
                     f"param {act.name}.{p.name} refers to unknown entity {p.ref!r}",
                 )
         try:
-            compile(act.code, f"{source}:actions[{i}].code", "exec")
+            compile(action_function_source(act.code), f"{source}:actions[{i}].code", "exec")
             for k, pre in enumerate(act.preconditions):
                 compile(pre.check, f"{source}:actions[{i}].preconditions[{k}]", "eval")
         except SyntaxError as exc:
             raise bad(
-                f"actions[{i}]", f"Python syntax error in action {act.name!r}: {exc.msg} (line {exc.lineno})"
+                f"actions[{i}]",
+                f"Python syntax error in action {act.name!r}: {exc.msg} (line {(exc.lineno or 2) - 1})",
             ) from None
+
+
+def action_function_source(code: str) -> str:
+    """An action's `code` as the body of a function `__action__()` (so it may `return`); line 1 is the def."""
+    body = textwrap.indent(textwrap.dedent(code).strip("\n") or "pass", "    ")
+    return f"def __action__():\n{body}\n"
 
 
 def parse_spec(data: Any, source: str) -> DomainSpec:

@@ -1,0 +1,376 @@
+"""A live world: a SQLite state plus a mutable tool catalog; calls, snapshots, restores and exact diffs.
+
+Every write call runs inside a SAVEPOINT. Temporary triggers copy the before-image of each row
+a call touches into temp tables, so a call reports exactly the `RowChange`s it made, and a
+failed call (domain error, schema error, exception in an action) rolls back and reports none.
+Read calls run with `PRAGMA query_only`, so a tool labelled `read` provably changes nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sqlite3
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from toolshift.errors import BadInputError
+from toolshift.models import RowChange
+from toolshift.world.compiler import CompiledDomain
+from toolshift.world.runtime import Runtime
+from toolshift.world.schema import Table, quote
+from toolshift.world.tools import CallResult, Tool, ToolError
+
+_FORMATS = jsonschema.FormatChecker(["date", "email"])
+
+
+@dataclass
+class Snapshot:
+    """A frozen copy of a world's whole database (taken with the SQLite backup API)."""
+
+    domain: str
+    conn: sqlite3.Connection
+    taken_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="milliseconds"))
+
+    def save(self, path: str | Path) -> Path:
+        """Write the snapshot as a standalone SQLite file."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+        dst = sqlite3.connect(path)
+        try:
+            self.conn.backup(dst)
+        finally:
+            dst.close()
+        return path
+
+    def to_bytes(self) -> bytes:
+        return self.conn.serialize()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _copy(src: sqlite3.Connection) -> sqlite3.Connection:
+    dst = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    src.backup(dst)
+    return dst
+
+
+def _rows_by_key(conn: sqlite3.Connection, t: Table) -> dict[Any, tuple[Any, ...]]:
+    k = t.key_index
+    return {r[k]: r for r in conn.execute(t.select)}
+
+
+def row_changes(
+    t: Table, key: Any, before: tuple[Any, ...] | None, after: tuple[Any, ...] | None
+) -> list[RowChange]:
+    """The field-level changes between two images of one row (None = the row does not exist)."""
+    if before is None and after is None:
+        return []
+    out: list[RowChange] = []
+    skey = str(key)
+    if before is None:
+        assert after is not None
+        for c, v in zip(t.columns, after, strict=True):
+            out.append(RowChange(table=t.name, key=skey, field=c, op="insert", after=t.to_value(c, v)))
+    elif after is None:
+        for c, v in zip(t.columns, before, strict=True):
+            out.append(RowChange(table=t.name, key=skey, field=c, op="delete", before=t.to_value(c, v)))
+    else:
+        for c, b, a in zip(t.columns, before, after, strict=True):
+            if b != a or type(b) is not type(a):
+                out.append(
+                    RowChange(
+                        table=t.name,
+                        key=skey,
+                        field=c,
+                        op="update",
+                        before=t.to_value(c, b),
+                        after=t.to_value(c, a),
+                    )
+                )
+    return out
+
+
+def _change_order(c: RowChange) -> tuple[str, str, str]:
+    return (c.table, c.key, c.field)
+
+
+class World:
+    """One world: its own in-memory SQLite state (a copy of the domain template) and its own tool catalog."""
+
+    def __init__(self, domain: CompiledDomain, *, state: sqlite3.Connection | None = None) -> None:
+        self.domain = domain
+        self.conn = _copy(state if state is not None else domain.template)
+        self.conn.execute("PRAGMA foreign_keys = ON")
+        self._catalog: dict[str, Tool] = {t.name: t for t in domain.tools}
+        self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        self._lock = threading.RLock()
+        self._depth = 0
+        self.runtime = Runtime(self)
+        self._install_tracking()
+
+    # --- construction ---------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, name_or_path: str | Path, *, seed: int | None = None) -> World:
+        """A fresh world of a built-in domain (by name) or a spec file (by path)."""
+        from toolshift.world.registry import load_domain
+
+        return cls(load_domain(name_or_path, seed=seed))
+
+    def fork(self) -> World:
+        """A new world with a copy of this world's current state and catalog."""
+        with self._lock:
+            other = World(self.domain, state=self.conn)
+        other._catalog = dict(self._catalog)
+        return other
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @property
+    def name(self) -> str:
+        return self.domain.name
+
+    @property
+    def policy(self) -> str:
+        return self.domain.spec.policy
+
+    # --- catalog ----------------------------------------------------------------------------------
+
+    @property
+    def tools(self) -> list[Tool]:
+        return list(self._catalog.values())
+
+    def tool(self, name: str) -> Tool:
+        """The tool with this name; `ToolError(unknown_tool)` suggesting close names otherwise."""
+        try:
+            return self._catalog[name]
+        except KeyError:
+            raise ToolError("unknown_tool", self._unknown_message(name)) from None
+
+    def _unknown_message(self, name: str) -> str:
+        close = difflib.get_close_matches(name, list(self._catalog), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        return f"no tool named {name!r}{hint}"
+
+    def add_tool(self, tool: Tool, *, replace: bool = False) -> None:
+        if tool.name in self._catalog and not replace:
+            raise ValueError(f"tool {tool.name!r} already exists")
+        self._catalog[tool.name] = tool
+        self._validators.pop(tool.name, None)
+
+    def remove_tool(self, name: str) -> Tool:
+        self._validators.pop(name, None)
+        return self._catalog.pop(name)
+
+    def rename_tool(self, old: str, new: str, description: str | None = None) -> Tool:
+        tool = self.remove_tool(old).renamed(new, description)
+        self.add_tool(tool)
+        return tool
+
+    def set_tools(self, tools: Iterable[Tool]) -> None:
+        """Replace the whole catalog."""
+        self._catalog = {t.name: t for t in tools}
+        self._validators.clear()
+
+    # --- calls ------------------------------------------------------------------------------------
+
+    def validate(self, tool: Tool, args: dict[str, Any]) -> None:
+        """Check arguments against the tool's schema; the error names the field path."""
+        v = self._validators.get(tool.name)
+        if v is None:
+            cls = jsonschema.validators.validator_for(tool.input_schema)
+            v = cls(tool.input_schema, format_checker=_FORMATS)
+            self._validators[tool.name] = v
+        err = jsonschema.exceptions.best_match(v.iter_errors(args))
+        if err is not None:
+            path = "/".join(str(p) for p in err.absolute_path)
+            if err.validator == "required" or err.validator == "additionalProperties" or not path:
+                where = "arguments"
+            else:
+                where = f"argument {path!r}"
+            raise ToolError("invalid_arguments", f"{tool.name}: {where}: {err.message}")
+
+    def call(self, name: str, args: dict[str, Any] | None = None) -> CallResult:
+        """Validate and run one tool call in its own transaction; never raises for domain failures."""
+        if args is None:
+            args = {}
+        with self._lock:
+            try:
+                if not isinstance(args, dict):
+                    raise ToolError("invalid_arguments", f"{name}: arguments must be a JSON object")
+                tool = self.tool(name)
+                self.validate(tool, args)
+                if tool.effect == "read":
+                    return CallResult(name, True, self._run_read(tool, args))
+                result, changes = self._run_write(tool, args)
+                return CallResult(name, True, result, changes=changes)
+            except ToolError as exc:
+                return CallResult(name, False, error=exc.as_dict())
+
+    def call_inside(self, name: str, args: dict[str, Any]) -> Any:
+        """Run a tool from inside another tool's handler (same transaction); errors propagate."""
+        tool = self.tool(name)
+        self.validate(tool, args)
+        return self._invoke(tool, args)
+
+    def _invoke(self, tool: Tool, args: dict[str, Any]) -> Any:
+        self._depth += 1
+        try:
+            return tool.handler(self.runtime, dict(args))
+        except ToolError:
+            raise
+        except sqlite3.IntegrityError as exc:
+            raise ToolError("constraint_violation", str(exc)) from None
+        except sqlite3.OperationalError as exc:
+            if "readonly" in str(exc) or "query_only" in str(exc):
+                raise ToolError(
+                    "internal_error", f"{tool.name} is labelled read but tried to write"
+                ) from None
+            raise ToolError("internal_error", f"{tool.name} failed: {exc}") from None
+        except Exception as exc:
+            raise ToolError("internal_error", f"{tool.name} failed: {type(exc).__name__}: {exc}") from None
+        finally:
+            self._depth -= 1
+
+    def _run_read(self, tool: Tool, args: dict[str, Any]) -> Any:
+        if self._depth:
+            return self._invoke(tool, args)
+        self.conn.execute("PRAGMA query_only = 1")
+        try:
+            return self._invoke(tool, args)
+        finally:
+            self.conn.execute("PRAGMA query_only = 0")
+
+    def _run_write(self, tool: Tool, args: dict[str, Any]) -> tuple[Any, list[RowChange]]:
+        self.conn.execute("SAVEPOINT ts_call")
+        try:
+            result = self._invoke(tool, args)
+            changes = self._collect_changes()
+        except BaseException:
+            self.conn.execute("ROLLBACK TO ts_call")
+            self.conn.execute("RELEASE ts_call")
+            raise
+        self.conn.execute("RELEASE ts_call")
+        return result, changes
+
+    # --- change tracking --------------------------------------------------------------------------
+
+    def _install_tracking(self) -> None:
+        c = self.conn
+        c.execute("CREATE TEMP TABLE IF NOT EXISTS _ts_dirty (tbl TEXT PRIMARY KEY)")
+        for t in self.domain.tables.values():
+            before = quote(f"_ts_before_{t.name}")
+            cols = ", ".join(quote(col) for col in t.columns)
+            mark = f"INSERT OR IGNORE INTO _ts_dirty VALUES ('{t.name}');"
+            old = ", ".join(f"OLD.{quote(col)}" for col in t.columns)
+            c.execute(
+                f"CREATE TEMP TABLE IF NOT EXISTS {before} ({cols}, _ts_existed, PRIMARY KEY ({quote(t.key)}))"
+            )
+            c.execute(
+                f"CREATE TEMP TRIGGER IF NOT EXISTS {quote(f'_ts_ins_{t.name}')} AFTER INSERT ON main.{quote(t.name)} "
+                f"BEGIN INSERT OR IGNORE INTO {before} ({quote(t.key)}, _ts_existed) VALUES (NEW.{quote(t.key)}, 0); "
+                f"{mark} END"
+            )
+            for op in ("UPDATE", "DELETE"):
+                c.execute(
+                    f"CREATE TEMP TRIGGER IF NOT EXISTS {quote(f'_ts_{op.lower()}_{t.name}')} BEFORE {op} "
+                    f"ON main.{quote(t.name)} BEGIN INSERT OR IGNORE INTO {before} VALUES ({old}, 1); {mark} END"
+                )
+
+    def _collect_changes(self) -> list[RowChange]:
+        dirty = [r[0] for r in self.conn.execute("SELECT tbl FROM temp._ts_dirty")]
+        if not dirty:
+            return []
+        out: list[RowChange] = []
+        for name in dirty:
+            t = self.domain.tables[name]
+            before_tbl = quote(f"_ts_before_{name}")
+            key_col = quote(t.key)
+            for row in self.conn.execute(f"SELECT * FROM temp.{before_tbl}").fetchall():
+                *image, existed = row
+                key = image[t.key_index]
+                now = self.conn.execute(f"{t.select} WHERE {key_col} = ?", (key,)).fetchone()
+                out += row_changes(t, key, tuple(image) if existed else None, now)
+            self.conn.execute(f"DELETE FROM temp.{before_tbl}")
+        self.conn.execute("DELETE FROM temp._ts_dirty")
+        return sorted(out, key=_change_order)
+
+    # --- state ------------------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            return Snapshot(self.name, _copy(self.conn))
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """Make the world's state exactly the snapshot's (the catalog is unchanged)."""
+        if snapshot.domain != self.name:
+            raise BadInputError(f"snapshot of {snapshot.domain!r} cannot restore world {self.name!r}")
+        with self._lock:
+            snapshot.conn.backup(self.conn)
+            self.conn.execute("PRAGMA foreign_keys = ON")
+
+    def diff(self, before: Snapshot | World, after: Snapshot | World | None = None) -> list[RowChange]:
+        """Exact row-level changes from `before` to `after` (default: this world now), sorted."""
+        a = before.conn
+        b = (after or self).conn
+        out: list[RowChange] = []
+        with self._lock:
+            for t in self.domain.tables.values():
+                rows_a, rows_b = _rows_by_key(a, t), _rows_by_key(b, t)
+                if rows_a == rows_b:
+                    continue
+                for key in rows_a.keys() | rows_b.keys():
+                    ra, rb = rows_a.get(key), rows_b.get(key)
+                    if ra != rb:
+                        out += row_changes(t, key, ra, rb)
+        return sorted(out, key=_change_order)
+
+    def changes_since(self, snapshot: Snapshot) -> list[RowChange]:
+        return self.diff(snapshot, self)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the current state as a standalone SQLite file (layout in docs/formats.md)."""
+        with self._lock:
+            return Snapshot(self.name, self.conn).save(path)
+
+    def row_counts(self) -> dict[str, int]:
+        return {
+            t: int(self.conn.execute(f"SELECT COUNT(*) FROM {quote(t)}").fetchone()[0])
+            for t in self.domain.tables
+        }
+
+
+def compose_changes(changes: Iterable[RowChange]) -> list[RowChange]:
+    """Fold changes made one after another into the net change per field (what one diff would show)."""
+    net: dict[tuple[str, str, str], RowChange] = {}
+    for c in changes:
+        k = (c.table, c.key, c.field)
+        prev = net.get(k)
+        if prev is None:
+            net[k] = c
+            continue
+        start_exists = prev.op != "insert"
+        start_value = prev.before
+        end_exists = c.op != "delete"
+        if not start_exists and not end_exists:
+            del net[k]
+        elif not start_exists:
+            net[k] = RowChange(table=c.table, key=c.key, field=c.field, op="insert", after=c.after)
+        elif not end_exists:
+            net[k] = RowChange(table=c.table, key=c.key, field=c.field, op="delete", before=start_value)
+        elif start_value == c.after and type(start_value) is type(c.after):
+            del net[k]
+        else:
+            net[k] = RowChange(
+                table=c.table, key=c.key, field=c.field, op="update", before=start_value, after=c.after
+            )
+    return sorted(net.values(), key=_change_order)
