@@ -14,25 +14,30 @@ from typing import Any
 from toolshift.errors import BadInputError
 from toolshift.world.spec import DomainSpec, EntitySpec, FieldSpec, Generator
 
-FIRST_NAMES = tuple(
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+FIRST_NAMES = _words(
     "Ada Alan Amara Ana Andre Aisha Ben Bea Carlos Chen Chloe Dana Daniel Dev Elena Emil Eva Farah "
     "Felix Grace Hana Hugo Ines Ivan Jade Jonas Kai Kenji Lara Leo Lina Luca Maya Mei Mila Nadia Noah "
     "Nora Omar Oscar Priya Rafael Rosa Sami Sara Soren Tariq Theo Uma Vera Wen Yara Yusuf Zoe"
-).split()
-LAST_NAMES = tuple(
+)
+LAST_NAMES = _words(
     "Abbott Adeyemi Alvarez Bauer Bianchi Brooks Castro Chen Costa Dubois Eriksen Fischer Garcia Gupta "
     "Hansen Haddad Ito Jensen Kim Kowalski Larsen Lopez Moreau Muller Nakamura Novak Okafor Olsen Patel "
     "Perez Quinn Rossi Sato Schmidt Silva Singh Smith Tanaka Torres Vogel Walsh Weber Wong Yilmaz Zhang"
-).split()
-COMPANY_WORDS = tuple(
+)
+COMPANY_WORDS = _words(
     "Acme Apex Atlas Beacon Birch Cedar Cobalt Delta Ember Falcon Granite Harbor Helix Iris Juniper "
     "Keystone Lumen Maple Meridian Nimbus Northwind Orion Pioneer Quartz Redwood Summit Tidal Vertex"
-).split()
-COMPANY_SUFFIXES = ["Ltd", "Inc", "Group", "Logistics", "Partners", "Co", "Works", "Systems"]
-WORDS = tuple(
+)
+COMPANY_SUFFIXES = ("Ltd", "Inc", "Group", "Logistics", "Partners", "Co", "Works", "Systems")
+WORDS = _words(
     "alpha amber bright calm clear crisp daily eager early fresh gentle golden green quick quiet "
     "rapid silver simple solid steady strong sunny swift tidy urgent vivid warm wide"
-).split()
+)
 
 
 def resolve_date(value: Any, today: date, where: str, source: str) -> date:
