@@ -1,10 +1,10 @@
 """Turn anatomy: per group of episodes, how many agent turns are replies, write turns and read-only turns.
 
 A turn is an assistant message. A turn without calls is a reply. A turn with calls is a write turn if
-any call writes, else a read turn if any call reads (the rest being harness tools), else a harness
-turn (only `neither` calls such as think / calculate / transfer). A turn with a call to a tool its
+any call writes, else a read turn if any call reads (the rest being `neither` tools), else a
+`neither` turn (only calls that touch no world: think, calculate, transfer, tools that do not exist). A turn with a call to a tool its
 domain's catalog does not list, and no write, is an `unknown` turn: it is counted apart, never guessed.
-Replies + writes + reads + harness + unknown = 100% of turns.
+Replies + writes + reads + neither + unknown = 100% of turns.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Literal
 from toolshift.models import Effect
 from toolshift.traces.episode import Episode, Message
 
-TurnKind = Literal["reply", "write", "read", "harness", "unknown"]
+TurnKind = Literal["reply", "write", "read", "neither", "unknown"]
 GROUP_KEYS = ("domain", "agent", "model", "harness")
 
 
@@ -33,7 +33,7 @@ def turn_kind(message: Message, effects: Mapping[str, Effect]) -> TurnKind:
         return "unknown"
     if "read" in labels:
         return "read"
-    return "harness"
+    return "neither"
 
 
 @dataclass
@@ -74,7 +74,7 @@ class Anatomy:
             "replies_pct": round(self.share("reply"), 2),
             "write_turns_pct": round(self.share("write"), 2),
             "read_only_turns_pct": round(self.share("read"), 2),
-            "harness_turns_pct": round(self.share("harness"), 2),
+            "neither_turns_pct": round(self.share("neither"), 2),
             "unknown_turns_pct": round(self.share("unknown"), 2),
             "turn_counts": dict(sorted(self.kinds.items())),
             "calls": sum(self.calls.values()),

@@ -170,7 +170,7 @@ def anatomy_table(groups: dict[tuple[str, ...], Anatomy], keys: tuple[str, ...],
     table = Table(title="Turn anatomy")
     for key in keys:
         table.add_column(key)
-    for col in ("episodes", "tasks", "turns", "replies", "writes", "reads", "harness", "unknown"):
+    for col in ("episodes", "tasks", "turns", "replies", "writes", "reads", "neither", "unknown"):
         table.add_column(col, justify="right")
 
     def row(label: tuple[str, ...], g: Anatomy) -> list[str]:
@@ -182,7 +182,7 @@ def anatomy_table(groups: dict[tuple[str, ...], Anatomy], keys: tuple[str, ...],
             f"{g.share('reply'):.1f}%",
             f"{g.share('write'):.1f}%",
             f"{g.share('read'):.1f}%",
-            f"{g.share('harness'):.1f}%",
+            f"{g.share('neither'):.1f}%",
             f"{g.share('unknown'):.1f}%",
         ]
 
@@ -191,3 +191,60 @@ def anatomy_table(groups: dict[tuple[str, ...], Anatomy], keys: tuple[str, ...],
     if len(groups) > 1:
         table.add_row(*row(("all",) + ("",) * (len(keys) - 1), overall), style="bold")
     return table
+
+
+@app.command("split")
+def split(
+    files: Annotated[list[Path], typer.Argument(help="Episode files (*.episodes.jsonl).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for <stem>.train.jsonl and <stem>.test.jsonl.")],
+) -> None:
+    """Split episodes by task: 0-based positions 2, 5, 7, 9 of every ten tasks (natural id order) are held out."""
+    from toolshift.traces.split import HELD_OUT_POSITIONS, split_by_domain
+    from toolshift.traces.store import EPISODES_SUFFIX, EpisodeWriter
+
+    table = Table(title=f"Split by task (held-out positions {sorted(HELD_OUT_POSITIONS)} of each ten)")
+    for col in ("file", "train episodes", "test episodes", "train tasks", "test tasks"):
+        table.add_column(col, justify="right" if col != "file" else "left")
+    for path in files:
+        assignment = split_by_domain(iter_episodes(path))
+        stem = path.name.removesuffix(".gz").removesuffix(EPISODES_SUFFIX).removesuffix(".jsonl")
+        meta = {"split_of": path.name}
+        with (
+            EpisodeWriter(out / f"{stem}.train{EPISODES_SUFFIX}", meta=meta | {"split": "train"}) as train,
+            EpisodeWriter(out / f"{stem}.test{EPISODES_SUFFIX}", meta=meta | {"split": "test"}) as test,
+        ):
+            for episode in iter_episodes(path):
+                (test if assignment[(episode.domain, episode.task_id)] == "test" else train).write(episode)
+        n_test = sum(1 for s in assignment.values() if s == "test")
+        table.add_row(
+            path.name, str(train.count), str(test.count), str(len(assignment) - n_test), str(n_test)
+        )
+    console.print(table)
+
+
+@app.command("export-tau2")
+def export_tau2(
+    files: Annotated[list[Path], typer.Argument(help="Episode files (*.episodes.jsonl) of one domain.")],
+    out: Annotated[
+        Path, typer.Option("--out", help="results.json file (json layout) or folder (dir layout).")
+    ],
+    layout: Annotated[
+        str, typer.Option(help="json (one file) or dir (results.json + simulations/).")
+    ] = "json",
+    policy: Annotated[
+        Path | None, typer.Option(help="Policy markdown to put in info.environment_info.")
+    ] = None,
+) -> None:
+    """Write episodes as a τ²-bench Results document."""
+    from toolshift.traces.store import read_episodes
+    from toolshift.traces.tau2 import run_from_episodes, write_results
+
+    if layout not in ("json", "dir"):
+        raise BadInputError(f"unknown layout {layout!r} (json, dir)", field="--layout")
+    episodes = list(read_episodes(files))
+    domains = {e.domain for e in episodes}
+    if len(domains) > 1:
+        raise BadInputError(f"a τ²-bench Results holds one domain; these files hold {sorted(domains)}")
+    policy_text = policy.read_text(encoding="utf-8") if policy else ""
+    path = write_results(run_from_episodes(episodes, policy=policy_text), out, layout=layout)  # type: ignore[arg-type]
+    console.print(f"wrote {len(episodes)} simulations to {path}")
