@@ -86,17 +86,33 @@ class RowGenerator:
             key=lambda jf: 1 if jf[1].gen is not None and jf[1].gen.kind == "email" else 0,
         )
         self.makers: dict[str, Callable[[int, dict[str, Any]], Any]] = {}
+        self.where: dict[str, str] = {}
         for j, f in self.order:
             where = f"entities[{ent_index}].fields[{j}].gen"
             gen = f.gen.model_dump() if f.gen is not None else {**DEFAULT_GEN[f.type]}
             self.makers[f.name] = self._maker(f, gen, where)
+            self.where[f.name] = where
 
     def rows(self) -> list[dict[str, Any]]:
+        try:
+            return self._rows()
+        except BadInputError:
+            raise
+        except Exception as exc:
+            field = getattr(self, "_current", None)
+            raise BadInputError(
+                f"seed generator failed: {type(exc).__name__}: {exc}",
+                source=self.source,
+                field=self.where.get(field or "", f"entities[{self.spec.entities.index(self.entity)}]"),
+            ) from None
+
+    def _rows(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         seen: dict[str, set[Any]] = {f.name: set() for _, f in self.order if f.unique}
         for n, key in enumerate(self.keys[self.entity.name], start=1):
             row: dict[str, Any] = {self.entity.key: key}
             for _, f in self.order:
+                self._current = f.name
                 value = self.makers[f.name](n, row)
                 if f.unique and value is not None:
                     tries = 0
@@ -142,6 +158,8 @@ class RowGenerator:
             values = gen.get("values") or f.values or (WORDS if kind == "word" else None)
             if not values:
                 raise bad(f"{kind} generator needs `values`")
+            if f.type in ("string", "text", "enum", "email", "phone", "date", "datetime", "ref"):
+                values = [str(v) for v in values]
             if f.type == "enum" and f.values and any(v not in f.values for v in values):
                 raise bad(f"generator values {values} are not all allowed by enum {f.values}")
             weights = gen.get("weights")
@@ -188,7 +206,7 @@ class RowGenerator:
                 raise bad(f"bad pattern format {fmt!r}: {exc}") from None
             return lambda n, row: fmt.format(n=n)
         if kind == "sentence":
-            words = list(gen.get("words") or WORDS)
+            words = [str(w) for w in gen.get("words") or WORDS]
             lo, hi = int(gen.get("min", 4)), int(gen.get("max", 10))
 
             def sentence(n: int, row: dict[str, Any]) -> str:

@@ -1,0 +1,163 @@
+"""`toolshift world ...`: list, compile, inspect, call and serve worlds."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from toolshift.errors import BadInputError
+
+app = typer.Typer(no_args_is_help=True, help="Stateful tool worlds: compile, serve over MCP, call.")
+console = Console()
+
+DomainArg = Annotated[str, typer.Argument(help="A built-in domain name or a path to a domain spec YAML.")]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help="Re-seed the world (default: the spec's seed).")]
+
+
+class Transport(StrEnum):
+    stdio = "stdio"
+    http = "http"
+
+
+def _short(value: Any, width: int = 70) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def changes_table(changes: list[Any], title: str = "State diff") -> Table:
+    """A rich table of RowChanges."""
+    table = Table(title=title, show_lines=False)
+    for col in ("table", "key", "field", "op", "before", "after"):
+        table.add_column(col, overflow="fold")
+    for c in changes:
+        table.add_row(c.table, c.key, c.field, c.op, _short(c.before, 30), _short(c.after, 30))
+    return table
+
+
+@app.command("domains")
+def domains(
+    world_only: Annotated[
+        bool, typer.Option("--world-only", help="Only the hand-written world domains.")
+    ] = False,
+) -> None:
+    """Table of built-in domains with entity, tool and row counts."""
+    from toolshift.world.registry import builtin_domains, load_domain
+
+    table = Table(title="Built-in domains")
+    for col in ("domain", "entities", "tools", "rows", "from"):
+        table.add_column(col, justify="left" if col in ("domain", "from") else "right")
+    for name, path in builtin_domains().items():
+        origin = path.parent.parent.name
+        if world_only and origin != "world":
+            continue
+        d = load_domain(name)
+        table.add_row(
+            name, str(len(d.spec.entities)), str(len(d.tools)), str(sum(d.row_counts().values())), origin
+        )
+    console.print(table)
+
+
+@app.command("compile")
+def compile_cmd(
+    domain: DomainArg,
+    out: Annotated[Path, typer.Option("--out", help="The SQLite file to write.")],
+    seed: SeedOpt = None,
+) -> None:
+    """Compile a domain spec into a seeded SQLite database file."""
+    from toolshift.world.registry import load_domain
+    from toolshift.world.world import World
+
+    world = World(load_domain(domain, seed=seed))
+    world.save(out)
+    counts = world.row_counts()
+    console.print(
+        f"wrote [bold]{out}[/]: {len(counts)} tables, {sum(counts.values())} rows, "
+        f"{len(world.tools)} tools (seed {world.domain.spec.seed})"
+    )
+
+
+@app.command("tools")
+def tools_cmd(domain: DomainArg) -> None:
+    """Table of a world's tools: name, effect, parameters (* = required)."""
+    from toolshift.world.registry import load_domain
+
+    d = load_domain(domain)
+    table = Table(title=f"{d.spec.title}: {len(d.tools)} tools")
+    table.add_column("tool")
+    table.add_column("effect")
+    table.add_column("params", overflow="fold")
+    for t in d.tools:
+        req = set(t.required)
+        params = ", ".join(p + ("*" if p in req else "") for p in t.params)
+        effect = t.effect + (" (destructive)" if t.destructive else "")
+        table.add_row(t.name, effect, params)
+    console.print(table)
+
+
+@app.command("call")
+def call_cmd(
+    domain: DomainArg,
+    tool: Annotated[str, typer.Argument(help="The tool to call.")],
+    args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
+    seed: SeedOpt = None,
+) -> None:
+    """Call one tool on a fresh world; print the result or error and the state diff."""
+    from toolshift.world.registry import load_domain
+    from toolshift.world.world import World
+
+    try:
+        parsed = json.loads(args)
+    except json.JSONDecodeError as exc:
+        raise BadInputError(f"not JSON: {exc.msg} at column {exc.colno}", source="--args") from None
+    if not isinstance(parsed, dict):
+        raise BadInputError("must be a JSON object", source="--args")
+    world = World(load_domain(domain, seed=seed))
+    before = world.snapshot()
+    result = world.call(tool, parsed)
+    style = "green" if result.ok else "red"
+    console.print(f"[bold {style}]{'ok' if result.ok else 'error'}[/] {tool}")
+    console.print_json(json.dumps(result.payload(), ensure_ascii=False, default=str))
+    diff = world.changes_since(before)
+    if diff:
+        console.print(changes_table(diff))
+    else:
+        console.print("[dim]no state change[/]")
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+@app.command("serve")
+def serve_cmd(
+    domain: DomainArg,
+    transport: Annotated[
+        Transport, typer.Option("--transport", help="stdio or streamable HTTP.")
+    ] = Transport.stdio,
+    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port")] = 8765,
+    shared_state: Annotated[
+        bool,
+        typer.Option("--shared-state", help="One world for every session (default: a copy per session)."),
+    ] = False,
+    seed: SeedOpt = None,
+) -> None:
+    """Serve a world as an MCP server."""
+    import anyio
+
+    from toolshift.world.registry import load_domain
+    from toolshift.world.serve import WorldServer
+
+    server = WorldServer(load_domain(domain, seed=seed), shared_state=shared_state)
+    if transport == Transport.stdio:
+        anyio.run(server.run_stdio)
+        return
+    Console(stderr=True).print(
+        f"serving [bold]{server.base.name}[/] ({len(server.base.tools)} tools) at http://{host}:{port}/mcp"
+        + (" with shared state" if shared_state else ", one world per session")
+    )
+    server.run_http(host=host, port=port)
