@@ -1,0 +1,157 @@
+"""`toolshift run` (tasks × trials of one agent against a world) and `toolshift agents` (model listing)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from toolshift.errors import BadInputError
+
+app = typer.Typer(help="Agent models, user simulators and scripted policies.", no_args_is_help=True)
+console = Console()
+
+
+@app.command("models")
+def models() -> None:
+    """List the agent kinds `toolshift run --model` accepts."""
+    table = Table(title="agent models", header_style="bold")
+    table.add_column("--model")
+    table.add_column("what it is")
+    table.add_row(
+        "embedded", "SmolLM2-135M-Instruct (GGUF, in-process, grammar-constrained tool calls); no key"
+    )
+    table.add_row("oracle", "executes each task's gold path (validates tasks and metrics)")
+    table.add_row("replay", "re-executes a recorded episode's calls (--replay-from EPISODES.jsonl)")
+    table.add_row(
+        "openai:<name>", "any OpenAI-compatible endpoint: OPENAI_API_KEY, TOOLSHIFT_BASE_URL or --base-url"
+    )
+    table.add_row(
+        "anthropic:<name>", "Anthropic Messages API (pip install 'toolshift[anthropic]'; ANTHROPIC_API_KEY)"
+    )
+    console.print(table)
+
+
+def run(
+    world: str = typer.Option(..., "--world", help="Built-in domain, spec YAML path, or http(s) MCP URL."),
+    tasks: Path = typer.Option(..., "--tasks", help="Task file (toolshift.tasks/1 JSONL)."),
+    model: str = typer.Option(
+        "embedded", "--model", help="embedded | oracle | replay | openai:<name> | anthropic:<name>"
+    ),
+    trials: int = typer.Option(1, "--trials", min=1, help="Trials per task."),
+    out: Path = typer.Option(..., "--out", help="Run folder (resumable)."),
+    user: str = typer.Option(
+        "scripted", "--user", help="scripted | embedded | openai:<name> | anthropic:<name>"
+    ),
+    concurrency: int = typer.Option(
+        4, "--concurrency", min=1, help="Episodes in flight (shrinks on rate limits)."
+    ),
+    executor: str = typer.Option("local", "--executor", help="local (asyncio) or ray."),
+    ray_address: str = typer.Option(
+        None, "--ray-address", help="Ray cluster address (default: a local cluster)."
+    ),
+    max_turns: int = typer.Option(30, "--max-turns", min=1),
+    model_timeout: float = typer.Option(120.0, "--model-timeout", help="Seconds per model call."),
+    tool_timeout: float = typer.Option(30.0, "--tool-timeout", help="Seconds per tool call."),
+    episode_timeout: float = typer.Option(900.0, "--episode-timeout", help="Seconds per episode."),
+    temperature: float = typer.Option(None, "--temperature"),
+    seed: int = typer.Option(0, "--seed"),
+    base_url: str = typer.Option(
+        None, "--base-url", help="OpenAI-compatible endpoint (else TOOLSHIFT_BASE_URL)."
+    ),
+    replay_from: Path = typer.Option(None, "--replay-from", help="Episodes to replay (--model replay)."),
+    limit: int = typer.Option(None, "--limit", min=1, help="Run only the first N tasks."),
+    check: bool = typer.Option(
+        True, "--check/--no-check", help="Mark tasks the oracle cannot solve as invalid."
+    ),
+) -> None:
+    """Run tasks × trials of an agent against a world; one episode per line; re-run to resume."""
+    from pydantic import ValidationError
+
+    from toolshift.agents.config import RunConfig
+    from toolshift.agents.results import results_table, summarize
+    from toolshift.agents.runner import find_invalid_tasks, plan_run, run_local
+    from toolshift.agents.tasks import load_tasks
+    from toolshift.agents.worlds import world_opener
+
+    if executor not in ("local", "ray"):
+        raise BadInputError(f"unknown executor {executor!r}: use local or ray", field="executor")
+    if model == "replay" and replay_from is None:
+        raise BadInputError("--model replay needs --replay-from EPISODES_FILE", field="replay_from")
+    try:
+        config = RunConfig(
+            world=world,
+            model=model,
+            user=user,
+            max_turns=max_turns,
+            model_timeout=model_timeout,
+            tool_timeout=tool_timeout,
+            episode_timeout=episode_timeout,
+            temperature=temperature,
+            seed=seed,
+            base_url=base_url,
+            replay_from=str(replay_from.resolve()) if replay_from else None,
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise BadInputError(err["msg"], field=".".join(map(str, err["loc"]))) from None
+    task_list = load_tasks(tasks)[:limit]
+    world_opener(world)  # an unknown domain fails here, before anything is written
+    plan = plan_run(config, task_list, trials, out)
+    console.print(
+        f"run [bold]{plan.files.key}[/] · {len(task_list)} tasks × {trials} trials · "
+        f"{len(plan.todo)} to run, {len(task_list) * trials - len(plan.todo)} already done · {plan.files.episodes}"
+    )
+    remote_world = world.startswith(("http://", "https://"))
+    invalid: set[str] = set()
+    if check and model != "oracle" and not remote_world:
+        invalid = asyncio.run(find_invalid_tasks(world, task_list, plan.files.folder))
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("ok {task.fields[ok]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        bar = progress.add_task(config.model, total=len(plan.todo), ok=0)
+        ok = 0
+
+        def finished(episode) -> None:  # type: ignore[no-untyped-def]
+            nonlocal ok
+            ok += bool(episode.outcome and episode.outcome.success)
+            progress.update(bar, advance=1, ok=ok)
+
+        if plan.todo and executor == "ray":
+            from toolshift.agents.ray_executor import run_ray
+
+            run_ray(plan, concurrency=concurrency, address=ray_address, on_episode=finished)
+        elif plan.todo:
+            asyncio.run(run_local(plan, concurrency=concurrency, on_episode=finished))
+    episodes = plan.current_episodes()
+    if model == "oracle":
+        invalid = {e.task_id for e in episodes if e.outcome is not None and e.outcome.success is False}
+    results = summarize(episodes, trials=trials, invalid_tasks=invalid)
+    plan.files.results.write_text(
+        json.dumps({"run": plan.files.key, **results.as_dict()}, indent=2) + "\n", encoding="utf-8"
+    )
+    console.print(results_table(f"{config.model} on {world}", results))
+    if invalid:
+        console.print(
+            f"[yellow]invalid tasks (the oracle cannot produce their expected changes):[/] {', '.join(sorted(invalid))}"
+        )
+    console.print(f"episodes: {plan.files.episodes}")

@@ -1,0 +1,166 @@
+"""A run's configuration, its hash (the resume key), and the factories that turn it into models and users."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toolshift.agents.chat import ChatModel, ModelConfigError
+from toolshift.agents.loop import EpisodeLimits
+from toolshift.agents.retry import RateLimitListener
+from toolshift.agents.users import LLMUser, ScriptedUser, UserSimulator
+from toolshift.errors import BadInputError
+from toolshift.models import Task
+from toolshift.traces.episode import Episode
+
+RUN_FORMAT = "toolshift.run/1"
+SCRIPTED_MODELS = ("oracle", "replay")
+MODEL_KINDS = ("embedded", "oracle", "replay", "openai:<model>", "anthropic:<model>")
+
+
+class RunConfig(BaseModel):
+    """Everything that changes what an episode is. Its hash keys the run's files and every episode's id.
+
+    Execution details that do not change an episode (concurrency, executor, output folder) are not here.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["toolshift.run/1"] = RUN_FORMAT
+    world: str
+    model: str
+    user: str = "scripted"
+    max_turns: int = Field(30, ge=1)
+    model_timeout: float = Field(120.0, gt=0)
+    tool_timeout: float = Field(30.0, gt=0)
+    user_timeout: float = Field(120.0, gt=0)
+    episode_timeout: float = Field(900.0, gt=0)
+    result_chars: int = Field(2000, ge=100)
+    temperature: float | None = None
+    seed: int = 0
+    base_url: str | None = None
+    replay_from: str | None = None
+
+    @field_validator("model", "user")
+    @classmethod
+    def _known_model(cls, value: str) -> str:
+        check_model_spec(value)
+        return value
+
+    def limits(self) -> EpisodeLimits:
+        return EpisodeLimits(
+            max_turns=self.max_turns,
+            model_timeout=self.model_timeout,
+            tool_timeout=self.tool_timeout,
+            user_timeout=self.user_timeout,
+            episode_timeout=self.episode_timeout,
+            result_chars=self.result_chars,
+        )
+
+    def key(self) -> str:
+        """12 hex digits of the SHA-256 of the canonical JSON: the resume key."""
+        body = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(body.encode()).hexdigest()[:12]
+
+
+def check_model_spec(spec: str) -> None:
+    if spec in ("embedded", "oracle", "replay", "scripted"):
+        return
+    kind, _, name = spec.partition(":")
+    if kind in ("openai", "anthropic") and name:
+        return
+    raise BadInputError(f"unknown model {spec!r}: use one of {', '.join(MODEL_KINDS)}", field="model")
+
+
+def episode_seed(config: RunConfig, task_id: str, trial: int) -> int:
+    """A stable per-episode seed: the same episode samples the same way on any machine or executor."""
+    return zlib.crc32(f"{config.seed}:{task_id}:{trial}".encode())
+
+
+def make_model(
+    spec: str,
+    config: RunConfig,
+    *,
+    seed: int,
+    on_rate_limit: RateLimitListener | None = None,
+) -> ChatModel:
+    """A chat model for `embedded`, `openai:<name>` or `anthropic:<name>`."""
+    if spec == "embedded":
+        from toolshift.agents.embedded import EmbeddedModel
+
+        temperature = 0.7 if config.temperature is None else config.temperature
+        return EmbeddedModel(temperature=temperature, seed=seed)
+    kind, _, name = spec.partition(":")
+    if kind == "openai":
+        from toolshift.agents.openai_backend import OpenAIChatModel
+
+        return OpenAIChatModel(
+            name, base_url=config.base_url, temperature=config.temperature, on_rate_limit=on_rate_limit
+        )
+    if kind == "anthropic":
+        from toolshift.agents.anthropic_backend import AnthropicChatModel
+
+        return AnthropicChatModel(name, temperature=config.temperature, on_rate_limit=on_rate_limit)
+    raise ModelConfigError(f"{spec!r} is not a chat model")
+
+
+def make_agent(
+    config: RunConfig,
+    task: Task,
+    trial: int,
+    *,
+    recorded: dict[tuple[str, int], Episode] | None = None,
+    shared: ChatModel | None = None,
+    on_rate_limit: RateLimitListener | None = None,
+) -> ChatModel:
+    """The agent for one episode: a scripted policy, or a chat model (`shared` when it is stateless)."""
+    from toolshift.agents import policies
+
+    if config.model == "oracle":
+        return policies.oracle(task)
+    if config.model == "replay":
+        episode = (recorded or {}).get((task.id, trial)) or (recorded or {}).get((task.id, 0))
+        if episode is None:
+            raise BadInputError(f"no recorded episode for task {task.id!r}", source=config.replay_from)
+        return policies.replay(episode)
+    if shared is not None:
+        return shared
+    return make_model(
+        config.model, config, seed=episode_seed(config, task.id, trial), on_rate_limit=on_rate_limit
+    )
+
+
+def make_user(
+    config: RunConfig, task: Task, trial: int, *, on_rate_limit: RateLimitListener | None = None
+) -> UserSimulator:
+    if config.user == "scripted":
+        return ScriptedUser(task.public_request, task.instruction)
+    model = make_model(
+        config.user, config, seed=episode_seed(config, task.id, trial) + 1, on_rate_limit=on_rate_limit
+    )
+    return LLMUser(model, task.public_request, task.instruction, timeout=config.user_timeout)
+
+
+def shares_model(config: RunConfig) -> bool:
+    """API models hold no per-episode state, so one client serves every episode of a run."""
+    return config.model.split(":", 1)[0] in ("openai", "anthropic")
+
+
+def load_recorded(path: str) -> dict[tuple[str, int], Episode]:
+    """Recorded episodes by (task id, trial), for `replay`."""
+    from pathlib import Path
+
+    from toolshift.traces.store import iter_episodes
+
+    out: dict[tuple[str, int], Episode] = {}
+    for episode in iter_episodes(Path(path)):
+        out.setdefault((episode.task_id, episode.trial), episode)
+    return out
+
+
+def describe(config: RunConfig) -> dict[str, Any]:
+    return {"run": config.key(), **config.model_dump(mode="json")}

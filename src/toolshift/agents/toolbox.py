@@ -1,0 +1,121 @@
+"""The agent's side of MCP: list a world's tools, check a proposed call, call it with a hard timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+
+from toolshift.agents.chat import ProposedCall, ToolDef
+from toolshift.models import RowChange
+
+CHANGES_META_KEY = "toolshift/changes"
+
+
+@dataclass
+class ToolOutcome:
+    """What a call returned as the model will see it; `error` marks failed calls of every kind."""
+
+    text: str
+    error: bool
+    kind: str = "ok"
+    """ok, domain_error, unknown_tool, bad_arguments, timeout, transport_error."""
+
+
+def result_text(result: Any) -> str:
+    """The text an MCP `CallToolResult` carries (structured content when there is no text block)."""
+    parts = [getattr(block, "text", None) for block in getattr(result, "content", None) or []]
+    texts = [p for p in parts if p]
+    if texts:
+        return "\n".join(texts)
+    structured = getattr(result, "structured_content", None)
+    return json.dumps(structured, default=str) if structured is not None else ""
+
+
+class McpToolbox:
+    """One MCP client session's tools, with client-side checks every careful agent harness makes.
+
+    Unknown tools and arguments that do not parse or fail the tool's input schema never reach the
+    server: they come back as error outcomes so the episode can go on.
+    """
+
+    def __init__(self, client: Any, *, tool_timeout: float = 30.0) -> None:
+        self.client = client
+        self.tool_timeout = tool_timeout
+        self.tools: dict[str, ToolDef] = {}
+        self._validators: dict[str, Any] = {}
+        self.reported: list[RowChange] = []
+        """Row changes the world reported with its results (`_meta["toolshift/changes"]`)."""
+        self.unreported = 0
+        """Calls that reached the world and came back without a change report."""
+
+    async def list_tools(self) -> list[ToolDef]:
+        cursor: str | None = None
+        found: list[ToolDef] = []
+        for _ in range(100):
+            page = await self.client.list_tools(cursor=cursor)
+            for tool in page.tools:
+                found.append(
+                    ToolDef(
+                        name=tool.name,
+                        description=tool.description or "",
+                        input_schema=dict(tool.input_schema or {"type": "object"}),
+                    )
+                )
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        self.tools = {t.name: t for t in found}
+        return found
+
+    def check(self, call: ProposedCall) -> ToolOutcome | None:
+        """Why this call cannot be sent, or None when it can."""
+        if call.parse_error is not None or call.arguments is None:
+            raw = f": {call.raw_arguments}" if call.raw_arguments else ""
+            return ToolOutcome(f"error: {call.parse_error or 'no arguments'}{raw}", True, "bad_arguments")
+        tool = self.tools.get(call.name)
+        if tool is None:
+            names = ", ".join(sorted(self.tools))
+            return ToolOutcome(
+                f"error: unknown tool {call.name!r}; available tools: {names}", True, "unknown_tool"
+            )
+        validator = self._validators.get(call.name)
+        if validator is None:
+            cls = jsonschema.validators.validator_for(
+                tool.input_schema, default=jsonschema.Draft202012Validator
+            )
+            validator = self._validators[call.name] = cls(tool.input_schema)
+        problem = jsonschema.exceptions.best_match(validator.iter_errors(call.arguments))
+        if problem is not None:
+            where = "/".join(str(p) for p in problem.absolute_path)
+            at = f" at {where!r}" if where else ""
+            return ToolOutcome(
+                f"error: invalid arguments for {call.name}{at}: {problem.message}", True, "bad_arguments"
+            )
+        return None
+
+    async def call(self, call: ProposedCall) -> ToolOutcome:
+        refused = self.check(call)
+        if refused is not None:
+            return refused
+        try:
+            result = await asyncio.wait_for(
+                self.client.call_tool(call.name, call.arguments, read_timeout_seconds=self.tool_timeout),
+                self.tool_timeout,
+            )
+        except TimeoutError:
+            self.unreported += 1
+            return ToolOutcome(f"error: tool call timed out after {self.tool_timeout:g} s", True, "timeout")
+        except Exception as exc:  # an MCP protocol error or a broken transport: the model sees it as an error
+            self.unreported += 1
+            return ToolOutcome(f"error: {type(exc).__name__}: {exc}", True, "transport_error")
+        error = bool(getattr(result, "is_error", False))
+        meta = getattr(result, "meta", None) or {}
+        if CHANGES_META_KEY in meta:
+            self.reported += [RowChange.model_validate(c) for c in meta[CHANGES_META_KEY]]
+        else:
+            self.unreported += 1
+        return ToolOutcome(result_text(result), error, "domain_error" if error else "ok")

@@ -1,0 +1,98 @@
+"""Where an episode's world comes from: a fresh in-process world over in-memory MCP, or an MCP URL.
+
+In-process (a built-in domain name or a spec path): every episode gets a fresh `World` of the
+domain, served by the world's own MCP server through the SDK's in-memory transport, and the diff
+is exact (snapshot before, state after). Remote (an http(s) URL of a streamable-HTTP MCP server):
+the server gives each session its own state, and the diff is composed from the row changes the
+world reports with each call (`_meta["toolshift/changes"]`), or is unknown for other servers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from toolshift.models import RowChange
+
+
+@dataclass
+class InProcessSession:
+    """A fresh world of a domain behind an in-memory MCP client; diff = snapshot before vs state after."""
+
+    client: Any
+    policy: str
+    title: str
+    world: Any
+    before: Any
+
+    async def diff(self, reported: list[RowChange] | None) -> list[RowChange] | None:
+        return self.world.changes_since(self.before)
+
+
+@dataclass
+class RemoteSession:
+    """An MCP session with a world at a URL; the diff is folded from the changes its calls reported."""
+
+    client: Any
+    policy: str
+    title: str
+
+    async def diff(self, reported: list[RowChange] | None) -> list[RowChange] | None:
+        if reported is None:
+            return None
+        from toolshift.world import compose_changes
+
+        return compose_changes(reported)
+
+
+def _mcp_client(server: Any) -> Any:
+    from mcp import Client
+
+    return Client(server, mode="legacy")
+
+
+def in_process(domain: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
+    """An opener of fresh worlds of `domain` (a built-in name or a spec path), compiled once per process."""
+    from toolshift.world import World, load_domain
+
+    compiled = load_domain(domain)
+
+    @asynccontextmanager
+    async def open_world() -> AsyncIterator[InProcessSession]:
+        from toolshift.world.serve import WorldServer
+
+        world = World(compiled)
+        try:
+            before = world.snapshot()
+            server = WorldServer(world, shared_state=True)
+            async with _mcp_client(server.server) as client:
+                spec = compiled.spec
+                yield InProcessSession(client, spec.policy or spec.description, spec.title, world, before)
+        finally:
+            world.close()
+
+    return open_world
+
+
+def remote(url: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
+    """An opener of MCP sessions with the world served at `url` (one session, one state, per episode)."""
+
+    @asynccontextmanager
+    async def open_world() -> AsyncIterator[RemoteSession]:
+        from mcp import Client
+
+        async with Client(url, mode="legacy") as client:
+            info = client.server_info
+            title = (info.title or info.name) if info is not None else url
+            yield RemoteSession(client, client.instructions or "", title or url)
+
+    return open_world
+
+
+def world_opener(world: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
+    """`clinic`, `path/to/spec.yaml` or `http://host:port/mcp`. An unknown domain is a BadInputError."""
+    if world.startswith(("http://", "https://")):
+        return remote(world)
+    return in_process(world)
