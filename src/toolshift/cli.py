@@ -28,7 +28,7 @@ def _attach() -> None:
     app.add_typer(world_app, name="world", help="Stateful tool worlds: compile, serve over MCP, call.")
     app.add_typer(traces_app, name="traces", help="Episodes: convert published runs, turn anatomy, split by task.")
     app.add_typer(agents_cli.app, name="agents", help="Agent models, user simulators, scripted policies.")
-    app.command("run", help="Run tasks × trials of an agent against a world over MCP (resumable).")(agents_cli.run)
+    app.command("run", help="Run tasks × trials of an agent against a world (resumable).")(agents_cli.run)
     app.command("demo", help="The main job on embedded defaults: no API key, no network.")(demo.run)
 
 
