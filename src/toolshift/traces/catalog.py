@@ -143,12 +143,14 @@ def catalog_by_verb(domain: str, names: Iterable[str], *, source: str = "") -> t
 
 
 def _annotation(tool: Any, key: str) -> Any:
+    """An MCP annotation by its wire name (`readOnlyHint`), from a dict or an mcp.types.Tool."""
     annotations = tool.get("annotations") if isinstance(tool, Mapping) else getattr(tool, "annotations", None)
     if annotations is None:
         return None
     if isinstance(annotations, Mapping):
         return annotations.get(key)
-    return getattr(annotations, key, None)
+    snake = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", key).lower()
+    return getattr(annotations, snake, getattr(annotations, key, None))
 
 
 def _tool_name(tool: Any) -> str:

@@ -58,8 +58,8 @@ class ReadReport:
             self.first_errors.append(str(error))
 
 
-def _open_text(path: Path, mode: str) -> IO[str]:
-    if path.name.endswith(".gz"):
+def _open_text(path: Path, mode: str, *, gz: bool | None = None) -> IO[str]:
+    if path.name.endswith(".gz") if gz is None else gz:
         return io.TextIOWrapper(gzip.open(path, mode.replace("t", "") + "b"), encoding="utf-8", newline="\n")
     return path.open(mode, encoding="utf-8", newline="\n")
 
@@ -86,7 +86,7 @@ def _parse_header(line: str, path: Path) -> StoreHeader:
         raw = json.loads(line) if line.strip() else None
     except json.JSONDecodeError as exc:
         raise BadInputError(f"header line is not JSON: {exc.msg}", source=str(path), record="header") from exc
-    if not isinstance(raw, dict) or "format" not in raw:
+    if not isinstance(raw, dict) or raw.get("format") in (None, EPISODE_FORMAT):
         raise BadInputError(
             f"no header line: an episode file starts with {{'format': {STORE_FORMAT!r}}}",
             source=str(path),
@@ -197,7 +197,7 @@ class EpisodeWriter:
             os.close(fd)
             chmod_default(tmp)
             self._tmp = Path(tmp)
-            self._fh = _open_text(self._tmp, "wt")
+            self._fh = _open_text(self._tmp, "wt", gz=self.path.name.endswith(".gz"))
             self._fh.write(StoreHeader(meta=self.meta).model_dump_json() + "\n")
         return self
 

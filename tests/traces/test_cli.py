@@ -1,0 +1,141 @@
+"""`toolshift traces`: convert, stats (with catalog discovery and unknown tools), split, export, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from toolshift.cli import app
+from toolshift.traces.store import iter_episodes
+from toolshift.traces.tau2 import read_results
+
+DATA = Path(__file__).parent / "data"
+runner = CliRunner()
+
+
+def _ok(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return result.output
+
+
+@pytest.mark.shared
+def test_convert_then_stats_on_taubench(tmp_path, shared_data):
+    out = _ok(
+        "traces",
+        "convert",
+        "taubench-v1",
+        str(shared_data / "tau-bench" / "gpt-4o-airline.trials-0-1.json"),
+        "--out",
+        str(tmp_path),
+    )
+    assert "kept" in out and "100" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["airline.catalog.json", "airline.episodes.jsonl"]
+    stats = json.loads(_ok("traces", "stats", str(tmp_path / "airline.episodes.jsonl"), "--json"))
+    (group,) = stats["groups"]
+    assert (group["domain"], group["agent"], group["episodes"], group["tasks"], group["turns"]) == (
+        "airline",
+        "gpt-4o",
+        100,
+        50,
+        1229,
+    )
+    assert (
+        group["replies_pct"] == 53.46
+        and group["write_turns_pct"] == 9.85
+        and group["read_only_turns_pct"] == 27.42
+    )
+    assert stats["missing_catalogs"] == [] and group["unknown_tools"] == {}
+
+
+@pytest.mark.shared
+def test_stats_reports_unknown_tools_without_a_catalog(tmp_path, shared_data):
+    _ok(
+        "traces",
+        "convert",
+        "taubench-v1",
+        str(shared_data / "tau-bench" / "gpt-4o-airline.trials-0-1.json"),
+        "--out",
+        str(tmp_path),
+    )
+    lonely = tmp_path / "elsewhere"
+    lonely.mkdir()
+    (tmp_path / "airline.episodes.jsonl").rename(lonely / "airline.episodes.jsonl")
+    stats = json.loads(_ok("traces", "stats", str(lonely / "airline.episodes.jsonl"), "--json"))
+    assert stats["missing_catalogs"] == ["airline"]
+    assert stats["total"]["unknown_tools"]["get_reservation_details"] == 187
+    assert stats["total"]["unknown_turns_pct"] == pytest.approx(100 - 53.46, abs=0.01)
+    text = _ok("traces", "stats", str(lonely / "airline.episodes.jsonl"))
+    assert "unknown tools" in text and "14 names" in text
+    given = json.loads(
+        _ok(
+            "traces",
+            "stats",
+            str(lonely / "airline.episodes.jsonl"),
+            "--catalog",
+            str(tmp_path / "airline.catalog.json"),
+            "--json",
+        )
+    )
+    assert given["total"]["unknown_tools"] == {}
+
+
+@pytest.mark.shared
+def test_workbench_domain_folder_and_grouping(tmp_path, shared_data):
+    _ok(
+        "traces",
+        "convert",
+        "workbench",
+        str(shared_data / "workbench" / "results" / "email"),
+        "--out",
+        str(tmp_path),
+    )
+    stats = json.loads(
+        _ok("traces", "stats", str(tmp_path / "email.episodes.jsonl"), "--by", "agent,harness", "--json")
+    )
+    assert [(g["agent"], g["harness"].rsplit("/", 1)[1], g["episodes"]) for g in stats["groups"]] == [
+        ("claude-2", "all", 63), ("claude-2", "domains", 62), ("gpt-4", "all", 90), ("gpt-4", "domains", 90),
+    ]  # fmt: skip
+
+
+def test_split_and_export(tmp_path):
+    _ok("traces", "convert", "tau2", str(DATA / "tau2_airline_results.json"), "--out", str(tmp_path / "conv"))
+    episodes = tmp_path / "conv" / "airline.episodes.jsonl"
+    _ok("traces", "split", str(episodes), "--out", str(tmp_path / "split"))
+    train = list(iter_episodes(tmp_path / "split" / "airline.train.episodes.jsonl"))
+    test = list(iter_episodes(tmp_path / "split" / "airline.test.episodes.jsonl"))
+    assert len(train) + len(test) == 2 and {e.task_id for e in train} == {
+        "1",
+        "7",
+    }  # positions 0, 1: both train
+    _ok("traces", "export-tau2", str(episodes), "--out", str(tmp_path / "back.json"))
+    again = read_results(tmp_path / "back.json")
+    assert [e.id for e in again.episodes] == [
+        e.id for e in read_results(DATA / "tau2_airline_results.json").episodes
+    ]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    return subprocess.run(
+        [sys.executable, "-m", "toolshift", *args], capture_output=True, text=True, env=env, check=False
+    )
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "x.episodes.jsonl"
+    bad.write_text(
+        '{"format": "toolshift.episodes/1"}\n{"format": "toolshift.episode/1", "id": "a", "domain": "d"}\n'
+    )
+    result = _cli("traces", "stats", str(bad))
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert "record 0" in result.stderr and "task_id" in result.stderr
+    skipped = _cli("traces", "stats", str(bad), "--skip-bad", "--json")
+    assert skipped.returncode == 0 and json.loads(skipped.stdout)["total"]["episodes"] == 0
