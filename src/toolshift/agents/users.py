@@ -84,7 +84,7 @@ def _similar(a: str, b: str) -> bool:
 def fact_asked(fact: str, text: str) -> bool:
     """Does `text` ask about the fact named `fact`? Every significant word of the name appears, loosely."""
     said = set(_tokens(text))
-    words = [w for w in _tokens(fact) if w not in _STOP and len(w) > 1] or _tokens(fact)
+    words = [w for w in _tokens(fact) if w not in _STOP and len(w) > 2] or _tokens(fact)
     return bool(words) and all(any(_similar(w, s) for s in said) for w in words)
 
 

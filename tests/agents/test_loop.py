@@ -1,0 +1,194 @@
+"""The agent loop over a real world and real in-memory MCP: success, malformed calls, termination, timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.server.lowlevel import Server
+
+from toolshift.agents.chat import ModelError, ModelReply, ProposedCall, ToolDef
+from toolshift.agents.loop import EpisodeLimits, run_episode
+from toolshift.agents.policies import ScriptedCall, ScriptedPolicy, oracle, replay
+from toolshift.agents.users import ScriptedUser
+from toolshift.agents.worlds import world_opener
+from toolshift.models import Task
+
+
+def _user(task: Task) -> ScriptedUser:
+    return ScriptedUser(task.public_request, task.instruction)
+
+
+def _run(task: Task, agent: Any, limits: EpisodeLimits | None = None, opener: Any = None):
+    return asyncio.run(
+        run_episode(task, agent, _user(task), opener or world_opener("clinic"), episode_id="t", limits=limits)
+    )
+
+
+def test_oracle_solves_its_task_over_mcp(tasks):
+    episode = _run(tasks[0], oracle(tasks[0]))
+    assert episode.outcome.success is True
+    assert episode.termination_reason == "user_stop"
+    assert episode.world_diff == tasks[0].expected_changes
+    roles = [m.role for m in episode.messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant", "user"]
+    assert "Riverside" in episode.messages[0].content  # the domain's policy and title reach the prompt
+    assert episode.messages[-1].tool_calls[0].name == "end_conversation"
+
+
+def test_each_episode_gets_a_fresh_world(tasks):
+    first = _run(tasks[0], oracle(tasks[0]))
+    second = _run(tasks[0], oracle(tasks[0]))
+    assert first.outcome.success and second.outcome.success  # a cancelled appointment would fail the second
+
+
+def test_invalid_task_fails_under_the_oracle(impossible):
+    episode = _run(impossible, oracle(impossible))
+    assert episode.outcome.success is False
+    assert episode.outcome.info["missing_changes"] == 1
+
+
+def test_malformed_calls_are_recorded_and_the_episode_goes_on(tasks):
+    task = tasks[0]
+
+    class Clumsy:
+        name = "clumsy"
+
+        def __init__(self) -> None:
+            self.script = [
+                ProposedCall("c1", "no_such_tool", {}),
+                ProposedCall("c2", "get_appointment", None, raw_arguments="{oops", parse_error="not JSON"),
+                ProposedCall("c3", "get_appointment", {"appointment_id": 7}),
+                ProposedCall("c4", "cancel_appointment", {"appointment_id": "APT-00003"}),
+            ]
+            self.seen: list[dict[str, Any]] = []
+
+        async def complete(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> ModelReply:
+            self.seen = messages
+            if self.script:
+                return ModelReply(calls=[self.script.pop(0)])
+            return ModelReply(calls=[ProposedCall("end", "end_conversation", {})])
+
+    agent = Clumsy()
+    episode = _run(task, agent)
+    results = [m for m in episode.messages if m.role == "tool"]
+    assert [m.error for m in results] == [True, True, True, False]
+    assert "unknown tool 'no_such_tool'" in results[0].content
+    assert "{oops" in results[1].content
+    assert "appointment_id" in results[2].content
+    assert episode.termination_reason == "agent_stop"
+    assert episode.outcome.success is True
+    assert episode.outcome.info["failed_calls"] == 3
+    wire_errors = [m for m in agent.seen if m["role"] == "tool"]
+    assert wire_errors[0]["content"].startswith("error: unknown tool")  # the model saw the errors
+
+
+def test_max_turns_and_agent_error(tasks):
+    task = tasks[0]
+    looping = ScriptedPolicy("loop", [ScriptedCall("get_appointment", {"appointment_id": "APT-00003"})] * 50)
+    episode = _run(task, looping, EpisodeLimits(max_turns=4))
+    assert episode.termination_reason == "max_turns"
+    assert episode.outcome.info["turns"] == 4
+    assert episode.outcome.success is False
+
+    class Broken:
+        name = "broken"
+
+        async def complete(self, messages, tools):
+            raise ModelError("the endpoint gave up")
+
+    episode = _run(task, Broken())
+    assert episode.termination_reason == "agent_error"
+    assert episode.outcome.success is False  # the agent's own failure is charged to it
+
+
+def test_model_and_episode_timeouts(tasks):
+    class Slow:
+        name = "slow"
+
+        def __init__(self, seconds: float) -> None:
+            self.seconds = seconds
+
+        async def complete(self, messages, tools):
+            await asyncio.sleep(self.seconds)
+            return ModelReply(calls=[ProposedCall("c", "get_appointment", {"appointment_id": "APT-00003"})])
+
+    episode = _run(tasks[0], Slow(5), EpisodeLimits(model_timeout=0.2))
+    assert episode.termination_reason == "timeout"
+    assert episode.outcome.info["timeout"] == "model_call"
+    episode = _run(tasks[0], Slow(0.05), EpisodeLimits(episode_timeout=0.5, max_turns=1000))
+    assert episode.termination_reason == "timeout"
+    assert episode.outcome.info["timeout"] == "episode"
+    assert episode.world_diff == []  # the diff is still taken after a timeout
+    assert episode.duration < 5
+
+
+def _slow_tool_opener(delay: float):
+    """A real MCP server whose only tool sleeps: the world a timed-out tool call needs."""
+    from contextlib import asynccontextmanager
+
+    async def list_tools(ctx, params):
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name="wait", description="Waits.", input_schema={"type": "object", "properties": {}}
+                )
+            ]
+        )
+
+    async def call_tool(ctx, params):
+        await asyncio.sleep(delay)
+        return types.CallToolResult(content=[types.TextContent(text="waited")])
+
+    server = Server("slow", on_list_tools=list_tools, on_call_tool=call_tool)
+
+    class Session:
+        policy, title = "", "Slow world"
+
+        def __init__(self, client):
+            self.client = client
+
+        async def diff(self, reported):
+            return []
+
+    @asynccontextmanager
+    async def opener():
+        async with Client(server, mode="legacy") as client:
+            yield Session(client)
+
+    return opener
+
+
+def test_timed_out_tool_call_returns_to_the_model_as_an_error(tasks):
+    agent = ScriptedPolicy("waiter", [ScriptedCall("wait", {}), ScriptedCall("wait", {})])
+    episode = _run(tasks[0], agent, EpisodeLimits(tool_timeout=0.2), opener=_slow_tool_opener(3))
+    results = [m for m in episode.messages if m.role == "tool"]
+    assert len(results) == 2 and all(m.error for m in results)
+    assert "timed out" in results[0].content
+    assert episode.termination_reason == "user_stop"  # the episode went on past both timeouts
+    assert episode.duration < 3
+
+
+def test_replay_reproduces_a_recorded_episode(tasks):
+    recorded = _run(tasks[1], oracle(tasks[1]))
+    again = _run(tasks[1], replay(recorded))
+
+    def calls(e):
+        return [
+            (c.name, c.arguments) for m in e.messages for c in (m.tool_calls or []) if m.role == "assistant"
+        ]
+
+    assert calls(again) == calls(recorded)
+    assert again.world_diff == recorded.world_diff
+    assert again.outcome.success is True
+
+
+@pytest.mark.parametrize("domain", ["no_such_world"])
+def test_unknown_world_is_a_clear_error(domain):
+    from toolshift.errors import BadInputError
+
+    with pytest.raises(BadInputError, match="unknown domain"):
+        world_opener(domain)

@@ -1,0 +1,135 @@
+"""`toolshift run`: resume after an interrupted run, configuration keys, invalid tasks, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from toolshift.agents.config import RunConfig
+from toolshift.agents.runner import plan_run, run_local
+from toolshift.agents.tasks import load_tasks
+from toolshift.cli import app
+from toolshift.errors import BadInputError
+from toolshift.traces.store import iter_episodes
+
+runner = CliRunner()
+
+
+def _invoke(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=True)
+
+
+def _episodes(folder: Path) -> list:
+    (path,) = folder.glob("run-*.episodes.jsonl")
+    return list(iter_episodes(path))
+
+
+def test_run_writes_episodes_results_and_flags_invalid_tasks(tasks_file, tmp_path):
+    out = tmp_path / "run"
+    result = _invoke("run", "--world", "clinic", "--tasks", str(tasks_file), "--model", "oracle",
+                     "--trials", "2", "--out", str(out))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    episodes = _episodes(out)
+    assert len(episodes) == 6 and len({e.id for e in episodes}) == 6
+    (results_path,) = out.glob("run-*.results.json")
+    results = json.loads(results_path.read_text())
+    assert results["invalid_tasks"] == ["impossible"]
+    assert results["success"]["mean"] == 1.0 and results["judged_tasks"] == 2
+    assert "invalid tasks" in result.output
+
+
+def test_rerun_resumes_after_an_interrupted_run(tasks_file, tmp_path):
+    out = tmp_path / "run"
+    args = [
+        "run",
+        "--world",
+        "clinic",
+        "--tasks",
+        str(tasks_file),
+        "--model",
+        "oracle",
+        "--trials",
+        "3",
+        "--out",
+        str(out),
+    ]
+    assert _invoke(*args).exit_code == 0
+    (path,) = out.glob("run-*.episodes.jsonl")
+    lines = path.read_text().splitlines(keepends=True)
+    assert len(lines) == 1 + 9
+    kept = {json.loads(line)["id"] for line in lines[1:5]}
+    # A killed run: four finished episodes and half of a fifth line.
+    path.write_text("".join(lines[:5]) + lines[5][: len(lines[5]) // 2])
+    result = _invoke(*args)
+    assert result.exit_code == 0, result.output
+    assert "5 to run, 4 already done" in result.output
+    episodes = _episodes(out)
+    assert len(episodes) == 9 and len({e.id for e in episodes}) == 9
+    assert kept <= {e.id for e in episodes}
+    again = _invoke(*args)
+    assert "0 to run, 9 already done" in again.output
+    assert len(_episodes(out)) == 9
+
+
+def test_changed_configuration_is_never_mixed_in(tasks_file, tmp_path):
+    out = tmp_path / "run"
+    base = ["run", "--world", "clinic", "--tasks", str(tasks_file), "--model", "oracle", "--out", str(out)]
+    assert _invoke(*base).exit_code == 0
+    assert _invoke(*base, "--max-turns", "5").exit_code == 0
+    files = sorted(out.glob("run-*.episodes.jsonl"))
+    assert len(files) == 2
+    keys = {f.name.split(".")[0] for f in files}
+    for f in files:
+        assert {e.id.split(":")[0] for e in iter_episodes(f)} == {f.name.split(".")[0].removeprefix("run-")}
+    assert len(keys) == 2
+
+
+def test_changed_task_is_rerun(tasks, tmp_path):
+    config = RunConfig(world="clinic", model="oracle")
+    plan = plan_run(config, tasks, 1, tmp_path)
+    asyncio.run(run_local(plan))
+    edited = [tasks[0].model_copy(update={"public_request": "Cancel it, please."}), tasks[1]]
+    again = plan_run(config, edited, 1, tmp_path)
+    assert [(t.id, k) for t, k in again.todo] == [(tasks[0].id, 0)]
+
+
+def test_bad_input_is_one_clear_line(tasks_file, tmp_path):
+    r = _invoke(
+        "run", "--world", "clinik", "--tasks", str(tasks_file), "--model", "oracle", "--out", str(tmp_path)
+    )
+    assert isinstance(r.exception, BadInputError) and "unknown domain 'clinik'" in str(r.exception)
+    assert "did you mean clinic" in str(r.exception)
+    r = _invoke(
+        "run",
+        "--world",
+        "clinic",
+        "--tasks",
+        str(tmp_path / "none.jsonl"),
+        "--model",
+        "oracle",
+        "--out",
+        str(tmp_path),
+    )
+    assert isinstance(r.exception, BadInputError) and "no such task file" in str(r.exception)
+    r = _invoke(
+        "run", "--world", "clinic", "--tasks", str(tasks_file), "--model", "gpt4", "--out", str(tmp_path)
+    )
+    assert isinstance(r.exception, BadInputError) and "unknown model" in str(r.exception)
+
+
+def test_task_file_errors_name_record_and_field(tasks_file, tmp_path):
+    lines = tasks_file.read_text().splitlines()
+    broken = json.loads(lines[2])
+    del broken["public_request"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([lines[0], lines[1], json.dumps(broken)]) + "\n")
+    with pytest.raises(BadInputError) as err:
+        load_tasks(bad)
+    assert err.value.record == 1 and err.value.field == "public_request"
+    bad.write_text(lines[1] + "\n" + lines[1] + "\n")
+    with pytest.raises(BadInputError, match="repeats"):
+        load_tasks(bad)

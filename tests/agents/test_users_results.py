@@ -1,0 +1,117 @@
+"""User simulators (disclosure, structured ending, retries) and the variance figures of a run."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from toolshift.agents.chat import ModelReply, ProposedCall
+from toolshift.agents.loop import run_episode
+from toolshift.agents.policies import ScriptedPolicy
+from toolshift.agents.results import pass_hat_k, summarize
+from toolshift.agents.users import LLMUser, ScriptedUser, fact_asked
+from toolshift.agents.worlds import world_opener
+from toolshift.models import UserInstruction
+from toolshift.traces.episode import Episode, Outcome
+
+INSTRUCTION = UserInstruction(
+    intent="Change my email.",
+    facts={"full name": "Ana Abbott", "date of birth": "1963-10-24", "new email": "a@b"},
+)
+
+
+def test_fact_matching_is_loose_about_form():
+    assert fact_asked("date of birth", "Could you give me your birth date?")
+    assert fact_asked("full name", "What is your full name?")
+    assert fact_asked("new email", "Which new e-mail address? The emails must match.")
+    assert not fact_asked("date of birth", "What is your email?")
+
+
+def test_scripted_user_discloses_progressively_and_ends():
+    user = ScriptedUser("Change my email please.", INSTRUCTION)
+
+    async def talk() -> list[Any]:
+        return [
+            await user.opening(),
+            await user.respond("Sure. What is your full name?"),
+            await user.respond("And your date of birth?"),
+            await user.respond("How can I help?"),
+            await user.respond("Your email has been updated."),
+        ]
+
+    opening, name, born, unclear, done = asyncio.run(talk())
+    assert opening.text == "Change my email please."
+    assert "Ana Abbott" in name.text and "1963" not in name.text  # one fact at a time
+    assert "1963-10-24" in born.text
+    assert not unclear.ends and "Change my email." in unclear.text
+    assert done.ends
+
+
+class ScriptedModel:
+    """A chat model test double that plays back replies (the loop under test is real)."""
+
+    name = "script"
+
+    def __init__(self, replies: list[ModelReply]) -> None:
+        self.replies = replies
+        self.calls = 0
+
+    async def complete(self, messages, tools):
+        self.calls += 1
+        return self.replies.pop(0)
+
+
+def test_llm_user_retries_empty_replies_and_ends_with_a_tool_call():
+    model = ScriptedModel(
+        [
+            ModelReply(text="  "),
+            ModelReply(calls=[ProposedCall("x", "update_patient", {})]),
+            ModelReply(text="It is a@b."),
+            ModelReply(calls=[ProposedCall("e", "end_conversation", {"message": "Thanks!"})]),
+        ]
+    )
+    user = LLMUser(model, "Change my email.", INSTRUCTION)
+    turn = asyncio.run(user.respond("Which email?"))
+    assert turn.text == "It is a@b." and turn.retries == 2 and not turn.ends
+    end = asyncio.run(user.respond("Done."))
+    assert end.ends and end.text == "Thanks!"
+
+
+def test_a_failing_simulator_is_not_charged_to_the_agent(tasks):
+    task = tasks[0]
+    user = LLMUser(ScriptedModel([ModelReply(text="")] * 3), task.public_request, task.instruction)
+    agent = ScriptedPolicy("talker", [])
+    episode = asyncio.run(run_episode(task, agent, user, world_opener("clinic"), episode_id="u"))
+    assert episode.termination_reason == "user_error"
+    assert episode.outcome.success is None and episode.outcome.info["charged_to"] == "user"
+    results = summarize([episode], trials=1)
+    assert results.not_charged == 1 and results.judged_tasks == 0
+
+
+@given(st.integers(1, 8).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_pass_hat_k_falls_with_k_and_starts_at_the_rate(case):
+    successes, trials = case
+    values = [pass_hat_k(successes, trials, k) for k in range(1, trials + 1)]
+    assert abs(values[0] - successes / trials) < 1e-12
+    assert all(a >= b for a, b in itertools.pairwise(values))
+    assert values[-1] == (1.0 if successes == trials else 0.0)
+
+
+def _episode(task: str, trial: int, ok: bool) -> Episode:
+    return Episode(id=f"{task}:{trial}", task_id=task, trial=trial, domain="d",
+                   outcome=Outcome(success=ok, reward=float(ok), info={"turns": 2}))  # fmt: skip
+
+
+def test_summary_flips_and_intervals():
+    episodes = [_episode("a", 0, True), _episode("a", 1, True), _episode("b", 0, True), _episode("b", 1, False),
+                _episode("c", 0, False), _episode("c", 1, False), _episode("bad", 0, False)]  # fmt: skip
+    results = summarize(episodes, trials=2, invalid_tasks={"bad"})
+    assert results.judged_tasks == 3 and results.invalid_tasks == ["bad"]
+    assert abs(results.success.mean - 0.5) < 1e-12
+    assert abs(results.pass_k[2].mean - 1 / 3) < 1e-12
+    assert abs(results.flip_share.mean - 1 / 3) < 1e-12
+    assert results.success.low <= results.success.mean <= results.success.high
