@@ -22,12 +22,14 @@ def _attach() -> None:
     """Attach each capability's sub-app. Each sub-app module imports only light dependencies."""
     from toolshift import demo
     from toolshift.agents import cli as agents_cli
+    from toolshift.bench.cli import app as bench_app
     from toolshift.traces.cli import app as traces_app
     from toolshift.world.cli import app as world_app
 
     app.add_typer(world_app, name="world", help="Stateful tool worlds: compile, serve over MCP, call.")
     app.add_typer(traces_app, name="traces", help="Episodes: convert published runs, turn anatomy, split by task.")
     app.add_typer(agents_cli.app, name="agents", help="Agent models, user simulators, scripted policies.")
+    app.add_typer(bench_app, name="bench", help="Ecosystem benchmark: domains, dependency graphs, validated tasks.")
     app.command("run", help="Run tasks × trials of an agent against a world (resumable).")(agents_cli.run)
     app.command("demo", help="The main job on embedded defaults: no API key, no network.")(demo.run)
 

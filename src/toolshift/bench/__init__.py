@@ -1,0 +1,1 @@
+"""The ecosystem benchmark: domain registry, tool dependency graphs, validated task synthesis, builds."""

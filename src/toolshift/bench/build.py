@@ -1,0 +1,340 @@
+"""Benchmark builds: per domain, the spec copy, its dependency graph and its validated tasks, resumable.
+
+Layout (format `toolshift.bench-build/1`, docs/formats.md):
+`DIR/manifest.json`, and per domain `DIR/domains/<d>/{spec.yaml, graph.json, tasks.jsonl, report.json}`.
+`report.json` is written last and doubles as the domain's completion marker: a rerun skips a
+domain whose marker matches the spec digest, seed and target.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from toolshift.bench.synthesis import Synthesizer
+from toolshift.errors import BadInputError
+from toolshift.models import Task, TaskRevision, covers
+from toolshift.world.compiler import compile_domain
+from toolshift.world.registry import resolve_spec_path
+from toolshift.world.spec import load_spec
+from toolshift.world.world import World
+
+BUILD_FORMAT = "toolshift.bench-build/1"
+REPORT_FORMAT = "toolshift.bench-report/1"
+TRAIN_FRACTION = 0.75
+MIN_TASKS_PER_DOMAIN = 10
+
+
+class DomainEntry(BaseModel):
+    name: str
+    title: str = ""
+    status: Literal["ok", "short", "failed"]
+    tools: int = 0
+    tasks: int = 0
+    train: int = 0
+    test: int = 0
+    target: int = 0
+    message: str = ""
+
+
+class Manifest(BaseModel):
+    format: str = BUILD_FORMAT
+    seed: int
+    per_domain: int
+    domains: list[DomainEntry]
+    total_tasks: int = 0
+    total_tools: int = 0
+    train: int = 0
+    test: int = 0
+
+
+class DomainReport(BaseModel):
+    """`report.json`: what synthesis did for one domain, and the inputs that make the build resumable."""
+
+    format: str = REPORT_FORMAT
+    domain: str
+    spec_digest: str
+    seed: int
+    target: int
+    made: int
+    attempts: int
+    rejections: dict[str, int] = Field(default_factory=dict)
+    tools: int
+    title: str = ""
+    status: Literal["ok", "short", "failed"]
+    message: str = ""
+
+
+def spec_text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def assign_splits(tasks: list[Task], seed: int) -> None:
+    """A fixed 75/25 train/test split by task within each domain, from the seed and the task ids."""
+    ranked = sorted(tasks, key=lambda t: hashlib.sha256(f"{seed}:{t.id}".encode()).hexdigest())
+    n_train = round(len(ranked) * TRAIN_FRACTION)
+    for i, t in enumerate(ranked):
+        t.split = "train" if i < n_train else "test"
+
+
+def carry_versions(new: list[Task], old: list[Task], reason: str) -> None:
+    """Keep each task's version when its content is unchanged; bump it and record why when it changed."""
+    previous = {t.id: t for t in old}
+    for t in new:
+        fp = t.fingerprint()
+        before = previous.get(t.id)
+        if before is None:
+            t.version = 1
+            t.history = [TaskRevision(version=1, reason="synthesised", fingerprint=fp)]
+        elif before.fingerprint() == fp:
+            t.version, t.history = before.version, list(before.history)
+        else:
+            t.version = before.version + 1
+            t.history = [*before.history, TaskRevision(version=t.version, reason=reason, fingerprint=fp)]
+
+
+def replay_problems(world: World, task: Task) -> list[str]:
+    """Replay a task's gold path on `world` (already fresh) and list every way it misses its record."""
+    base = world.snapshot()
+    problems: list[str] = []
+    for i, call in enumerate(task.gold_path):
+        res = world.call(call.tool, call.arguments)
+        if not res.ok:
+            problems.append(f"step {i} {call.tool} failed: {res.error}")
+        elif json.dumps(res.result, sort_keys=True, default=str) != json.dumps(
+            call.result, sort_keys=True, default=str
+        ):
+            problems.append(f"step {i} {call.tool} returned a different result")
+    delta = world.diff(base)
+    if [c.model_dump(mode="json") for c in delta] != [
+        c.model_dump(mode="json") for c in task.expected_changes
+    ]:
+        problems.append("replayed changes differ from expected_changes")
+    if not task.expected_changes:
+        problems.append("expected_changes is empty")
+    world.restore(base)
+    reads = {t.name for t in world.tools if t.effect == "read"}
+    for call in task.gold_path:
+        if call.tool in reads:
+            world.call(call.tool, call.arguments)
+    if covers(world.diff(base), task.expected_changes):
+        problems.append("a read-only replay already satisfies the task")
+    world.restore(base)
+    return problems
+
+
+def read_tasks(path: Path) -> list[Task]:
+    out: list[Task] = []
+    if not path.is_file():
+        return out
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(Task.model_validate_json(line))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise BadInputError(err["msg"], source=str(path), record=i, field=loc) from None
+    return out
+
+
+def _read_report(path: Path) -> DomainReport | None:
+    try:
+        return DomainReport.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValidationError, ValueError):
+        return None
+
+
+def build_domain(
+    out: Path,
+    name: str,
+    *,
+    seed: int,
+    per_domain: int,
+    force: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> DomainReport:
+    """Build (or resume) one domain; a domain short of its target says why, by rejection reason."""
+    path = resolve_spec_path(name)
+    text = path.read_text(encoding="utf-8")
+    digest = spec_text_digest(text)
+    ddir = out / "domains" / name
+    report_path = ddir / "report.json"
+    done = _read_report(report_path)
+    if (
+        not force
+        and done is not None
+        and (done.spec_digest, done.seed, done.target) == (digest, seed, per_domain)
+        and (ddir / "tasks.jsonl").is_file()
+    ):
+        return done
+    ddir.mkdir(parents=True, exist_ok=True)
+    spec = load_spec(path)
+    compiled = compile_domain(spec, str(path))
+    world = World(compiled)
+    tools = len(world.tools)
+    try:
+        synth = Synthesizer(world, seed=seed)
+    except BadInputError as exc:
+        report = DomainReport(
+            domain=name, spec_digest=digest, seed=seed, target=per_domain, made=0, attempts=0,
+            tools=tools, title=spec.title, status="failed", message=exc.detail,
+        )  # fmt: skip
+        _atomic_write(ddir / "tasks.jsonl", "")
+        _atomic_write(report_path, report.model_dump_json(indent=1) + "\n")
+        return report
+    _atomic_write(ddir / "spec.yaml", text)
+    synth.graph.save(ddir / "graph.json")
+    tasks, rep = synth.synthesize(per_domain, progress=progress)
+    # independent check on a fresh world: every kept task replays to exactly its Δgold
+    fresh = World(compiled)
+    kept: list[Task] = []
+    for t in tasks:
+        if replay_problems(fresh, t):
+            rep.rejections["final_replay_failed"] += 1
+            continue
+        kept.append(t)
+    assign_splits(kept, seed)
+    old = read_tasks(ddir / "tasks.jsonl")
+    carry_versions(kept, old, reason=f"rebuilt (seed {seed}, spec {digest})")
+    _atomic_write(ddir / "tasks.jsonl", "".join(t.model_dump_json() + "\n" for t in kept))
+    floor = min(MIN_TASKS_PER_DOMAIN, per_domain)
+    status: Literal["ok", "short", "failed"] = "ok" if len(kept) >= per_domain else "short"
+    message = ""
+    if status == "short":
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(rep.rejections.items(), key=lambda kv: -kv[1])[:6])
+        message = f"made {len(kept)} of {per_domain} tasks in {rep.attempts} attempts; rejected: {reasons or 'none'}"
+        if len(kept) < floor:
+            status = "failed"
+    report = DomainReport(
+        domain=name, spec_digest=digest, seed=seed, target=per_domain, made=len(kept), attempts=rep.attempts,
+        rejections=dict(sorted(rep.rejections.items())), tools=tools, title=spec.title, status=status,
+        message=message,
+    )  # fmt: skip
+    _atomic_write(report_path, report.model_dump_json(indent=1) + "\n")
+    fresh.close()
+    world.close()
+    return report
+
+
+def write_manifest(out: Path, names: list[str], seed: int, per_domain: int) -> Manifest:
+    entries: list[DomainEntry] = []
+    for name in names:
+        ddir = out / "domains" / name
+        rep = _read_report(ddir / "report.json")
+        if rep is None:
+            continue
+        tasks = read_tasks(ddir / "tasks.jsonl")
+        entries.append(
+            DomainEntry(
+                name=name,
+                title=rep.title,
+                status=rep.status,
+                tools=rep.tools,
+                tasks=len(tasks),
+                train=sum(1 for t in tasks if t.split == "train"),
+                test=sum(1 for t in tasks if t.split == "test"),
+                target=rep.target,
+                message=rep.message,
+            )
+        )
+    m = Manifest(
+        seed=seed,
+        per_domain=per_domain,
+        domains=entries,
+        total_tasks=sum(e.tasks for e in entries),
+        total_tools=sum(e.tools for e in entries),
+        train=sum(e.train for e in entries),
+        test=sum(e.test for e in entries),
+    )
+    _atomic_write(out / "manifest.json", m.model_dump_json(indent=1) + "\n")
+    return m
+
+
+def clean_domain(out: Path, name: str) -> None:
+    shutil.rmtree(out / "domains" / name, ignore_errors=True)
+
+
+# --- reading a build ---------------------------------------------------------------------------------
+
+
+def load_manifest(out: str | Path) -> Manifest:
+    path = Path(out) / "manifest.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BadInputError(f"not a bench build: {exc.strerror}", source=str(path)) from None
+    except json.JSONDecodeError as exc:
+        raise BadInputError(f"malformed JSON at line {exc.lineno}", source=str(path)) from None
+    if data.get("format") != BUILD_FORMAT:
+        raise BadInputError(
+            f"unknown build format {data.get('format')!r} (this reads {BUILD_FORMAT!r})",
+            source=str(path),
+            field="format",
+        )
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise BadInputError(
+            err["msg"], source=str(path), field=".".join(str(p) for p in err["loc"])
+        ) from None
+
+
+def iter_domain_tasks(out: str | Path) -> Iterator[tuple[str, list[Task]]]:
+    m = load_manifest(out)
+    for e in m.domains:
+        yield e.name, read_tasks(Path(out) / "domains" / e.name / "tasks.jsonl")
+
+
+def load_tasks(
+    out: str | Path, domain: str | None = None, split: Literal["train", "test"] | None = None
+) -> list[Task]:
+    """Tasks of a build, optionally of one domain and one split, in id order."""
+    if domain is not None:
+        path = Path(out) / "domains" / domain / "tasks.jsonl"
+        if not path.is_file():
+            raise BadInputError(f"no tasks for domain {domain!r} in this build", source=str(out))
+        tasks = read_tasks(path)
+    else:
+        tasks = [t for _, ts in iter_domain_tasks(out) for t in ts]
+    return [t for t in tasks if split is None or t.split == split]
+
+
+def build_world(out: str | Path, domain: str) -> World:
+    """A fresh world compiled from the build's own copy of the domain spec."""
+    path = Path(out) / "domains" / domain / "spec.yaml"
+    if not path.is_file():
+        raise BadInputError(f"no spec for domain {domain!r} in this build", source=str(out))
+    return World(compile_domain(load_spec(path), str(path)))
+
+
+def domain_report(out: str | Path, domain: str) -> DomainReport:
+    rep = _read_report(Path(out) / "domains" / domain / "report.json")
+    if rep is None:
+        raise BadInputError(f"no report for domain {domain!r}", source=str(out))
+    return rep
+
+
+def summary_row(task: Task) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "split": task.split,
+        "path_length": len(task.gold_path),
+        "functions": len(set(task.base_functions)),
+        "changes": len(task.expected_changes),
+    }

@@ -1,0 +1,153 @@
+"""Template-written user manuals and one-line requests for synthesised tasks, and the paraphrase fact check.
+
+The manual (`UserInstruction`) holds the user's full intent, a motivation, the facts the user may
+disclose when asked, and rules; it never names a tool or the plan. Templates need no model; an
+optional paraphrase (any text-to-text callable) is accepted only if it keeps every fact verbatim.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from toolshift.models import UserInstruction
+from toolshift.world.spec import DomainSpec
+
+if TYPE_CHECKING:
+    from toolshift.bench.synthesis import Draft
+
+_MOTIVATIONS = (
+    "It has to be sorted out before the end of the week.",
+    "Your manager asked you to get this done today.",
+    "You promised the other party an answer this afternoon.",
+    "It came up in this morning's team meeting and is now on your list.",
+    "You are clearing your backlog before going on leave.",
+    "An audit next week will look at exactly this.",
+)
+
+RULES = (
+    "Open with your one-line request only; give a fact when the agent asks for it or clearly needs it.",
+    "Only state facts listed in this manual; if asked for anything else, say you do not know it.",
+    "Never mention tools, functions, databases or how the agent should do its work.",
+    "If the agent proposes something different from what you want, decline and restate what you want.",
+    "When everything you asked for is done, thank the agent and end the conversation.",
+)
+
+
+def entity_noun(entity: str) -> str:
+    """`purchase_order` → `purchase order`."""
+    return entity.replace("_", " ")
+
+
+def field_words(name: str, noun: str = "") -> str:
+    """A field name as a person says it: `order_id` → `order number`, `work_email` → `work email`."""
+    if name.endswith("_id"):
+        name = name[:-3] + "_number"
+    if name == "id":
+        name = "number"
+    return name.replace("_", " ")
+
+
+def row_value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def _article(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
+
+
+def _intent_clause(intent: Any) -> str:
+    details = [(k, v) for k, v in intent.details if k != "for"]
+    owner = next((v for k, v in intent.details if k == "for"), "")
+    if intent.kind == "update":
+        changes = " and ".join(f"its {k} set to {v}" for k, v in details)
+        return f"have {intent.target} changed: {changes}"
+    if intent.kind == "create":
+        fields = "; ".join(f"{k}: {v}" for k, v in details)
+        who = f" for {owner}" if owner else ""
+        return (
+            f"have {intent.target} recorded{who} ({fields})"
+            if fields
+            else f"have {intent.target} recorded{who}"
+        )
+    if intent.kind == "delete":
+        return f"have {intent.target} removed"
+    extra = "; ".join(f"{k}: {v}" for k, v in details)
+    words = intent.verb.split(" ")
+    if words[-1] == intent.noun.split(" ")[-1] and len(words) > 1:
+        head = " ".join(words[:-1]) + " " + intent.target
+    else:
+        head = f"{intent.verb} for {intent.target}"
+    return head + (f" ({extra})" if extra else "")
+
+
+def action_request_phrase(verb: str, noun: str) -> str:
+    """`refund order` → `refund an order`; `grant store credit` stays as it is."""
+    words = verb.split(" ")
+    if words[-1] == noun.split(" ")[-1] and len(words) > 1:
+        return " ".join(words[:-1]) + " " + _article(noun)
+    return verb
+
+
+def fact_key(noun: str, words: str) -> str:
+    """The name a fact goes by: `customer` + `email` → `customer email`; `order` + `order number` → `order number`."""
+    return words if words.startswith(noun) else f"{noun} {words}"
+
+
+def make_instruction(spec: DomainSpec, draft: Draft, rng: random.Random) -> tuple[UserInstruction, str]:
+    """The private manual and the public one-line request for a draft task."""
+    clauses = [_intent_clause(i) for i in draft.intents]
+    if not clauses:
+        raise ValueError("a task needs at least one change")
+    intent = "You want to " + clauses[0] + "".join(f"; then you also want to {c}" for c in clauses[1:]) + "."
+    rules = list(RULES)
+    if any(i.repeat > 1 for i in draft.intents):
+        rules.append("Every record matching your description must be handled, not just one of them.")
+    motivation = f"You deal with {spec.title.lower()} matters. " + rng.choice(_MOTIVATIONS)
+    first = draft.intents[0]
+    noun = first.noun
+    if first.kind == "update":
+        request = rng.choice(
+            [
+                f"Hi, I need some details of {_article(noun)} changed.",
+                f"Hello, can you update {_article(noun)} for me?",
+            ]
+        )
+    elif first.kind == "create":
+        request = rng.choice([f"Hi, I need a new {noun} set up.", f"Hello, I'd like to record a new {noun}."])
+    elif first.kind == "delete":
+        request = f"Hi, I need {_article(noun)} removed from the records."
+    else:
+        phrase = action_request_phrase(first.verb, noun)
+        request = rng.choice(
+            [f"Hi, I need to {phrase} — can you help?", f"Hello, I'd like help to {phrase}."]
+        )
+    if len(draft.intents) > 1:
+        request += " There is one more thing after that, too."
+    return UserInstruction(
+        intent=intent, motivation=motivation, facts=dict(draft.facts), rules=rules
+    ), request
+
+
+def missing_facts(instruction: UserInstruction, text: str) -> list[str]:
+    """The facts (by name) whose value does not appear verbatim in `text` (case-insensitive)."""
+    low = text.lower()
+    return [k for k, v in instruction.facts.items() if v.lower() not in low]
+
+
+def paraphrase(
+    instruction: UserInstruction, rewrite: Callable[[str], str]
+) -> tuple[UserInstruction, str | None]:
+    """Apply a model's rewrite to the intent; keep it only if every fact survives. Returns (manual, reason)."""
+    text = rewrite(instruction.intent).strip()
+    if not text:
+        return instruction, "paraphrase_empty"
+    lost = missing_facts(instruction, text)
+    if lost:
+        return instruction, "paraphrase_lost_facts:" + ",".join(sorted(lost))
+    return instruction.model_copy(update={"intent": text}), None

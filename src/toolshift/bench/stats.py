@@ -1,0 +1,119 @@
+"""Per-domain statistics of a build: tools, tasks, splits, path lengths and functions per task, plus a PNG."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from toolshift.bench.build import iter_domain_tasks, load_manifest
+
+
+@dataclass
+class DomainStats:
+    name: str
+    tools: int
+    tasks: int
+    train: int
+    test: int
+    path_lengths: list[int] = field(default_factory=list)
+    functions: list[int] = field(default_factory=list)
+    writes: list[int] = field(default_factory=list)
+    spliced: int = 0
+    repeated: int = 0
+    status: str = "ok"
+
+    @property
+    def mean_path(self) -> float:
+        return statistics.fmean(self.path_lengths) if self.path_lengths else 0.0
+
+
+def build_stats(out: str | Path) -> list[DomainStats]:
+    m = load_manifest(out)
+    by_name = {e.name: e for e in m.domains}
+    stats: list[DomainStats] = []
+    for name, tasks in iter_domain_tasks(out):
+        e = by_name[name]
+        s = DomainStats(name, e.tools, len(tasks), e.train, e.test, status=e.status)
+        for t in tasks:
+            s.path_lengths.append(len(t.gold_path))
+            s.functions.append(len(set(t.base_functions)))
+            s.writes.append(int(t.difficulty.get("writes", 0)))
+            s.spliced += bool(t.difficulty.get("spliced"))
+            s.repeated += int(t.difficulty.get("repeated", 1)) > 1
+        stats.append(s)
+    return stats
+
+
+def distribution(values: list[int]) -> dict[int, int]:
+    return dict(sorted(Counter(values).items()))
+
+
+def markdown(stats: list[DomainStats], command: str) -> str:
+    """The stats as markdown tables (what docs/results/bench-stats.md holds)."""
+    lines = [
+        "| domain | tools | tasks | train | test | path len (mean / min–max) | functions/task (mean) | multi-write | spliced | repeated |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for s in stats:
+        lo, hi = (min(s.path_lengths), max(s.path_lengths)) if s.path_lengths else (0, 0)
+        fmean = statistics.fmean(s.functions) if s.functions else 0.0
+        multi = sum(1 for w in s.writes if w > 1)
+        lines.append(
+            f"| {s.name} | {s.tools} | {s.tasks} | {s.train} | {s.test} | {s.mean_path:.2f} / {lo}–{hi} | "
+            f"{fmean:.2f} | {multi} | {s.spliced} | {s.repeated} |"
+        )
+    allp = [v for s in stats for v in s.path_lengths]
+    allf = [v for s in stats for v in s.functions]
+    tot = (
+        f"| **total ({len(stats)} domains)** | {sum(s.tools for s in stats)} | {sum(s.tasks for s in stats)} | "
+        f"{sum(s.train for s in stats)} | {sum(s.test for s in stats)} | "
+        f"{(statistics.fmean(allp) if allp else 0):.2f} / {min(allp, default=0)}–{max(allp, default=0)} | "
+        f"{(statistics.fmean(allf) if allf else 0):.2f} | {sum(1 for s in stats for w in s.writes if w > 1)} | "
+        f"{sum(s.spliced for s in stats)} | {sum(s.repeated for s in stats)} |"
+    )
+    lines.append(tot)
+    dist_f = distribution(allf)
+    dist_p = distribution(allp)
+    lines += [
+        "",
+        "Distinct functions per task (all domains):",
+        "",
+        "| functions | " + " | ".join(str(k) for k in dist_f) + " |",
+        "|---|" + "---:|" * len(dist_f),
+        "| tasks | " + " | ".join(str(v) for v in dist_f.values()) + " |",
+        "",
+        "Gold path length (calls) per task (all domains):",
+        "",
+        "| calls | " + " | ".join(str(k) for k in dist_p) + " |",
+        "|---|" + "---:|" * len(dist_p),
+        "| tasks | " + " | ".join(str(v) for v in dist_p.values()) + " |",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def histogram_png(stats: list[DomainStats], path: Path) -> Path:
+    """Two histograms: distinct functions per task and gold path length, over all domains."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    allf = [v for s in stats for v in s.functions]
+    allp = [v for s in stats for v in s.path_lengths]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    if allf:
+        a.hist(allf, bins=range(1, max(allf) + 2), align="left", rwidth=0.85, color="#4c72b0")
+    a.set_xlabel("distinct functions per task")
+    a.set_ylabel("tasks")
+    a.set_title(f"functions per task ({len(allf)} tasks)")
+    if allp:
+        b.hist(allp, bins=range(1, max(allp) + 2), align="left", rwidth=0.85, color="#dd8452")
+    b.set_xlabel("gold path length (calls)")
+    b.set_title(f"path length ({len(stats)} domains)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

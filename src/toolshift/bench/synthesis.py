@@ -1,0 +1,733 @@
+"""Task synthesis: sample graph paths from query-type starts, instantiate them on seeded rows, keep what replays.
+
+One attempt picks a write tool, then walks the dependency graph backwards from each row it needs
+to a read that takes something a user would know (an email, a name, an order number): directly,
+through a parent's relation traversal, or through a row that refers to it. Candidate rows are
+tried on the live world until the write's preconditions hold. Difficulty grows by repeating the
+write for several sibling rows picked by one attribute, and by splicing a second write that reuses
+a row the path already found. The finished path is replayed on a fresh snapshot; a task is kept
+only if every step succeeds and the filters (specific, coherent, covers its functions, not
+true already, not solvable by reading) pass. Rejections are counted by reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolshift.bench.graph import (
+    DependencyGraph,
+    Param,
+    ToolSignature,
+    build_graph,
+    require_usable,
+    signatures,
+)
+from toolshift.bench.instructions import (
+    entity_noun,
+    fact_key,
+    field_words,
+    make_instruction,
+    row_value_text,
+)
+from toolshift.models import GoldCall, RowChange, Task, UserInstruction, covers
+from toolshift.world.spec import DomainSpec, EntitySpec
+from toolshift.world.world import World
+
+MAX_DEPTH = 3
+CANDIDATES_PER_WRITE = 14
+PAGE = 20
+
+
+@dataclass
+class Step:
+    tool: str
+    args: dict[str, Any]
+    result: Any = None
+
+
+@dataclass
+class Reach:
+    """How the agent gets to one row: the reads to make, what the user says, how the user names it."""
+
+    steps: list[Step]
+    facts: dict[str, str]
+    phrase: str
+    start: str | None
+
+
+@dataclass
+class WriteIntent:
+    """One change the task asks for, in words the user would use."""
+
+    kind: str
+    verb: str
+    noun: str
+    target: str
+    details: list[tuple[str, str]]
+    repeat: int = 1
+
+
+@dataclass
+class Draft:
+    steps: list[Step] = field(default_factory=list)
+    facts: dict[str, str] = field(default_factory=dict)
+    intents: list[WriteIntent] = field(default_factory=list)
+    known: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(entity, key) → phrase, for rows the path has already put in the agent's hands."""
+    start: str | None = None
+    spliced: bool = False
+    repeated: int = 1
+
+
+class Rejected(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class SynthesisReport:
+    domain: str
+    target: int
+    made: int = 0
+    attempts: int = 0
+    rejections: Counter[str] = field(default_factory=Counter)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "domain": self.domain,
+            "target": self.target,
+            "made": self.made,
+            "attempts": self.attempts,
+            "rejections": dict(sorted(self.rejections.items(), key=lambda kv: (-kv[1], kv[0]))),
+        }
+
+
+def stable_rng(*parts: object) -> random.Random:
+    digest = hashlib.sha256(":".join(str(p) for p in parts).encode()).hexdigest()
+    return random.Random(int(digest[:16], 16))
+
+
+_NAMES = ("Alex Morgan", "Sam Patel", "Jordan Lee", "Riley Chen", "Casey Novak", "Robin Okafor")
+_NOTES = (
+    "Requested by phone this morning",
+    "Agreed with the team lead",
+    "Follow-up from last week's call",
+    "Raised during the monthly review",
+    "Confirmed in writing by the requester",
+)
+
+
+class Synthesizer:
+    """Makes validated tasks for one compiled domain, deterministically from a seed."""
+
+    def __init__(self, world: World, *, seed: int = 0) -> None:
+        self.world = world
+        self.spec: DomainSpec = world.domain.spec
+        self.sigs: dict[str, ToolSignature] = signatures(world.tools, self.spec)
+        self.graph: DependencyGraph = build_graph(self.spec, self.sigs)
+        self.usable_writes = require_usable(self.graph)
+        self.base = world.snapshot()
+        self.seed = seed
+        self.rng = stable_rng("synthesis", seed, self.spec.name)
+        self.ent: dict[str, EntitySpec] = {e.name: e for e in self.spec.entities}
+        self._tool_names = sorted(self.sigs, key=len, reverse=True)
+        self._rows_cache: dict[str, list[dict[str, Any]]] = {}
+        self.by_kind: dict[tuple[str, str], str] = {}
+        for s in self.sigs.values():
+            if s.kind in ("get", "list", "search", "create", "update", "delete") and s.entity:
+                self.by_kind[(s.kind, s.entity)] = s.name
+        self.relations_into: dict[str, list[ToolSignature]] = {}
+        for s in self.sigs.values():
+            if s.kind == "relation" and s.rows_of:
+                self.relations_into.setdefault(s.rows_of, []).append(s)
+
+    # --- state access -----------------------------------------------------------------------------
+
+    def rows(self, entity: str) -> list[dict[str, Any]]:
+        """Rows of an entity in the current state of the world (key order)."""
+        return self.world.runtime.find(entity)
+
+    def base_rows(self, entity: str) -> list[dict[str, Any]]:
+        if entity not in self._rows_cache:
+            self._rows_cache[entity] = self.rows(entity)
+        return self._rows_cache[entity]
+
+    def run(self, draft: Draft, step: Step) -> Any:
+        res = self.world.call(step.tool, step.args)
+        if not res.ok:
+            err = res.error or {}
+            raise Rejected(f"precondition:{err.get('code', 'error')}" if err else "step_failed")
+        step.result = res.result
+        draft.steps.append(step)
+        return res.result
+
+    # --- reaching a row -----------------------------------------------------------------------------
+
+    def _unique_value(self, e: EntitySpec, row: dict[str, Any], among: list[dict[str, Any]], skip: set[str]):
+        order = [e.label] if e.label else []
+        order += [f.name for f in e.fields if f.type in ("date", "string", "money", "email", "datetime")]
+        order += [f.name for f in e.fields if f.type in ("enum", "int", "float", "phone")]
+        for name in dict.fromkeys(n for n in order if n):
+            f = e.field(name)
+            if f is None or name == e.key or name in skip or f.type == "ref":
+                continue
+            v = row.get(name)
+            if v in (None, "") or isinstance(v, bool):
+                continue
+            if sum(1 for r in among if r.get(name) == v) == 1:
+                return name, v
+        return None
+
+    def reach(self, entity: str, row: dict[str, Any], draft: Draft, depth: int = 0) -> Reach:
+        """Sample a read path from a query-type start to `row`; biased toward starting reads."""
+        e = self.ent[entity]
+        key = str(row[e.key])
+        if (entity, key) in draft.known:
+            return Reach([], {}, draft.known[(entity, key)], None)
+        noun = entity_noun(entity)
+        options: list[tuple[float, str, Any]] = []
+        if e.key in e.lookup and ("get", entity) in self.by_kind:
+            options.append((3.0 if depth else 1.0, "direct", None))
+        search = self.by_kind.get(("search", entity))
+        if search:
+            sig = self.sigs[search]
+            for p in sig.params:
+                if p.vtype.startswith("lookup:") and row.get(p.name) not in (None, ""):
+                    val = row[p.name]
+                    if sum(1 for r in self.base_rows(entity) if r.get(p.name) == val) == 1:
+                        options.append((3.0 if depth else 1.2, "search", p.name))
+        lst = self.by_kind.get(("list", entity))
+        if lst and self.sigs[lst].query_start and e.lookup:
+            idx = next(i for i, r in enumerate(self.rows(entity)) if str(r[e.key]) == key)
+            lab = e.label or e.lookup[0]
+            if idx < 100 and row.get(lab) not in (None, ""):
+                options.append((1.5 if depth else 0.6, "list", (idx, lab)))
+        if depth < MAX_DEPTH:
+            for rel in self.relations_into.get(entity, []):
+                via = self._via(rel)
+                if via and row.get(via):
+                    options.append((1.0 if depth else 2.2, "parent", (rel, via)))
+            for child, fname in self._children_of(entity):
+                options.append((0.5 if depth else 1.2, "child", (child, fname)))
+        self.rng.shuffle(options)
+        tried = 0
+        while options and tried < 4:
+            tried += 1
+            weights = [w for w, _, _ in options]
+            i = self.rng.choices(range(len(options)), weights=weights)[0]
+            _, how, extra = options.pop(i)
+            try:
+                return self._reach_by(how, extra, e, row, noun, draft, depth)
+            except Rejected:
+                continue
+        raise Rejected(f"unreachable:{entity}")
+
+    def _via(self, rel: ToolSignature) -> str | None:
+        name = rel.name.removeprefix(self.spec.tool_prefix)
+        for r in self.spec.relations:
+            if f"list_{r.from_}_{r.name}" == name:
+                return r.via
+        return None
+
+    def _children_of(self, entity: str) -> list[tuple[str, str]]:
+        out = []
+        for e in self.spec.entities:
+            for f in e.fields:
+                if f.type == "ref" and f.ref == entity and e.name != entity:
+                    out.append((e.name, f.name))
+        return out
+
+    def _reach_by(
+        self, how: str, extra: Any, e: EntitySpec, row: dict[str, Any], noun: str, draft: Draft, depth: int
+    ):
+        key = str(row[e.key])
+        if how == "direct":
+            step = Step(self.by_kind[("get", e.name)], {e.key: key})
+            return Reach([step], {fact_key(noun, field_words(e.key, noun)): key}, f"{noun} {key}", step.tool)
+        if how == "search":
+            fname = extra
+            val = row[fname]
+            step = Step(self.by_kind[("search", e.name)], {fname: val})
+            words = field_words(fname, noun)
+            return Reach(
+                [step],
+                {fact_key(noun, words): row_value_text(val)},
+                f"the {noun} with {words} {row_value_text(val)}",
+                step.tool,
+            )
+        if how == "list":
+            idx, lab = extra
+            args: dict[str, Any] = {"limit": 100} if idx >= PAGE else {}
+            step = Step(self.by_kind[("list", e.name)], args)
+            words = field_words(lab, noun)
+            val = row_value_text(row[lab])
+            return Reach([step], {fact_key(noun, words): val}, f"the {noun} with {words} {val}", step.tool)
+        if how == "parent":
+            rel, via = extra
+            parent_entity = rel.entity or ""
+            pe = self.ent[parent_entity]
+            parent = self.world.runtime.get(parent_entity, row[via])
+            if parent is None:
+                raise Rejected("dangling_ref")
+            siblings = self.world.runtime.find(e.name, **{via: row[via]})
+            idx = next(i for i, r in enumerate(siblings) if str(r[e.key]) == key)
+            if idx >= 100:
+                raise Rejected("not_specific")
+            pick = self._unique_value(e, row, siblings, {via})
+            if pick is None:
+                if e.key not in e.lookup:
+                    raise Rejected("not_specific")
+                pick = (e.key, key)
+            pr = self.reach(parent_entity, parent, draft, depth + 1)
+            args = {pe.key: str(parent[pe.key])}
+            if idx >= PAGE:
+                args["limit"] = 100
+            step = Step(rel.name, args)
+            fname, fval = pick
+            words = field_words(fname, noun)
+            phrase = f"the {noun} of {pr.phrase} whose {words} is {row_value_text(fval)}"
+            facts = dict(pr.facts)
+            facts[fact_key(noun, words)] = row_value_text(fval)
+            return Reach([*pr.steps, step], facts, phrase, pr.start or step.tool)
+        if how == "child":
+            child, fname = extra
+            kids = [r for r in self.world.runtime.find(child, **{fname: key})]
+            if not kids:
+                raise Rejected(f"unreachable:{e.name}")
+            kid = self.rng.choice(kids)
+            cr = self.reach(child, kid, draft, depth + 1)
+            if not cr.steps:
+                raise Rejected(f"unreachable:{e.name}")
+            phrase = f"the {noun} on {cr.phrase}"
+            return Reach(cr.steps, cr.facts, phrase, cr.start)
+        raise Rejected("no_option")
+
+    # --- values ------------------------------------------------------------------------------------
+
+    def _gen_values(self, name: str) -> list[Any]:
+        for e in self.spec.entities:
+            f = e.field(name)
+            if f is not None and f.gen is not None:
+                extra = f.gen.model_extra or {}
+                if f.gen.kind in ("choice", "word") and extra.get("values"):
+                    return list(extra["values"])
+                if f.gen.kind == "pattern" and extra.get("format"):
+                    n = e.rows + self.rng.randint(100, 900)
+                    try:
+                        return [str(extra["format"]).format(n=n)]
+                    except (KeyError, IndexError, ValueError):
+                        return []
+        return []
+
+    def value_for(self, p: Param, rows: list[dict[str, Any]]) -> Any:
+        r = self.rng
+        if p.values:
+            return r.choice(p.values)
+        st = p.spec_type
+        if st == "money":
+            base = [
+                v
+                for row in rows
+                for k, v in row.items()
+                if isinstance(v, float) and v > 0 and not k.endswith("_id")
+            ]
+            if base and r.random() < 0.75:
+                v = r.choice(base) * r.choice([0.25, 0.5, 1.0, 1.05, 1.1])
+                return round(max(v, 1.0), 2)
+            return float(r.choice([15, 25, 40, 50, 75, 100, 150]))
+        if st == "int":
+            return r.randint(1, 8)
+        if st == "float":
+            return round(r.uniform(1, 5), 1)
+        if st == "bool":
+            return r.random() < 0.5
+        if st in ("date", "datetime"):
+            d = self.world.runtime.add_days(self.spec.today, r.randint(1, 45))
+            return d if st == "date" else f"{d}T10:00"
+        if st == "email":
+            return f"{r.choice(_NAMES).lower().replace(' ', '.')}@example.org"
+        if st == "phone":
+            return f"+44 20 7946 0{r.randint(100, 999)}"
+        pool = self._gen_values(p.name)
+        if pool:
+            return r.choice(pool)
+        if p.name.endswith(("_by", "name")):
+            return r.choice(_NAMES)
+        return r.choice(_NOTES)
+
+    # --- writes ------------------------------------------------------------------------------------
+
+    def _candidate_rows(self, entity: str, draft: Draft, prefer_known: bool) -> list[dict[str, Any]]:
+        rows = self.rows(entity)
+        known = [r for r in rows if (entity, str(r[self.ent[entity].key])) in draft.known]
+        rest = [r for r in rows if (entity, str(r[self.ent[entity].key])) not in draft.known]
+        self.rng.shuffle(rest)
+        if prefer_known and known:
+            self.rng.shuffle(known)
+            return known + rest
+        return rest + known
+
+    def add_write(
+        self, draft: Draft, tool: str, *, prefer_known: bool = False
+    ) -> tuple[Step, dict[str, Any]]:
+        """Instantiate one write with rows that satisfy its preconditions; append reads + write."""
+        sig = self.sigs[tool]
+        last: Rejected | None = None
+        for _ in range(CANDIDATES_PER_WRITE):
+            mark = len(draft.steps)
+            snap_facts, snap_known = dict(draft.facts), dict(draft.known)
+            try:
+                return self._try_write(draft, sig, prefer_known)
+            except Rejected as exc:
+                last = exc
+                del draft.steps[mark:]
+                draft.facts, draft.known = snap_facts, snap_known
+        raise last or Rejected(f"no_candidate:{tool}")
+
+    def _pick_rows(self, sig: ToolSignature, draft: Draft, prefer_known: bool) -> dict[str, dict[str, Any]]:
+        picked: dict[str, dict[str, Any]] = {}
+        for p in sig.key_params:
+            if not p.required and sig.kind not in ("create",):
+                continue
+            if not p.required and self.rng.random() < 0.6:
+                continue
+            ent = p.vtype.removeprefix("key:")
+            rows = self._candidate_rows(ent, draft, prefer_known)
+            if not rows:
+                raise Rejected(f"no_rows:{ent}")
+            picked[p.name] = rows[0]
+        return picked
+
+    def _try_write(self, draft: Draft, sig: ToolSignature, prefer_known: bool) -> tuple[Step, dict[str, Any]]:
+        picked = self._pick_rows(sig, draft, prefer_known)
+        args: dict[str, Any] = {}
+        details: list[tuple[str, str]] = []
+        target_phrase = ""
+        reaches: list[tuple[str, Reach]] = []
+        for pname, row in picked.items():
+            p = sig.param(pname)
+            assert p is not None
+            ent = p.vtype.removeprefix("key:")
+            r = self.reach(ent, row, draft)
+            reaches.append((pname, r))
+            args[pname] = str(row[self.ent[ent].key])
+        rows = list(picked.values())
+        noun = entity_noun(
+            sig.entity or (next(iter(picked.values())) and self._anchor_entity(sig)) or "record"
+        )
+        kind = sig.kind
+        if kind == "update":
+            e = self.ent[sig.entity or ""]
+            row = picked[e.key]
+            choices = [
+                f
+                for f in e.fields
+                if f.name != e.key
+                and not f.unique
+                and f.type not in ("ref",)
+                and (f.values or f.gen or f.type == "text")
+            ]
+            self.rng.shuffle(choices)
+            n = 1 if self.rng.random() < 0.7 else 2
+            for f in choices[:n]:
+                p = Param(f.name, f"value:{f.type}", False, f.type, f.values)
+                v = self.value_for(p, rows)
+                for _ in range(4):
+                    if v != row.get(f.name):
+                        break
+                    v = self.value_for(p, rows)
+                if v == row.get(f.name):
+                    continue
+                args[f.name] = v
+                details.append((field_words(f.name, noun), row_value_text(v)))
+            if not details:
+                raise Rejected("no_change")
+        elif kind in ("create", "action"):
+            for p in sig.params:
+                if p.name in args or p.vtype.startswith("key:"):
+                    continue
+                if not p.required and self.rng.random() < 0.6:
+                    continue
+                v = self.value_for(p, rows)
+                args[p.name] = v
+                details.append((field_words(p.name, noun), row_value_text(v)))
+        # reads first (they do not change state), then the write itself
+        for _, r in reaches:
+            for s in r.steps:
+                self.run(draft, Step(s.tool, s.args))
+            for k, v in r.facts.items():
+                add_fact(draft.facts, k, v)
+            if draft.start is None and r.start:
+                draft.start = r.start
+        anchor = reaches[0][1].phrase if reaches else ""
+        for pname, r in reaches[1:]:
+            details.append((field_words(pname, noun), r.phrase))
+        step = Step(sig.name, args)
+        self.run(draft, step)
+        for pname, row in picked.items():
+            ent = (sig.param(pname) or Param("", "key:", False, "")).vtype.removeprefix("key:")
+            phrase = next(r.phrase for n, r in reaches if n == pname)
+            draft.known[(ent, str(row[self.ent[ent].key]))] = phrase
+            for f in self.ent[ent].fields:
+                if (
+                    f.type == "ref"
+                    and f.ref
+                    and row.get(f.name)
+                    and (f.ref, str(row[f.name])) not in draft.known
+                ):
+                    draft.known[(f.ref, str(row[f.name]))] = f"the {entity_noun(f.ref)} of {phrase}"
+        for fact_name, fact_value in details:
+            if not fact_value.startswith("the "):
+                add_fact(draft.facts, fact_name, fact_value)
+        target_phrase = anchor
+        if kind == "create":
+            verb = "create"
+            target_phrase = f"a new {entity_noun(sig.entity or '')}"
+            if anchor:
+                details.insert(0, ("for", anchor))
+        elif kind == "update":
+            verb = "update"
+        elif kind == "delete":
+            verb = "delete"
+        else:
+            verb = (sig.action or sig.name).replace("_", " ")
+        draft.intents.append(WriteIntent(kind, verb, noun, target_phrase, details))
+        return step, picked
+
+    def _anchor_entity(self, sig: ToolSignature) -> str:
+        kp = sig.key_params
+        return kp[0].vtype.removeprefix("key:") if kp else "record"
+
+    def repeat_write(self, draft: Draft, first: Step, picked: dict[str, dict[str, Any]]) -> None:
+        """Apply the same change to the anchor row's siblings that share one attribute (2–3 rows in all)."""
+        sig = self.sigs[first.tool]
+        if not sig.key_params or sig.kind == "create":
+            return
+        anchor_param = sig.key_params[0].name
+        ent = sig.key_params[0].vtype.removeprefix("key:")
+        e = self.ent[ent]
+        row = picked.get(anchor_param)
+        if row is None:
+            return
+        rels = [r for r in self.relations_into.get(ent, []) if self._via(r) and row.get(self._via(r) or "")]
+        if not rels:
+            return
+        via = self._via(rels[0]) or ""
+        siblings = self.world.runtime.find(ent, **{via: row[via]})
+        enums = [f for f in e.fields if f.type == "enum" and f.name not in first.args]
+        self.rng.shuffle(enums)
+        for f in enums:
+            group = [s for s in siblings if s.get(f.name) == row.get(f.name)]
+            if not 2 <= len(group) <= 3:
+                continue
+            mark = len(draft.steps)
+            try:
+                for s in group:
+                    if str(s[e.key]) == first.args.get(anchor_param):
+                        continue
+                    args = dict(first.args)
+                    args[anchor_param] = str(s[e.key])
+                    self.run(draft, Step(sig.name, args))
+            except Rejected:
+                # roll back the partial repetition: the world is restored by the caller's replay
+                del draft.steps[mark:]
+                raise
+            intent = draft.intents[-1]
+            intent.repeat = len(group)
+            intent.target = (
+                f"every {intent.noun if ent == self._anchor_entity(sig) else entity_noun(ent)} of "
+                f"{intent.target.split(' whose ')[0].split(' of ', 1)[-1]} whose {field_words(f.name, entity_noun(ent))} "
+                f"is {row_value_text(row[f.name])} ({len(group)} of them)"
+            )
+            add_fact(
+                draft.facts, fact_key(entity_noun(ent), field_words(f.name)), row_value_text(row[f.name])
+            )
+            draft.repeated = len(group)
+            return
+
+    # --- one attempt ---------------------------------------------------------------------------------
+
+    def _pick_write(self, exclude: set[str] | None = None) -> str:
+        writes = [w for w in self.usable_writes if not exclude or w not in exclude]
+        weights = []
+        for w in writes:
+            k = self.sigs[w].kind
+            weights.append({"action": 3.0, "update": 1.2, "create": 1.0, "delete": 0.4}.get(k, 1.0))
+        return self.rng.choices(writes, weights=weights)[0]
+
+    def attempt(self) -> Draft:
+        self.world.restore(self.base)
+        draft = Draft()
+        tool = self._pick_write()
+        first, picked = self.add_write(draft, tool)
+        via_parent = len(draft.steps) >= 2 and self.sigs[draft.steps[-2].tool].kind == "relation"
+        if via_parent and self.rng.random() < 0.45:
+            mark = len(draft.steps)
+            try:
+                self.repeat_write(draft, first, picked)
+            except Rejected:
+                del draft.steps[mark:]
+                self._replay_prefix(draft)
+        if self.rng.random() < 0.4:
+            known_types = {f"key:{ent}" for ent, _ in draft.known}
+            second = [
+                w
+                for w in self.usable_writes
+                if w != tool and any(p.vtype in known_types for p in self.sigs[w].key_params[:1])
+            ]
+            if second:
+                mark = len(draft.steps)
+                snap = (dict(draft.facts), dict(draft.known), list(draft.intents))
+                try:
+                    self.add_write(draft, self.rng.choice(second), prefer_known=True)
+                    draft.spliced = True
+                except Rejected:
+                    del draft.steps[mark:]
+                    draft.facts, draft.known, draft.intents = snap[0], snap[1], snap[2]
+                    self._replay_prefix(draft)
+        return draft
+
+    def _replay_prefix(self, draft: Draft) -> None:
+        """Bring the world back to the state after the draft's kept steps."""
+        self.world.restore(self.base)
+        for s in draft.steps:
+            self.world.call(s.tool, s.args)
+
+    # --- validation ---------------------------------------------------------------------------------
+
+    def check(self, draft: Draft, instruction: UserInstruction) -> list[RowChange]:
+        """Replay from a fresh snapshot; apply the filters; return Δgold or raise Rejected(reason)."""
+        self.world.restore(self.base)
+        step_changes: list[list[RowChange]] = []
+        for s in draft.steps:
+            res = self.world.call(s.tool, s.args)
+            if not res.ok:
+                raise Rejected("replay_failed")
+            if _canon(res.result) != _canon(s.result):
+                raise Rejected("replay_nondeterministic")
+            step_changes.append(res.changes)
+        delta = self.world.diff(self.base)
+        if not delta:
+            raise Rejected("empty_delta")
+        seen_calls = set()
+        for s in draft.steps:
+            sig = _canon([s.tool, s.args])
+            if sig in seen_calls:
+                raise Rejected("incoherent:repeated_call")
+            seen_calls.add(sig)
+        # covers its functions: every read feeds a later argument; every write leaves a net change
+        for i, s in enumerate(draft.steps):
+            if self.sigs[s.tool].effect == "read":
+                text = _canon(s.result)
+                later = [v for t in draft.steps[i + 1 :] for v in _key_args(self.sigs[t.tool], t.args)]
+                if not any(f'"{v}"' in text for v in later):
+                    raise Rejected("uncovered:unused_read")
+        final = {(c.table, c.key, c.field): c for c in delta}
+        for s, made in zip(draft.steps, step_changes, strict=True):
+            if self.sigs[s.tool].effect != "write":
+                continue
+            if not any(
+                (c.table, c.key, c.field) in final and final[(c.table, c.key, c.field)].after == c.after
+                for c in made
+            ):
+                raise Rejected("uncovered:write_without_net_effect")
+        # flow: every key argument is a fact the user gives or a value an earlier result returned
+        facts_text = set(instruction.facts.values())
+        for i, s in enumerate(draft.steps):
+            earlier = _canon([t.result for t in draft.steps[:i]])
+            for v in _key_args(self.sigs[s.tool], s.args):
+                if v not in facts_text and f'"{v}"' not in earlier:
+                    raise Rejected("incoherent:value_from_nowhere")
+        # not already true, and a read-only agent fails
+        self.world.restore(self.base)
+        if covers([], delta):
+            raise Rejected("already_true")
+        for s in draft.steps:
+            if self.sigs[s.tool].effect == "read":
+                self.world.call(s.tool, s.args)
+        if covers(self.world.diff(self.base), delta):
+            raise Rejected("read_only_passes")
+        # specific, and never names a function
+        text = " ".join([instruction.intent, instruction.motivation, *instruction.facts.values()]).lower()
+        bare = {n.removeprefix(self.spec.tool_prefix) for n in self.sigs} | set(self.sigs)
+        if any(n in text for n in bare if "_" in n):
+            raise Rejected("names_function")
+        return delta
+
+    # --- the loop -----------------------------------------------------------------------------------
+
+    def synthesize(
+        self, target: int, *, max_attempts: int | None = None, progress=None
+    ) -> tuple[list[Task], SynthesisReport]:
+        report = SynthesisReport(self.spec.name, target)
+        tasks: list[Task] = []
+        seen: set[str] = set()
+        budget = max_attempts or max(200, target * 30)
+        while len(tasks) < target and report.attempts < budget:
+            report.attempts += 1
+            try:
+                draft = self.attempt()
+                instruction, request = make_instruction(self.spec, draft, self.rng)
+                delta = self.check(draft, instruction)
+            except Rejected as exc:
+                report.rejections[exc.reason] += 1
+                continue
+            sig = _canon([[s.tool, s.args] for s in draft.steps])
+            if sig in seen:
+                report.rejections["duplicate"] += 1
+                continue
+            seen.add(sig)
+            gold = [
+                GoldCall(tool=s.tool, arguments=s.args, result=s.result, function=s.tool) for s in draft.steps
+            ]
+            writes = sum(1 for s in draft.steps if self.sigs[s.tool].effect == "write")
+            task = Task(
+                id=f"{self.spec.name}-{len(tasks) + 1:04d}",
+                domain=self.spec.name,
+                public_request=request,
+                instruction=instruction,
+                gold_path=gold,
+                base_functions=[s.tool for s in draft.steps],
+                expected_changes=delta,
+                difficulty={
+                    "path_length": len(draft.steps),
+                    "functions": len({s.tool for s in draft.steps}),
+                    "writes": writes,
+                    "spliced": draft.spliced,
+                    "repeated": draft.repeated,
+                    "start": draft.start,
+                },
+            )
+            tasks.append(task)
+            if progress is not None:
+                progress(len(tasks))
+        report.made = len(tasks)
+        self.world.restore(self.base)
+        return tasks, report
+
+
+def add_fact(facts: dict[str, str], name: str, value: str) -> None:
+    """Add a fact without overwriting a different value under the same name (`amount`, `amount (2)`)."""
+    n, key = 1, name
+    while key in facts and facts[key] != value:
+        n += 1
+        key = f"{name} ({n})"
+    facts[key] = value
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _key_args(sig: ToolSignature, args: dict[str, Any]) -> list[str]:
+    out = []
+    for p in sig.params:
+        if p.vtype.startswith("key:") and args.get(p.name) not in (None, ""):
+            out.append(str(args[p.name]))
+    return out
