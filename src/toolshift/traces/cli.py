@@ -248,3 +248,21 @@ def export_tau2(
     policy_text = policy.read_text(encoding="utf-8") if policy else ""
     path = write_results(run_from_episodes(episodes, policy=policy_text), out, layout=layout)  # type: ignore[arg-type]
     console.print(f"wrote {len(episodes)} simulations to {path}")
+
+
+@app.command("anatomy-report")
+def anatomy_report(
+    shared_data: Annotated[
+        Path, typer.Argument(help="The shared data folder (holds tau-bench/ and workbench/).")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Markdown file to write.")] = Path(
+        "docs/results/anatomy.md"
+    ),
+) -> None:
+    """Write the turn-anatomy tables of the published τ-bench airline and WorkBench runs."""
+    from toolshift.traces.anatomy_report import anatomy_markdown
+
+    text = anatomy_markdown(shared_data)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    console.print(f"wrote {out}")
