@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from toolshift.agents.chat import ChatModel, ModelConfigError, ModelError, ModelReply, ProposedCall
+from toolshift.agents.chat import ChatModel, ModelConfigError, ModelReply, ProposedCall
 from toolshift.agents.toolbox import McpToolbox, ToolOutcome
 from toolshift.agents.users import END_CONVERSATION, END_TOOL, UserSimulator, UserSimulatorError, UserTurn
 from toolshift.models import RowChange, Task, covers, missing_changes
@@ -214,8 +214,8 @@ async def _converse(
             return
         except ModelConfigError:
             raise
-        except ModelError as exc:
-            conv.reason, conv.info["agent_failure"] = "agent_error", str(exc)
+        except Exception as exc:  # a model or policy failure after its own retries: charged to the agent
+            conv.reason, conv.info["agent_failure"] = "agent_error", f"{type(exc).__name__}: {exc}"
             return
         conv.assistant(reply)
         ended = False
@@ -262,6 +262,7 @@ async def run_episode(
     conv = _Conversation()
     started, clock = _now(), time.perf_counter()
     diff: list[RowChange] | None = None
+    config_error: ModelConfigError | None = None
     try:
         async with open_world() as world:
             toolbox = McpToolbox(world.client, tool_timeout=limits.tool_timeout)
@@ -271,15 +272,25 @@ async def run_episode(
                     await _converse(conv, agent, user, toolbox, limits)
             except TimeoutError:
                 conv.reason, conv.info["timeout"] = "timeout", "episode"
+            except ModelConfigError as exc:  # kept out of the MCP client's task group, raised below
+                config_error = exc
             diff = await world.diff(None if toolbox.unreported else toolbox.reported)
-    except ModelConfigError:
-        raise
     except Exception as exc:  # the world could not be opened, listed or diffed: the harness's failure
+        leaf = _leaf(exc)
         conv.reason = "world_error"
-        conv.info["world_failure"] = f"{type(exc).__name__}: {exc}"
+        conv.info["world_failure"] = f"{type(leaf).__name__}: {leaf}"
+    if config_error is not None:
+        raise config_error
     return _judge(
         task, conv, diff, episode_id, trial, agent, user, agent_name, harness, source, started, clock
     )
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups, as task groups wrap them."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _judge(

@@ -91,6 +91,7 @@ class OpenAIChatModel:
         self.prices = prices
         self.on_rate_limit = on_rate_limit
         self._openai = openai
+        self._reached = False
         self._client = openai.AsyncOpenAI(
             api_key=key or "not-needed", base_url=self.base_url, max_retries=0, timeout=request_timeout
         )
@@ -137,20 +138,23 @@ class OpenAIChatModel:
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
         try:
-            return await self._client.chat.completions.create(**kwargs)
+            response = await self._client.chat.completions.create(**kwargs)
+        except self._openai.APIConnectionError as exc:
+            if not self._reached and not isinstance(exc, self._openai.APITimeoutError):
+                raise ModelConfigError(
+                    f"cannot reach the model endpoint {self.where}: {exc.__cause__ or exc}"
+                ) from exc
+            raise self._classify(exc) from exc
         except self._openai.OpenAIError as exc:
             raise self._classify(exc) from exc
+        self._reached = True
+        return response
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> ModelReply:
         start = time.perf_counter()
-        try:
-            response = await with_retries(
-                lambda: self._once(messages, tools), self.retry, on_rate_limit=self.on_rate_limit
-            )
-        except ModelError as exc:
-            if isinstance(exc.__cause__, RetryableModelError) and "cannot reach" in str(exc.__cause__):
-                raise ModelConfigError(str(exc.__cause__)) from exc
-            raise
+        response = await with_retries(
+            lambda: self._once(messages, tools), self.retry, on_rate_limit=self.on_rate_limit
+        )
         if not response.choices:
             raise ModelError(f"{self.where} returned no choices")
         message = response.choices[0].message

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from toolshift.agents.chat import ChatModel, ModelError, ToolDef
+from toolshift.agents.chat import ChatModel, ModelConfigError, ModelError, ToolDef
 from toolshift.errors import ToolshiftError
 from toolshift.models import UserInstruction
 
@@ -109,6 +109,10 @@ class ScriptedUser:
 
     async def respond(self, agent_text: str) -> UserTurn:
         asked = [f for f in self.instruction.facts if fact_asked(f, agent_text)]
+        lowered = agent_text.lower()
+        done = any(re.search(rf"\b{re.escape(w)}\b", lowered) for w in _DONE)
+        if done and "?" not in agent_text:
+            return UserTurn("Thank you, that is all.", ends=True)
         if asked and all(f in self.disclosed for f in asked):
             self.repeats += 1
             if self.repeats >= 2:
@@ -116,8 +120,7 @@ class ScriptedUser:
         if asked:
             self.disclosed.update(asked)
             return UserTurn(" ".join(f"My {f} is {self.instruction.facts[f]}." for f in asked))
-        lowered = agent_text.lower()
-        if any(re.search(rf"\b{re.escape(w)}\b", lowered) for w in _DONE):
+        if done:
             return UserTurn("Thank you, that is all.", ends=True)
         if "?" in agent_text and self.unmatched == 0:
             self.unmatched += 1
@@ -182,6 +185,8 @@ class LLMUser:
             except TimeoutError:
                 problem = f"user model call timed out after {self.timeout:g} s"
                 continue
+            except ModelConfigError:
+                raise
             except ModelError as exc:
                 raise UserSimulatorError(f"user model failed: {exc}") from exc
             ends = [c for c in reply.calls if c.name == END_CONVERSATION]

@@ -1,0 +1,165 @@
+"""The OpenAI-compatible path against a real local HTTP endpoint speaking chat completions with tool calls."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from typer.testing import CliRunner
+
+from toolshift.agents.chat import ModelConfigError
+from toolshift.cli import app
+from toolshift.traces.store import iter_episodes
+
+MODEL = "tiny-agent"
+
+
+class Endpoint:
+    """A chat-completions server whose 'model' solves the cancel task, after one malformed call and one 429."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        self.rate_limited = False
+
+    def reply(self, body: dict) -> JSONResponse:
+        self.requests.append(body)
+        if body["model"] != MODEL:
+            return JSONResponse(
+                {"error": {"message": f"The model `{body['model']}` does not exist"}}, status_code=404
+            )
+        if not self.rate_limited:
+            self.rate_limited = True
+            return JSONResponse(
+                {"error": {"message": "slow down"}}, status_code=429, headers={"retry-after": "0"}
+            )
+        done = sum(1 for m in body["messages"] if m["role"] == "tool")
+        script = [
+            ("get_appointment", '{"appointment_id": "APT-00003"'),
+            ("get_appointment", '{"appointment_id": "APT-00003"}'),
+            ("cancel_appointment", '{"appointment_id": "APT-00003"}'),
+        ]
+        message: dict = {"role": "assistant", "content": None}
+        if done < len(script):
+            name, args = script[done]
+            message["tool_calls"] = [
+                {"id": f"call_{done}", "type": "function", "function": {"name": name, "arguments": args}}
+            ]
+            finish = "tool_calls"
+        else:
+            message["content"] = "Your appointment has been cancelled."
+            finish = "stop"
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": MODEL,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 100 + done, "completion_tokens": 10, "total_tokens": 110 + done},
+            }
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def endpoint() -> Iterator[tuple[str, Endpoint]]:
+    state = Endpoint()
+
+    async def completions(request: Request) -> JSONResponse:
+        return state.reply(await request.json())
+
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])]),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{port}/v1", state
+    server.should_exit = True
+    thread.join(5)
+
+
+def test_openai_compatible_endpoint_runs_a_task(endpoint, tasks_file: Path, tmp_path: Path, monkeypatch):
+    url, state = endpoint
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--world",
+            "clinic",
+            "--tasks",
+            str(tasks_file),
+            "--limit",
+            "1",
+            "--model",
+            f"openai:{MODEL}",
+            "--base-url",
+            url,
+            "--out",
+            str(out),
+            "--no-check",
+        ],  # fmt: skip
+    )
+    assert result.exit_code == 0, result.output
+    (path,) = out.glob("run-*.episodes.jsonl")
+    (episode,) = list(iter_episodes(path))
+    assert episode.outcome.success is True and episode.termination_reason == "user_stop"
+    tools = [m for m in episode.messages if m.role == "tool"]
+    assert [m.error for m in tools] == [True, False, False]
+    assert "not valid JSON" in tools[0].content
+    assistant = [m for m in episode.messages if m.role == "assistant"]
+    assert [m.usage.prompt_tokens for m in assistant] == [100, 101, 102, 103]
+    assert episode.model == MODEL
+    sent = state.requests[-1]
+    assert {t["function"]["name"] for t in sent["tools"]} >= {"cancel_appointment", "end_conversation"}
+    assert sent["messages"][0]["role"] == "system" and "Riverside" in sent["messages"][0]["content"]
+    assert state.rate_limited  # the 429 was retried, not recorded as a failure
+
+
+def test_wrong_model_name_and_unreachable_endpoint_are_clear_errors(
+    endpoint, tasks_file: Path, tmp_path: Path
+):
+    url, _ = endpoint
+    base = [
+        "run",
+        "--world",
+        "clinic",
+        "--tasks",
+        str(tasks_file),
+        "--limit",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--no-check",
+    ]
+    result = CliRunner().invoke(app, [*base, "--model", "openai:no-such-model", "--base-url", url])
+    assert isinstance(result.exception, ModelConfigError)
+    assert "no-such-model" in str(result.exception) and "not found" in str(result.exception)
+    closed = f"http://127.0.0.1:{_free_port()}/v1"
+    result = CliRunner().invoke(app, [*base, "--model", "openai:x", "--base-url", closed])
+    assert isinstance(result.exception, ModelConfigError) and "cannot reach" in str(result.exception)
+    assert json.loads((next(tmp_path.glob("run-*.json"))).read_text())["format"] == "toolshift.run/1"
