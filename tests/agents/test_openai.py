@@ -122,7 +122,7 @@ def test_openai_compatible_endpoint_runs_a_task(endpoint, tasks_file: Path, tmp_
             "--out",
             str(out),
             "--no-check",
-        ],  # fmt: skip
+        ],
     )
     assert result.exit_code == 0, result.output
     (path,) = out.glob("run-*.episodes.jsonl")
