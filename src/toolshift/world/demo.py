@@ -20,8 +20,14 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("search_patients", {"full_name": "Abbott", "limit": 3}),
     ("get_patient", {"patient_id": "PAT-00001"}),
     ("list_patient_appointments", {"patient_id": "PAT-00001", "limit": 5}),
-    ("book_appointment", {"patient_id": "PAT-00001", "doctor_id": "DOC-001", "starts_at": "2026-06-10T10:00"}),
-    ("book_appointment", {"patient_id": "PAT-00001", "doctor_id": "DOC-001", "starts_at": "2026-05-20T10:00"}),
+    (
+        "book_appointment",
+        {"patient_id": "PAT-00001", "doctor_id": "DOC-001", "starts_at": "2026-06-10T10:00"},
+    ),
+    (
+        "book_appointment",
+        {"patient_id": "PAT-00001", "doctor_id": "DOC-001", "starts_at": "2026-05-20T10:00"},
+    ),
     ("update_patient", {"patient_id": "PAT-00001", "phone": 5550100}),
     ("update_patient", {"patient_id": "PAT-00001", "phone": "+1-555-010-0000"}),
     ("cancel_appointment", {"appointment_id": "APT-00003"}),
@@ -57,7 +63,9 @@ def compile_all(console: Console) -> None:
     console.print(table)
 
 
-async def _session(server: WorldServer, url: str) -> tuple[list[tuple[str, dict[str, Any], bool, Any]], list[Any]]:
+async def _session(
+    server: WorldServer, url: str
+) -> tuple[list[tuple[str, dict[str, Any], bool, Any]], list[Any]]:
     """Run the script as one MCP client session; return the calls and the session world's diff."""
     out: list[tuple[str, dict[str, Any], bool, Any]] = []
     async with Client(url) as client:
@@ -83,7 +91,11 @@ def run(console: Console) -> None:
     for col in ("#", "tool", "arguments", "outcome"):
         table.add_column(col, overflow="fold")
     for i, (tool, args, ok, payload) in enumerate(calls):
-        outcome = f"[green]ok[/] {_summary(payload)}" if ok else f"[red]{payload.get('code')}[/] {payload.get('message')}"
+        outcome = (
+            f"[green]ok[/] {_summary(payload)}"
+            if ok
+            else f"[red]{payload.get('code')}[/] {payload.get('message')}"
+        )
         table.add_row(str(i), tool, _summary(args, 60) if args else "", outcome)
     console.print(table)
     console.print(changes_table(diff, title="State diff of the session's world against the seeded world"))
