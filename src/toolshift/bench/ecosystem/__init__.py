@@ -1,0 +1,1 @@
+"""Evolving ecosystems: capability-preserving transformations, version sampling, baselines (seed 000)."""

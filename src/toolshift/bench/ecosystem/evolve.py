@@ -1,0 +1,404 @@
+"""Sample ecosystem versions v2..vN per domain by checked, capability-preserving transformations.
+
+Each version applies a bounded number of transformations to the previous one. A candidate is
+generated (new tools with composed handlers), checked on gold inputs (`verify.Verifier`), and
+applied only if it passes and every base function stays reachable on its own afterwards; anything
+else is logged as rejected with its reason and another candidate is drawn. Some descriptions are then
+perturbed (recorded). Everything a version needs to be rebuilt is in its `TransformRecord`s, so
+`materialise` replays them onto the compiled domain without re-checking.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import random
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from toolshift.bench.ecosystem.catalog import DomainCatalog, Impl
+from toolshift.bench.ecosystem.codecs import CODEC_NAMES
+from toolshift.bench.ecosystem.verify import ToolCosts, Verifier
+from toolshift.models import Task
+from toolshift.world.compiler import CompiledDomain
+from toolshift.world.tools import Tool, ToolError
+from toolshift.world.world import World
+
+VERSION_SUFFIX = re.compile(r"(_v\d+)+(_\d+)?$")
+
+TransformKind = Literal["rename_tool", "rename_param", "add_param", "format", "split", "merge", "retire"]
+ONE_TO_ONE = ("rename_tool", "rename_param", "add_param", "format")
+
+KIND_WEIGHTS: dict[str, float] = {
+    "rename_tool": 0.12,
+    "rename_param": 0.13,
+    "add_param": 0.12,
+    "format": 0.13,
+    "split": 0.05,
+    "merge": 0.20,
+    "retire": 0.25,
+}
+
+VERB_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "get": ("fetch", "retrieve", "read", "lookup"),
+    "list": ("browse", "enumerate", "show"),
+    "search": ("find", "query", "filter"),
+    "create": ("add", "register", "new"),
+    "update": ("modify", "edit", "patch"),
+    "delete": ("remove", "purge", "drop"),
+    "approve": ("authorize", "sign_off"),
+    "reject": ("decline", "deny"),
+    "cancel": ("void", "revoke", "abort"),
+    "close": ("resolve", "complete", "finish"),
+    "assign": ("allocate", "delegate"),
+    "submit": ("file", "lodge"),
+    "hold": ("suspend", "freeze"),
+    "release": ("unfreeze", "free"),
+    "receive": ("accept", "book_in"),
+    "schedule": ("plan", "book"),
+    "escalate": ("raise", "elevate"),
+    "issue": ("grant", "hand_out"),
+    "record": ("log", "note"),
+    "open": ("start", "begin"),
+}
+PARAM_SYNONYMS: dict[str, str] = {
+    "reason": "justification",
+    "status": "state",
+    "name": "title",
+    "email": "email_address",
+    "note": "remark",
+    "notes": "remarks",
+    "quantity": "qty",
+    "amount": "value",
+    "condition": "item_condition",
+    "title": "heading",
+    "description": "details",
+    "priority": "urgency",
+    "limit": "page_size",
+    "offset": "skip",
+}
+
+
+class EvolveConfig(BaseModel):
+    """How versions are sampled (recorded in the ecosystem file)."""
+
+    versions: int = Field(6, ge=1)
+    min_transforms: int = 8
+    max_transforms: int = 12
+    """Accepted transformations per domain per version are drawn from [min, max]."""
+    keep_one_to_one: float = 0.15
+    """Chance a one-to-one or split source is kept (overlap) rather than retired (or modified in place)."""
+    keep_split: float = 0.5
+    keep_merge: float = 0.6
+    retire_overlap_share: float = 0.85
+    """When retiring, the chance of retiring an overlapping one-function interface rather than a merged one."""
+    perturb_rate: float = 0.04
+    """Share of a version's tools whose description is perturbed."""
+    samples: int = 3
+    """Gold inputs each transformation is checked on."""
+    max_block: int = 3
+    seed: int = 0
+
+
+class TransformRecord(BaseModel):
+    """One transformation, accepted or rejected: enough to rebuild it without checking again."""
+
+    id: str
+    domain: str
+    version: int
+    kind: TransformKind
+    sources: list[str]
+    """Implementation ids it transforms (or retires)."""
+    new_impl: str | None = None
+    new_tools: list[str] = Field(default_factory=list)
+    retire_source: bool = False
+    in_place: bool = False
+    """A one-to-one change that keeps the tool's name: the interface is *modified*."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    retired_tools: list[str] = Field(default_factory=list)
+    samples: int = 0
+    status: Literal["accepted", "rejected"] = "accepted"
+    reason: str = ""
+
+
+class Perturbation(BaseModel):
+    """A description changed to be incomplete or outdated (the tool's behaviour is unchanged)."""
+
+    tool: str
+    kind: Literal["truncated", "outdated", "vague"]
+    description: str
+
+
+@dataclass
+class VersionState:
+    """One domain in one version."""
+
+    version: int
+    catalog: DomainCatalog
+    records: list[TransformRecord] = field(default_factory=list)
+    rejected: list[TransformRecord] = field(default_factory=list)
+    perturbations: list[Perturbation] = field(default_factory=list)
+    costs: dict[str, float] = field(default_factory=dict)
+
+
+# --- applying records (shared by sampling and materialising) --------------------------------------
+
+
+def apply_record(cat: DomainCatalog, rec: TransformRecord) -> tuple[Impl | None, list[Tool]]:
+    """Apply one record to `cat` in place; returns the new implementation and its new tools."""
+    if rec.kind == "retire":
+        rec.retired_tools = []
+        for src in rec.sources:
+            rec.retired_tools += cat.retire_impl(src)
+        return None, []
+    srcs = [cat.impls[s] for s in rec.sources]
+    vid = rec.new_impl or rec.id
+    o = rec.options
+    if rec.kind == "rename_tool":
+        impl, tools = cat.rename_tool(srcs[0], rec.new_tools[0], vid)
+    elif rec.kind == "rename_param":
+        impl, tools = cat.rename_param(srcs[0], o["old_param"], o["new_param"], rec.new_tools[0], vid)
+    elif rec.kind == "add_param":
+        impl, tools = cat.add_param(srcs[0], rec.new_tools[0], vid)
+    elif rec.kind == "format":
+        impl, tools = cat.format(srcs[0], o["codec"], rec.new_tools[0], vid)
+    elif rec.kind == "split":
+        a, b, c = rec.new_tools
+        impl, tools = cat.split(srcs[0], (a, b, c), vid)
+    elif rec.kind == "merge":
+        impl, tools = cat.merge(srcs, rec.new_tools[0], vid)
+    else:  # pragma: no cover - Literal guards this
+        raise ValueError(rec.kind)
+    retired: list[str] = []
+    if rec.retire_source or rec.in_place:
+        for sid in dict.fromkeys(s.id for s in srcs):
+            retired += cat.retire_impl(sid)
+    cat._add(impl, tools)
+    rec.retired_tools = [t for t in retired if t not in cat.tools]
+    return impl, tools
+
+
+def apply_perturbation(cat: DomainCatalog, p: Perturbation) -> None:
+    if p.tool in cat.tools:
+        cat.tools[p.tool] = dataclasses.replace(cat.tools[p.tool], description=p.description)
+
+
+# --- sampling ------------------------------------------------------------------------------------
+
+
+class DomainEvolver:
+    """Samples versions 2..N of one domain."""
+
+    def __init__(self, domain: CompiledDomain, tasks: Sequence[Task], config: EvolveConfig) -> None:
+        self.domain = domain
+        self.config = config
+        self.prefix = domain.spec.tool_prefix
+        world = World(domain)
+        fmap = {c.tool: c.function or c.tool for t in tasks for c in t.gold_path}
+        base = DomainCatalog.base(world, fmap)
+        self.verifier = Verifier(domain, tasks, base.tools)
+        self.costs: ToolCosts = self.verifier.measure_gold()
+        self.block_counts: Counter[tuple[str, ...]] = Counter()
+        for t in self.verifier.tasks:
+            seq = t.base_functions
+            for w in range(1, config.max_block + 1):
+                for i in range(len(seq) - w + 1):
+                    self.block_counts[tuple(seq[i : i + w])] += 1
+        digest = hashlib.sha256(f"{config.seed}:{domain.name}".encode()).hexdigest()
+        self.rng = random.Random(int(digest[:12], 16))
+        self.versions: list[VersionState] = [VersionState(1, base, costs=self.costs.table(list(base.tools)))]
+
+    def run(self) -> list[VersionState]:
+        for v in range(2, self.config.versions + 1):
+            self.versions.append(self.next_version(v))
+        return self.versions
+
+    # names
+
+    def _split_name(self, name: str) -> tuple[str, str]:
+        if self.prefix and name.startswith(self.prefix):
+            return self.prefix, name[len(self.prefix) :]
+        return "", name
+
+    def _fresh(self, cat: DomainCatalog, wanted: str, version: int) -> str:
+        wanted = VERSION_SUFFIX.sub("", wanted)
+        name, k = wanted, 2
+        taken = set(cat.tools) | {t for s in self.versions for t in s.catalog.tools}
+        while name in taken:
+            name = f"{wanted}_v{version}" if k == 2 else f"{wanted}_v{version}_{k}"
+            k += 1
+        return name
+
+    def _renamed(self, cat: DomainCatalog, name: str, version: int) -> str:
+        prefix, rest = self._split_name(name)
+        verb, _, noun = rest.partition("_")
+        options = VERB_SYNONYMS.get(verb)
+        if options and noun:
+            return self._fresh(cat, f"{prefix}{self.rng.choice(options)}_{noun}", version)
+        verb, _, noun = rest.partition("_")
+        generic = ("process", "perform", "execute")
+        if verb in generic:
+            return self._fresh(
+                cat, f"{prefix}{self.rng.choice([g for g in generic if g != verb])}_{noun}", version
+            )
+        return self._fresh(cat, f"{prefix}{self.rng.choice(generic)}_{rest}", version)
+
+    @staticmethod
+    def _param_synonym(p: str) -> str:
+        if p.endswith("_id"):
+            return p[:-3] + "_ref"
+        if p.endswith("_number"):
+            return p[: -len("_number")] + "_no"
+        return PARAM_SYNONYMS.get(p, p + "_value")
+
+    # candidates
+
+    def _gold_atomic(self, cat: DomainCatalog) -> list[Impl]:
+        return sorted(
+            (i for i in cat.impls.values() if i.atomic and self.block_counts.get(i.covers)),
+            key=lambda i: i.id,
+        )
+
+    def _candidate(self, cat: DomainCatalog, version: int, rid: str) -> TransformRecord | None:
+        cfg, rng = self.config, self.rng
+        kind = rng.choices(list(KIND_WEIGHTS), weights=list(KIND_WEIGHTS.values()))[0]
+        rec = TransformRecord(id=rid, domain=self.domain.name, version=version, kind=kind, sources=[])  # type: ignore[arg-type]
+        atomic = self._gold_atomic(cat)
+        if kind == "retire":
+            single = cat.single_function_impls()
+            overlaps = sorted(
+                (i for i in cat.impls.values() if len(i.covers) == 1 and len(single[i.covers[0]]) > 1),
+                key=lambda i: i.id,
+            )
+            merged = sorted((i for i in cat.impls.values() if len(i.covers) > 1), key=lambda i: i.id)
+            pool = (
+                overlaps if overlaps and (not merged or rng.random() < cfg.retire_overlap_share) else merged
+            )
+            if not pool:
+                return None
+            rec.sources = [rng.choice(pool).id]
+            return rec
+        if kind == "merge":
+            blocks = sorted((b, n) for b, n in self.block_counts.items() if len(b) >= 2 and n > 0)
+            if not blocks:
+                return None
+            block = rng.choices([b for b, _ in blocks], weights=[n for _, n in blocks])[0]
+            parts: list[Impl] = []
+            for f in block:
+                options = [i for i in atomic if i.covers == (f,)]
+                if not options:
+                    return None
+                parts.append(rng.choice(options))
+            prefix = self._split_name(parts[0].tools[0])[0]
+            rest = "_then_".join(self._split_name(p.tools[0])[1] for p in parts)
+            if len(rest) > 64:
+                rest = "workflow_" + hashlib.sha256(rest.encode()).hexdigest()[:6]
+            rec.sources = [p.id for p in parts]
+            rec.new_tools = [self._fresh(cat, prefix + rest, version)]
+            rec.retire_source = rng.random() > cfg.keep_merge
+            return rec
+        if not atomic:
+            return None
+        src = rng.choice(atomic)
+        rec.sources = [src.id]
+        name = src.tools[0]
+        keep = rng.random() < cfg.keep_one_to_one
+        if kind == "split":
+            prefix, rest = self._split_name(name)
+            rec.new_tools = [
+                self._fresh(cat, f"{prefix}{step}_{rest}", version) for step in ("start", "set", "commit")
+            ]
+            rec.retire_source = not keep
+            return rec
+        if kind == "rename_tool":
+            rec.new_tools = [self._renamed(cat, name, version)]
+            rec.retire_source = not keep
+            return rec
+        # rename_param / add_param / format: modified in place unless the source is kept
+        rec.in_place = not keep
+        rec.new_tools = [name if rec.in_place else self._fresh(cat, f"{name}_v{version}", version)]
+        if kind == "rename_param":
+            tool = cat.tools[name]
+            params = tool.required or tool.params
+            if not params:
+                return None
+            old = rng.choice(sorted(params))
+            rec.options = {"old_param": old, "new_param": self._param_synonym(old)}
+        elif kind == "format":
+            rec.options = {"codec": rng.choice(CODEC_NAMES)}
+        return rec
+
+    def _try(self, cat: DomainCatalog, rec: TransformRecord) -> tuple[DomainCatalog, str]:
+        """Check and apply `rec` on a copy of `cat`; returns the new catalog or the rejection reason."""
+        after = cat.clone()
+        try:
+            impl, _ = apply_record(after, rec)
+        except ToolError as exc:
+            return cat, f"not applicable: {exc.message}"
+        if impl is not None:
+            srcs = [cat.impls[s] for s in rec.sources]
+            samples = self.verifier.samples(impl.covers, self.config.samples, self.rng)
+            result = self.verifier.check(cat.tools, srcs, after.tools, impl, samples)
+            rec.samples = result.samples
+            if not result.ok:
+                return cat, result.reason
+            if rec.in_place:
+                for t in impl.tools:
+                    self.costs.reset(t)
+            self.costs.add(result.measures)
+        lost = after.unreachable()
+        if lost:
+            return cat, f"would leave base functions unreachable: {', '.join(lost)}"
+        return after, ""
+
+    def next_version(self, version: int) -> VersionState:
+        prev = self.versions[-1]
+        cat = prev.catalog.clone()
+        state = VersionState(version, cat)
+        budget = self.rng.randint(self.config.min_transforms, self.config.max_transforms)
+        attempts = 0
+        while len(state.records) < budget and attempts < budget * 6:
+            attempts += 1
+            rid = f"v{version}.{attempts}"
+            rec = self._candidate(cat, version, rid)
+            if rec is None:
+                continue
+            if rec.kind != "retire":
+                rec.new_impl = f"{rec.new_tools[0] if rec.kind != 'split' else rec.new_tools[-1]}@{rid}"
+            new_cat, reason = self._try(cat, rec)
+            if reason:
+                rec.status, rec.reason = "rejected", reason
+                state.rejected.append(rec)
+                continue
+            cat = new_cat
+            state.records.append(rec)
+        state.catalog = cat
+        state.perturbations = self._perturb(cat, version)
+        for p in state.perturbations:
+            apply_perturbation(cat, p)
+        state.costs = self.costs.table(sorted(cat.tools))
+        return state
+
+    def _perturb(self, cat: DomainCatalog, version: int) -> list[Perturbation]:
+        names = sorted(cat.tools)
+        k = round(len(names) * self.config.perturb_rate)
+        out: list[Perturbation] = []
+        for name in self.rng.sample(names, min(k, len(names))):
+            tool = cat.tools[name]
+            kind = self.rng.choice(("truncated", "outdated", "vague"))
+            if kind == "truncated":
+                text = tool.description[: max(20, len(tool.description) // 3)].rstrip() + "…"
+            elif kind == "outdated":
+                wraps = tool.meta.get("wraps")
+                old = wraps if isinstance(wraps, str) else name
+                text = f"Deprecated alias kept for compatibility; see the documentation of {old}."
+            else:
+                entity = tool.meta.get("entity") or "records"
+                text = f"Works with {entity}."
+            out.append(Perturbation(tool=name, kind=kind, description=text))  # type: ignore[arg-type]
+        return out

@@ -1,0 +1,153 @@
+"""`toolshift bench evolve`: evolve every domain of a build to N versions and write the ecosystem files."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from toolshift.bench.build import load_manifest
+from toolshift.bench.ecosystem.evolve import DomainEvolver, EvolveConfig, VersionState
+from toolshift.bench.ecosystem.store import (
+    DomainHistory,
+    EcosystemManifest,
+    ImplEntry,
+    TransitionStats,
+    VersionEntry,
+    atomic_write,
+    build_fingerprint,
+    compiled_domain,
+    domain_tasks,
+    ecosystem_dir,
+)
+from toolshift.errors import BadInputError
+
+
+def history_of(domain: str, states: list[VersionState]) -> DomainHistory:
+    entries = []
+    for s in states:
+        modified = sorted(
+            {r.new_tools[0] for r in s.records if r.in_place and r.new_tools[0] in s.catalog.tools}
+        )
+        entries.append(
+            VersionEntry(
+                version=s.version,
+                records=s.records,
+                perturbations=s.perturbations,
+                tools=sorted(s.catalog.tools),
+                costs=s.costs,
+                impls=[
+                    ImplEntry(id=i.id, covers=list(i.covers), tools=list(i.tools), kind=i.kind)
+                    for i in sorted(s.catalog.impls.values(), key=lambda i: i.id)
+                ],
+                modified=modified,
+            )
+        )
+    return DomainHistory(domain=domain, versions=entries)
+
+
+def reason_category(reason: str) -> str:
+    """A rejection reason without its task-specific details, for counting."""
+    for prefix in (
+        "capability lost",
+        "state change differs",
+        "output differs",
+        "output cannot be decoded",
+        "would leave base functions unreachable",
+        "not applicable",
+        "no gold inputs",
+        "the source fails",
+    ):
+        if reason.startswith(prefix):
+            return prefix
+    return reason.split(":")[0]
+
+
+def transition_stats(
+    histories: list[DomainHistory], versions: int, rejected: dict[int, int]
+) -> list[TransitionStats]:
+    rows: list[TransitionStats] = []
+    for v in range(1, versions + 1):
+        tools = impls = added = retired = modified = accepted = perturbed = 0
+        kinds: Counter[str] = Counter()
+        for h in histories:
+            cur = h.versions[v - 1]
+            tools += len(cur.tools)
+            impls += len(cur.impls)
+            perturbed += len(cur.perturbations)
+            accepted += len(cur.records)
+            kinds.update(r.kind for r in cur.records)
+            if v > 1:
+                prev = set(h.versions[v - 2].tools)
+                now = set(cur.tools)
+                added += len(now - prev)
+                retired += len(prev - now)
+                modified += len(set(cur.modified) & prev)
+        rows.append(
+            TransitionStats(
+                version=v,
+                tools=tools,
+                implementations=impls,
+                added=added,
+                retired=retired,
+                modified=modified,
+                accepted=accepted,
+                rejected=rejected.get(v, 0),
+                perturbed=perturbed,
+                by_kind=dict(sorted(kinds.items())),
+            )
+        )
+    return rows
+
+
+def evolve_build(
+    build: str | Path,
+    config: EvolveConfig,
+    *,
+    domains: list[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> EcosystemManifest:
+    """Evolve the build's domains to `config.versions` versions; write the ecosystem files; return the manifest."""
+    start = time.perf_counter()
+    manifest = load_manifest(build)
+    names = [e.name for e in manifest.domains if e.tasks > 0]
+    if domains:
+        unknown = sorted(set(domains) - set(names))
+        if unknown:
+            raise BadInputError(f"not domains of this build: {', '.join(unknown)}", source=str(build))
+        names = [n for n in names if n in domains]
+    out = ecosystem_dir(build)
+    histories: list[DomainHistory] = []
+    rejected_lines: list[str] = []
+    rejected_by_version: Counter[int] = Counter()
+    by_reason: Counter[str] = Counter()
+    for name in names:
+        tasks = domain_tasks(build, name)
+        evolver = DomainEvolver(compiled_domain(build, name), tasks, config)
+        states = evolver.run()
+        history = history_of(name, states)
+        atomic_write(out / "domains" / f"{name}.json", history.model_dump_json(indent=1) + "\n")
+        histories.append(history)
+        for s in states:
+            for r in s.rejected:
+                rejected_lines.append(r.model_dump_json())
+                rejected_by_version[s.version] += 1
+                by_reason[reason_category(r.reason)] += 1
+        if progress:
+            progress(name)
+    atomic_write(out / "rejected.jsonl", "".join(line + "\n" for line in rejected_lines))
+    fingerprint = build_fingerprint(build)
+    body = f"{fingerprint}:{config.model_dump_json()}:{','.join(names)}"
+    eco = EcosystemManifest(
+        id="eco-" + hashlib.sha256(body.encode()).hexdigest()[:10],
+        build=fingerprint,
+        config=config,
+        domains=names,
+        stats=transition_stats(histories, config.versions, dict(rejected_by_version)),
+        rejected_by_reason=dict(by_reason.most_common()),
+        seconds=round(time.perf_counter() - start, 2),
+    )
+    atomic_write(out / "manifest.json", eco.model_dump_json(indent=1) + "\n")
+    return eco
