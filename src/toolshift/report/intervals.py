@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,3 +61,61 @@ def bootstrap_mean(
     alpha = (1 - confidence) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return Interval(mean, float(low), float(high), n)
+
+
+def bootstrap_ratio(
+    numerators: Sequence[float],
+    denominators: Sequence[float],
+    *,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """Σ numerator / Σ denominator over clusters (one entry each), resampling clusters with replacement.
+
+    The share of all turns a replay saved, with every agent's episodes of a task summed into one cluster.
+    """
+    num = np.asarray(numerators, dtype=float)
+    den = np.asarray(denominators, dtype=float)
+    if num.size == 0 or den.sum() == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), int(num.size))
+    point = float(num.sum() / den.sum())
+    idx = np.random.default_rng(seed).integers(0, num.size, size=(resamples, num.size))
+    dens = den[idx].sum(axis=1)
+    stats = np.divide(num[idx].sum(axis=1), dens, out=np.zeros(resamples), where=dens != 0)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(stats, [alpha, 1 - alpha])
+    return Interval(point, float(low), float(high), int(num.size))
+
+
+def paired_ratio_difference(
+    num_a: Sequence[float],
+    num_b: Sequence[float],
+    denominators: Sequence[float],
+    *,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """(Σa − Σb) / Σden with the same clusters drawn for a and b: a paired interval for a difference of shares."""
+    diff = np.asarray(num_a, dtype=float) - np.asarray(num_b, dtype=float)
+    return bootstrap_ratio(diff, denominators, resamples=resamples, confidence=confidence, seed=seed)
+
+
+def bootstrap_statistic(
+    clusters: Sequence[object],
+    statistic: Callable[[list[object]], float],
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """Any statistic of a list of clusters (e.g. each a task's rows), resampling clusters with replacement."""
+    point = float(statistic(list(clusters)))
+    if not clusters:
+        return Interval(point, point, point, 0)
+    idx = np.random.default_rng(seed).integers(0, len(clusters), size=(resamples, len(clusters)))
+    stats = np.array([statistic([clusters[i] for i in row]) for row in idx], dtype=float)
+    alpha = (1 - confidence) / 2
+    low, high = np.nanquantile(stats, [alpha, 1 - alpha])
+    return Interval(point, float(low), float(high), len(clusters))

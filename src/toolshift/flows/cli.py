@@ -1,0 +1,288 @@
+"""The `toolshift flows` commands: learn, replay, ceiling, calibrate, price, repeats and report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from toolshift.errors import BadInputError
+
+app = typer.Typer(
+    no_args_is_help=True, help="Learn an agent's lookups, decide them ahead of it, replay what they save."
+)
+console = Console()
+
+EpisodesArg = Annotated[list[Path], typer.Argument(help="Episode files (toolshift.episodes/1 JSONL).")]
+CatalogOpt = Annotated[
+    Path, typer.Option("--catalog", help="The domain's tool catalog (toolshift.catalog/1).")
+]
+TasksOpt = Annotated[
+    str, typer.Option("--tasks", help="Which tasks: all, train or test (40% held out, by task).")
+]
+
+
+def _tasks(value: str):
+    if value not in ("all", "train", "test"):
+        raise BadInputError(f"--tasks is all, train or test, not {value!r}", field="tasks")
+    return value
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+@app.command()
+def learn(
+    episodes: EpisodesArg,
+    catalog: CatalogOpt,
+    out: Annotated[Path, typer.Option("--out", help="Where to write the flow (JSON).")],
+    learn_from_all: Annotated[
+        bool, typer.Option("--learn-from-all", help="Learn from every run, not only successful ones.")
+    ] = False,
+    constants: Annotated[
+        bool, typer.Option("--constants", help="Learn arguments passed with one value every time.")
+    ] = False,
+    flow_format: Annotated[
+        int | None,
+        typer.Option("--format", help="1 (no list bindings) or 2; default: 2 only if lists were learned."),
+    ] = None,
+    tasks: TasksOpt = "all",
+) -> None:
+    """Learn a flow: the habit at each site and each read's bindings."""
+    from toolshift.flows.inputs import load_inputs
+    from toolshift.flows.learn import learn_flow
+    from toolshift.flows.model import save_flow
+
+    if flow_format not in (None, 1, 2):
+        raise BadInputError(f"--format is 1 or 2, not {flow_format}", field="format")
+    inputs = load_inputs(episodes, catalog, _tasks(tasks))
+    console.print(inputs.describe())
+    flow = learn_flow(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, constants=constants,
+                      flow_format=flow_format, excluded=inputs.excluded, source=", ".join(map(str, episodes)))  # fmt: skip
+    save_flow(flow, out)
+    table = Table(title=f"flow {out} (format {flow.format}, {flow.learned_from.episodes} episodes)")
+    for col in ("tool", "calls", "required", "bound from", "binding chance"):
+        table.add_column(col)
+    for name, tool in flow.tools.items():
+        bound = [
+            f"{a}←{b.source}:{b.path} ({b.agree}/{b.n})" for a, b in {**tool.bindings, **tool.lists}.items()
+        ]
+        bound += [f"{a}={c.value!r}" for a, c in tool.constants.items()]
+        bound += [f"{a}: unbound" for a in tool.unbound]
+        if tool.bare is not None:
+            bound.append(f"bare {tool.bare.bare}/{tool.bare.calls}")
+        table.add_row(name, str(tool.calls), ", ".join(tool.required) or "—", "; ".join(bound) or "—",
+                      f"{tool.binding_chance():.2f}")  # fmt: skip
+    console.print(table)
+
+
+@app.command()
+def replay(
+    episodes: EpisodesArg,
+    catalog: CatalogOpt,
+    flow: Annotated[Path, typer.Option("--flow", help="A flow learned for this catalog.")],
+    decider: Annotated[str, typer.Option("--decider", help="reach, next-step or both.")] = "both",
+    threshold: Annotated[float, typer.Option("--threshold", help="Make lookups scoring at least θ.")] = 0.3,
+    explore: Annotated[
+        float | None,
+        typer.Option(
+            "--explore", help="Log every lookup weighed; > 0 also makes one below θ with this chance."
+        ),
+    ] = None,
+    log: Annotated[
+        Path | None, typer.Option("--log", help="Decision log (JSONL) when --explore is given.")
+    ] = None,
+    tasks: TasksOpt = "all",
+    user_sites: Annotated[
+        bool, typer.Option("--user-sites", help="Also decide after user messages.")
+    ] = False,
+    chain_prior: Annotated[
+        bool,
+        typer.Option(
+            "--chain-prior/--no-chain-prior", help="Score a chained lookup by its parent's score too."
+        ),
+    ] = True,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the summary as JSON.")] = None,
+) -> None:
+    """Replay the record with a flow: turns saved, lookups made and used, detours, share of the ceiling."""
+    from toolshift.flows.ceiling import anatomy
+    from toolshift.flows.decide import DECIDERS, Decider
+    from toolshift.flows.inputs import load_inputs
+    from toolshift.flows.model import load_flow
+    from toolshift.flows.replay import log_rows
+    from toolshift.flows.replay import replay as run_replay
+    from toolshift.flows.statistics import saved_difference, saved_share, share_of_ceiling
+
+    kinds = DECIDERS if decider == "both" else (decider,)
+    if any(k not in DECIDERS for k in kinds):
+        raise BadInputError(f"--decider is reach, next-step or both, not {decider!r}", field="decider")
+    inputs = load_inputs(episodes, catalog, _tasks(tasks))
+    learned = load_flow(flow, inputs.catalog)
+    console.print(inputs.describe())
+    total, per_episode = anatomy(inputs.timelines)
+    ceiling = {e: a.ceiling for e, a in per_episode.items()}
+    results = {}
+    table = Table(title=f"replay from the record, θ = {threshold}")
+    for col in ("decider", "episodes", "turns", "saved", "saved % (95% CI)", "made", "used", "detours/episode",
+                "share of ceiling"):  # fmt: skip
+        table.add_column(col)
+    for kind in kinds:
+        result = run_replay(inputs.timelines, Decider(learned, kind, threshold), weigh_all=explore is not None,
+                            explore=explore or 0.0, user_sites=user_sites, chain_prior=chain_prior)  # fmt: skip
+        results[kind] = result
+        s = result.summary()
+        table.add_row(kind, str(s["episodes"]), str(s["turns"]), str(s["saved_turns"]), saved_share(result).percent(),
+                      str(s["lookups_made"]), str(s["lookups_used"]), f"{s['detours_per_episode']:.2f}",
+                      share_of_ceiling(result, ceiling).percent(0))  # fmt: skip
+    console.print(table)
+    console.print(f"ceiling: {total.ceiling} of {total.turns} turns ({_pct(total.share('ceiling'))})")
+    if len(results) == 2:
+        diff = saved_difference(results["reach"], results["next-step"])
+        console.print(
+            f"reach minus next-step: {100 * diff.mean:+.2f} points ({100 * diff.low:+.2f} – {100 * diff.high:+.2f})"
+        )
+    if explore is not None:
+        path = log or flow.with_suffix(".decisions.jsonl")
+        with path.open("w", encoding="utf-8") as fh:
+            for result in results.values():
+                for row in log_rows(result):
+                    fh.write(json.dumps(row, default=str) + "\n")
+        console.print(f"decision log: {path} ({sum(len(r.log) for r in results.values())} lookups weighed)")
+    if json_out is not None:
+        json_out.write_text(json.dumps({k: r.summary() for k, r in results.items()} | {"ceiling": total.ceiling},
+                                       indent=1) + "\n")  # fmt: skip
+
+
+@app.command()
+def ceiling(episodes: EpisodesArg, catalog: CatalogOpt, tasks: TasksOpt = "all") -> None:
+    """The read-only ceiling: turns an earlier lookup could have answered; with the user's words and constants."""
+    from toolshift.flows.ceiling import anatomy
+    from toolshift.flows.inputs import load_inputs
+
+    inputs = load_inputs(episodes, catalog, _tasks(tasks))
+    console.print(inputs.describe())
+    total, _ = anatomy(inputs.timelines)
+    table = Table(title=f"turn anatomy and ceiling: {inputs.catalog.domain}")
+    for col in ("episodes", "turns", "replies", "writes", "reads", "ceiling", "with the user's words",
+                "with constants", "with both"):  # fmt: skip
+        table.add_column(col)
+    table.add_row(str(total.episodes), str(total.turns), *(_pct(total.share(n)) for n in (
+        "replies", "write_turns", "read_turns", "ceiling", "with_words", "with_constants", "with_both")))  # fmt: skip
+    console.print(table)
+
+
+@app.command()
+def calibrate(
+    logs: Annotated[list[Path], typer.Argument(help="Decision logs written by `replay --explore 0`.")],
+    png: Annotated[Path | None, typer.Option("--png", help="Write a reliability diagram here.")] = None,
+) -> None:
+    """Calibration of lookup scores against use before the next write: ECE, Brier, AUC per decider."""
+    from toolshift.flows.calibration import calibrate as calib
+    from toolshift.flows.calibration import reliability_diagram
+
+    by_decider: dict[str, tuple[list[float], list[bool]]] = {}
+    for path in logs:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise BadInputError(f"cannot read decision log: {exc}", source=str(path)) from exc
+        for i, line in enumerate(lines):
+            try:
+                row = json.loads(line)
+                scores, used = by_decider.setdefault(row["decider"], ([], []))
+                scores.append(float(row["score"]))
+                used.append(bool(row["used"]))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise BadInputError(f"not a decision log row: {exc}", source=str(path), record=i) from exc
+    table = Table(title="calibration: score vs used before the next write")
+    for col in ("decider", "weighed", "used", "ECE", "Brier", "AUC"):
+        table.add_column(col)
+    for name, (scores, used) in sorted(by_decider.items()):
+        c = calib(scores, used)
+        table.add_row(name, str(c.weighed), _pct(c.used_rate), f"{c.ece:.3f}", f"{c.brier:.3f}",
+                      "—" if c.auc is None else f"{c.auc:.3f}")  # fmt: skip
+    console.print(table)
+    if png is not None:
+        reliability_diagram(by_decider, png, "Reliability of lookup scores")
+        console.print(f"reliability diagram: {png}")
+
+
+@app.command()
+def price(
+    episodes: EpisodesArg,
+    catalog: CatalogOpt,
+    flow: Annotated[Path, typer.Option("--flow")],
+    decider: Annotated[str, typer.Option("--decider")] = "reach",
+    price_: Annotated[
+        str, typer.Option("--price", help="OUT,READ,WRITE multipliers of an uncached input token.")
+    ] = "0,1,1",
+    sweep: Annotated[
+        str, typer.Option("--sweep", help="Thresholds to sweep, comma-separated.")
+    ] = "0.05,0.1,0.15,0.2,0.3,0.4,0.5,0.7",
+    tasks: TasksOpt = "all",
+) -> None:
+    """θ* = δ/(β+δ) from the domain's average detour and saved turn, and a θ sweep with utility."""
+    from toolshift.flows.ceiling import anatomy
+    from toolshift.flows.decide import Decider
+    from toolshift.flows.inputs import load_inputs
+    from toolshift.flows.model import load_flow
+    from toolshift.flows.pricing import Price, value_replay
+    from toolshift.flows.replay import replay as run_replay
+
+    rate = Price.parse(price_)
+    try:
+        thetas = [float(x) for x in sweep.split(",")]
+    except ValueError as exc:
+        raise BadInputError(f"--sweep takes numbers, not {sweep!r}", field="sweep") from exc
+    inputs = load_inputs(episodes, catalog, _tasks(tasks))
+    learned = load_flow(flow, inputs.catalog)
+    _, per_episode = anatomy(inputs.timelines)
+    ceiling_turns = {e: a.ceiling_turns.get(e, []) for e, a in per_episode.items()}
+    reference = run_replay(inputs.timelines, Decider(learned, decider, 0.3))
+    v = value_replay(reference, inputs.timelines, rate, ceiling_turns)
+    console.print(f"price {rate.label()}: β = {v.beta:.0f} tokens a saved turn, δ = {v.delta:.0f} a detour, "
+                  f"θ* = {v.theta_star:.3f}" + (" (tokens estimated from message lengths)" if v.tokens_estimated else ""))  # fmt: skip
+    table = Table(title=f"θ sweep, {decider}, utility in tokens at price {rate.label()}")
+    for col in ("θ", "saved", "detours", "utility"):
+        table.add_column(col)
+    for theta in thetas:
+        r = run_replay(inputs.timelines, Decider(learned, decider, theta))
+        u = value_replay(r, inputs.timelines, rate)
+        table.add_row(f"{theta:g}", str(r.saved), str(r.detours), f"{u.utility:,.0f}")
+    console.print(table)
+
+
+@app.command()
+def repeats(episodes: EpisodesArg, catalog: CatalogOpt, tasks: TasksOpt = "all") -> None:
+    """Per agent: reads made again with the same arguments and no write of its own between."""
+    from toolshift.flows.ceiling import repeated_reads
+    from toolshift.flows.inputs import load_inputs
+
+    inputs = load_inputs(episodes, catalog, _tasks(tasks))
+    table = Table(title="repeated reads")
+    for col in ("agent", "reads", "made again", "share"):
+        table.add_column(col)
+    for agent, r in sorted(repeated_reads(inputs.timelines).items()):
+        table.add_row(agent, str(r.reads), str(r.repeated), _pct(r.repeated / r.reads if r.reads else 0.0))
+    console.print(table)
+
+
+@app.command()
+def report(
+    out: Annotated[Path, typer.Option("--out", help="The markdown file to write.")] = Path(
+        "docs/results/flows.md"
+    ),
+    data: Annotated[
+        Path | None, typer.Option("--data", help="The shared data folder (default ../shared/data).")
+    ] = None,
+) -> None:
+    """Regenerate docs/results/flows.md from the real data: τ-bench airline and WorkBench."""
+    from toolshift.flows.results import default_data_dir, write_report
+
+    path = write_report(out, data or default_data_dir(), console=console)
+    console.print(f"wrote {path}")

@@ -1,0 +1,197 @@
+"""Deciding lookups ahead of the agent: an incremental session fed each call, returning lookups to make.
+
+`Decider` compiles a flow once (per site, the read tools scoring >= θ, best first; per tool, where its
+arguments come from). A `DecisionSession` per episode is then fed events — the agent's calls with their
+results, other parties' calls, user messages, lookups' results — and answers each with the lookups to make
+now: those scoring >= θ whose arguments bind from outputs seen so far, never a write, never one already
+answered since the agent's last write. Each decision touches only the site's few tools, so it takes
+microseconds; a live gateway can call it on every call.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from toolshift.flows.model import START_SITE, USER_SITE, Flow
+from toolshift.flows.outputs import OutputIndex, PathKey, pick_unopened
+from toolshift.flows.timeline import Catalog
+from toolshift.flows.values import call_key, decode_output
+
+DeciderKind = Literal["next-step", "reach"]
+DECIDERS: tuple[DeciderKind, ...] = ("next-step", "reach")
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """A lookup weighed at a site: the read to make, its bound arguments and its score."""
+
+    tool: str
+    arguments: dict[str, Any]
+    key: str
+    score: float
+    site: str
+
+
+@dataclass(frozen=True, slots=True)
+class _CompiledTool:
+    tool: str
+    bindings: tuple[tuple[str, PathKey], ...]
+    lists: tuple[tuple[str, PathKey], ...]
+    constants: tuple[tuple[str, Any], ...]
+    chance: float
+
+
+class Decider:
+    """A flow compiled for one decider (`next-step` or `reach`) at one threshold θ."""
+
+    def __init__(self, flow: Flow, kind: DeciderKind = "reach", threshold: float = 0.3,
+                 catalog: Catalog | None = None) -> None:  # fmt: skip
+        if kind not in DECIDERS:
+            raise ValueError(f"unknown decider {kind!r}: one of {DECIDERS}")
+        if catalog is not None:
+            flow.check_catalog(catalog)
+        self.flow, self.kind, self.threshold = flow, kind, threshold
+        self.effects: dict[str, str] = dict(catalog.effects) if catalog is not None else {}
+        self._tools: dict[str, _CompiledTool] = {}
+        for name, tool in flow.tools.items():
+            chance = tool.binding_chance()
+            if chance <= 0.0:
+                continue
+            self._tools[name] = _CompiledTool(
+                tool=name,
+                bindings=tuple((a, (b.source, b.path)) for a, b in sorted(tool.bindings.items())),
+                lists=tuple((a, (b.source, b.path)) for a, b in sorted(tool.lists.items())),
+                constants=tuple(sorted((a, c.value) for a, c in tool.constants.items())),
+                chance=chance,
+            )
+        self._weighed: dict[str, tuple[tuple[float, _CompiledTool], ...]] = {}
+        self._made: dict[str, tuple[tuple[float, _CompiledTool], ...]] = {}
+        for site, habit in flow.sites.items():
+            counts = habit.reach if kind == "reach" else habit.next
+            scored = []
+            for name, count in counts.items():
+                compiled = self._tools.get(name)
+                if compiled is None or habit.occurrences == 0:
+                    continue
+                score = count / habit.occurrences * compiled.chance
+                if score > 0:
+                    scored.append((score, compiled))
+            scored.sort(key=lambda sc: (-sc[0], sc[1].tool))
+            self._weighed[site] = tuple(scored)
+            self._made[site] = tuple(sc for sc in scored if sc[0] >= threshold)
+
+    def session(self) -> DecisionSession:
+        """A fresh per-episode state."""
+        return DecisionSession(self)
+
+    def candidates(self, site: str, *, weigh_all: bool = False) -> tuple[tuple[float, _CompiledTool], ...]:
+        return (self._weighed if weigh_all else self._made).get(site, ())
+
+
+class DecisionSession:
+    """One episode's state: the outputs seen, the values each argument was given, what is already answered."""
+
+    __slots__ = ("answered", "decider", "index", "opened")
+
+    def __init__(self, decider: Decider) -> None:
+        self.decider = decider
+        self.index = OutputIndex()
+        self.opened: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.answered: set[str] = set()
+
+    # -- events ------------------------------------------------------------------------------
+
+    def observe_call(self, tool: str, arguments: Mapping[str, Any], output: Any, *, effect: str,
+                     by_agent: bool = True, key: str | None = None) -> None:  # fmt: skip
+        """An agent's (or another party's) call and its decoded result. Only the agent's writes reset
+        what counts as answered: other parties' writes do not stop a lookup."""
+        if by_agent:
+            if effect == "write":
+                self.answered.clear()
+            elif effect == "read":
+                self.answered.add(key or call_key(tool, dict(arguments)))
+            for name, value in arguments.items():
+                if isinstance(value, str):
+                    self.opened[(tool, name)].add(value)
+        self.index.observe(tool, output, track_holders=False)
+
+    def observe_lookup(self, lookup: Lookup, output: Any) -> None:
+        """A lookup was made and returned `output` (decoded)."""
+        self.answered.add(lookup.key)
+        for name, value in lookup.arguments.items():
+            if isinstance(value, str):
+                self.opened[(lookup.tool, name)].add(value)
+        self.index.observe(lookup.tool, output, track_holders=False)
+
+    def note_made(self, lookup: Lookup) -> None:
+        """Count a lookup as answered as soon as it is made, before its result arrives."""
+        self.answered.add(lookup.key)
+
+    # -- decisions ---------------------------------------------------------------------------
+
+    def weigh(self, site: str, *, weigh_all: bool = False, prior: float = 1.0) -> list[Lookup]:
+        """The lookups at `site` whose arguments bind and that are not already answered, best first.
+
+        Only those scoring >= θ, unless `weigh_all` (for logging every lookup weighed). After a lookup's
+        own result, `prior` is that lookup's score: a lookup chained on one the agent may never make is
+        only as likely as both (the agent's habit at a site holds only if the agent gets there).
+        """
+        out = []
+        threshold = self.decider.threshold
+        for base, compiled in self.decider.candidates(site, weigh_all=weigh_all):
+            score = base * prior
+            if score < threshold and not weigh_all:
+                continue
+            arguments = self._bind(compiled)
+            if arguments is None:
+                continue
+            key = call_key(compiled.tool, arguments)
+            if key in self.answered:
+                continue
+            out.append(Lookup(compiled.tool, arguments, key, score, site))
+        return out
+
+    def propose(self, site: str, *, prior: float = 1.0) -> list[Lookup]:
+        """The lookups to make now at `site` (each counted as answered from now on)."""
+        lookups = self.weigh(site, prior=prior)
+        for lookup in lookups:
+            self.answered.add(lookup.key)
+        return lookups
+
+    def after_call(self, tool: str, arguments: Mapping[str, Any], output_text: str | None) -> list[Lookup]:
+        """Live use: the agent called `tool` and got `output_text`; which lookups to make now."""
+        # Without a catalog, a tool the flow does not know is taken to write: the safe side for lookups.
+        effect = self.decider.effects.get(tool) or ("read" if tool in self.decider.flow.tools else "write")
+        self.observe_call(tool, arguments, decode_output(output_text), effect=effect)
+        return self.propose(tool)
+
+    def after_lookup(self, lookup: Lookup, output_text: str | None) -> list[Lookup]:
+        """Live use: a lookup returned `output_text`; which further lookups to make now (a chain)."""
+        self.observe_lookup(lookup, decode_output(output_text))
+        return self.propose(lookup.tool, prior=lookup.score)
+
+    def start(self) -> list[Lookup]:
+        return self.propose(START_SITE)
+
+    def after_user(self) -> list[Lookup]:
+        return self.propose(USER_SITE)
+
+    def _bind(self, compiled: _CompiledTool) -> dict[str, Any] | None:
+        arguments: dict[str, Any] = {}
+        latest = self.index.latest
+        for name, key in compiled.bindings:
+            held = latest.get(key)
+            if held is None:
+                return None
+            arguments[name] = pick_unopened(held[0], self.opened.get((compiled.tool, name), frozenset()))
+        for name, key in compiled.lists:
+            held = latest.get(key)
+            if held is None:
+                return None
+            arguments[name] = list(held[0])
+        for name, value in compiled.constants:
+            arguments.setdefault(name, value)
+        return arguments

@@ -1,0 +1,63 @@
+"""Reading what the flows commands take: episode files, a domain's tool catalog, and which tasks to keep."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from toolshift.errors import BadInputError
+from toolshift.flows.timeline import Catalog, Excluded, Timeline, timelines
+from toolshift.traces.catalog import load_catalog
+from toolshift.traces.episode import Episode
+from toolshift.traces.split import split_tasks
+from toolshift.traces.store import iter_episodes
+
+TaskSet = Literal["all", "train", "test"]
+
+
+@dataclass
+class Inputs:
+    catalog: Catalog
+    timelines: list[Timeline]
+    excluded: Excluded = field(default_factory=Excluded)
+    other_domains: int = 0
+    other_split: int = 0
+
+    def describe(self) -> str:
+        parts = [f"{len(self.timelines)} episodes of {self.catalog.domain!r}", self.excluded.describe()]
+        if self.other_domains:
+            parts.append(f"{self.other_domains} episodes of other domains left out")
+        if self.other_split:
+            parts.append(f"{self.other_split} episodes of the other split left out")
+        return "; ".join(parts)
+
+
+def select(episodes: Iterable[Episode], catalog: Catalog, tasks: TaskSet = "all") -> Inputs:
+    """The catalog domain's episodes of the chosen tasks (split per `toolshift.traces.split`), as timelines."""
+    same_domain, other = [], 0
+    for episode in episodes:
+        if episode.domain == catalog.domain:
+            same_domain.append(episode)
+        else:
+            other += 1
+    inputs = Inputs(catalog, [], other_domains=other)
+    if tasks != "all":
+        split = split_tasks(e.task_id for e in same_domain)
+        kept = [e for e in same_domain if split[e.task_id] == tasks]
+        inputs.other_split = len(same_domain) - len(kept)
+        same_domain = kept
+    inputs.timelines = timelines(same_domain, catalog, inputs.excluded)
+    return inputs
+
+
+def load_inputs(paths: Sequence[Path], catalog_path: Path, tasks: TaskSet = "all") -> Inputs:
+    """Episode files (`toolshift.episodes/1` JSONL) and a catalog file (`toolshift.catalog/1`)."""
+    catalog = Catalog.of(load_catalog(catalog_path))
+    episodes: list[Episode] = []
+    for path in paths:
+        if not Path(path).exists():
+            raise BadInputError("no such episode file", source=str(path))
+        episodes.extend(iter_episodes(Path(path)))
+    return select(episodes, catalog, tasks)

@@ -1,0 +1,260 @@
+"""Learn a flow from episodes: the habit at each site, and for each read tool how to bind its arguments."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from toolshift.errors import BadInputError
+from toolshift.flows.model import (
+    START_SITE,
+    USER_SITE,
+    Bare,
+    Binding,
+    Constant,
+    Flow,
+    LearnedFrom,
+    SiteHabit,
+    ToolFlow,
+)
+from toolshift.flows.outputs import OutputIndex, PathKey, pick_unopened
+from toolshift.flows.timeline import Catalog, Excluded, OtherCallsEvent, Timeline, TurnEvent, UserEvent
+
+REQUIRED_SHARE = 0.9
+
+
+def constant_value_allowed(value: Any) -> bool:
+    """A constant is never a string with a digit or an '@' (an id or an email a user named), nor a container."""
+    if isinstance(value, str):
+        return not any(ch.isdigit() for ch in value) and "@" not in value
+    return isinstance(value, bool | int | float)
+
+
+@dataclass
+class _ToolStats:
+    calls: int = 0
+    present: Counter[str] = field(default_factory=Counter)
+    values: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    first_value: dict[str, Any] = field(default_factory=dict)
+    kinds: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    arg_sets: list[frozenset[tuple[str, str]]] = field(default_factory=list)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return "list"
+    return "other"
+
+
+def _repr(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _site_points(timeline: Timeline) -> list[tuple[str, int | None]]:
+    """The decision sites in order: start, each user message, each agent call (with its call index)."""
+    points: list[tuple[str, int | None]] = [(START_SITE, None)]
+    for event in timeline.events:
+        if isinstance(event, UserEvent):
+            points.append((USER_SITE, None))
+        elif isinstance(event, TurnEvent):
+            for i in timeline.turns[event.turn]:
+                points.append((timeline.calls[i].tool, i))
+    return points
+
+
+def _habits(timelines: Sequence[Timeline], catalog: Catalog) -> dict[str, SiteHabit]:
+    occurrences: Counter[str] = Counter()
+    nexts: dict[str, Counter[str]] = defaultdict(Counter)
+    reaches: dict[str, Counter[str]] = defaultdict(Counter)
+    for timeline in timelines:
+        points = _site_points(timeline)
+        reach_after: list[frozenset[str]] = [frozenset()] * len(points)
+        ahead: set[str] = set()
+        for p in range(len(points) - 1, -1, -1):
+            reach_after[p] = frozenset(ahead)
+            _, index = points[p]
+            if index is not None:
+                tool = timeline.calls[index].tool
+                if catalog.is_write(tool):
+                    ahead = set()
+                elif catalog.is_read(tool):
+                    ahead.add(tool)
+        for p, (site, _) in enumerate(points):
+            occurrences[site] += 1
+            if p + 1 < len(points):
+                _, nxt = points[p + 1]
+                if nxt is not None and catalog.is_read(timeline.calls[nxt].tool):
+                    nexts[site][timeline.calls[nxt].tool] += 1
+            for tool in reach_after[p]:
+                reaches[site][tool] += 1
+    return {
+        site: SiteHabit(
+            occurrences=n, next=dict(sorted(nexts[site].items())), reach=dict(sorted(reaches[site].items()))
+        )
+        for site, n in sorted(occurrences.items())
+    }
+
+
+def _walk_calls(timeline: Timeline):
+    """Yield (index, call, opened) for each agent call, with the outputs seen before its turn in `index`."""
+    index = OutputIndex()
+    opened: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for event in timeline.events:
+        if isinstance(event, TurnEvent):
+            turn = timeline.turns[event.turn]
+            for i in turn:
+                call = timeline.calls[i]
+                yield index, call, opened
+                for name, value in call.arguments.items():
+                    if isinstance(value, str):
+                        opened[(call.tool, name)].add(value)
+            for i in turn:
+                index.observe(timeline.calls[i].tool, timeline.calls[i].output)
+        elif isinstance(event, OtherCallsEvent):
+            for i in event.calls:
+                index.observe(timeline.calls[i].tool, timeline.calls[i].output)
+
+
+def learn_flow(
+    timelines: Iterable[Timeline],
+    catalog: Catalog,
+    *,
+    learn_from_all: bool = False,
+    constants: bool = False,
+    flow_format: Literal[1, 2] | None = None,
+    excluded: Excluded | None = None,
+    source: str = "episodes",
+    count_bare: bool = True,
+) -> Flow:
+    """Fit the habit on successful runs (every run with `learn_from_all`) and learn each read's bindings.
+
+    `flow_format` 1 leaves list bindings out; None writes 2 only when the flow has list bindings.
+    `count_bare=False` drops the bare-call count (only to show what it prevents: searches made with no filter).
+    """
+    chosen = [t for t in timelines if learn_from_all or t.success]
+    if not chosen:
+        raise BadInputError(
+            "empty training set: no " + ("" if learn_from_all else "successful ") + "episode to learn from"
+            + ("" if learn_from_all else " (pass --learn-from-all to learn from every run)"),
+            source=source,
+        )  # fmt: skip
+    stats: dict[str, _ToolStats] = defaultdict(_ToolStats)
+    for timeline in chosen:
+        for call in timeline.calls:
+            if not call.by_agent or not catalog.is_read(call.tool):
+                continue
+            s = stats[call.tool]
+            s.calls += 1
+            for name, value in call.arguments.items():
+                s.present[name] += 1
+                s.values[name].add(_repr(value))
+                s.first_value.setdefault(name, value)
+                s.kinds[name][_kind(value)] += 1
+            s.arg_sets.append(frozenset((k, _repr(v)) for k, v in call.arguments.items()))
+
+    required: dict[str, list[str]] = {}
+    learned_constants: dict[str, dict[str, Constant]] = {}
+    for tool, s in stats.items():
+        required[tool] = sorted(a for a, n in s.present.items() if n >= REQUIRED_SHARE * s.calls)
+        consts = {}
+        if constants and s.calls >= 2:
+            for name, n in s.present.items():
+                value = s.first_value[name]
+                if n == s.calls and len(s.values[name]) == 1 and constant_value_allowed(value):
+                    consts[name] = Constant(value=value, calls=n)
+        learned_constants[tool] = consts
+
+    # Pass 1: which (tool, path) held each argument's value in an earlier output.
+    candidates: dict[tuple[str, str], set[PathKey]] = defaultdict(set)
+    for timeline in chosen:
+        for index, call, _ in _walk_calls(timeline):
+            if not catalog.is_read(call.tool):
+                continue
+            for name in required.get(call.tool, ()):
+                value = call.arguments.get(name)
+                kind = _kind(value)
+                if kind == "string":
+                    candidates[(call.tool, name)].update(index.holding(value))
+                elif kind == "list" and flow_format != 1:
+                    candidates[(call.tool, name)].update(index.holding_all(value))
+
+    # Pass 2: how often each candidate path, by the binder's rule, gave the agent's own value.
+    agree: Counter[tuple[str, str, PathKey]] = Counter()
+    seen: Counter[tuple[str, str, PathKey]] = Counter()
+    for timeline in chosen:
+        for index, call, opened in _walk_calls(timeline):
+            if not catalog.is_read(call.tool):
+                continue
+            for name in required.get(call.tool, ()):
+                keys = candidates.get((call.tool, name))
+                if not keys:
+                    continue
+                value = call.arguments.get(name)
+                kind = _kind(value)
+                for key in keys:
+                    held = index.latest.get(key)
+                    if held is None:
+                        continue
+                    seen[(call.tool, name, key)] += 1
+                    if kind == "string":
+                        ok = pick_unopened(held[0], opened[(call.tool, name)]) == value
+                    elif kind == "list":
+                        ok = sorted(held[0]) == sorted(value)
+                    else:
+                        ok = False
+                    if ok:
+                        agree[(call.tool, name, key)] += 1
+
+    tools: dict[str, ToolFlow] = {}
+    has_lists = False
+    for tool in sorted(stats):
+        s = stats[tool]
+        consts = learned_constants[tool]
+        flow_tool = ToolFlow(calls=s.calls, required=required[tool], constants=consts)
+        for name in required[tool]:
+            list_arg = s.kinds[name].most_common(1)[0][0] == "list"
+            best: Binding | None = None
+            for key in sorted(candidates.get((tool, name), ())):
+                n = seen[(tool, name, key)]
+                b = Binding(source=key[0], path=key[1], agree=agree[(tool, name, key)], n=n)
+                if best is None or (b.chance, b.agree) > (best.chance, best.agree):
+                    best = b
+            if name in consts:
+                continue
+            if best is not None and best.agree > 0:
+                if list_arg:
+                    flow_tool.lists[name] = best
+                    has_lists = True
+                else:
+                    flow_tool.bindings[name] = best
+            else:
+                flow_tool.unbound.append(name)
+        if count_bare and not required[tool] and s.present:
+            constant_set = {(k, _repr(c.value)) for k, c in consts.items()}
+            bare = sum(1 for args in s.arg_sets if args <= constant_set)
+            if bare < s.calls:
+                flow_tool.bare = Bare(bare=bare, calls=s.calls)
+        tools[tool] = flow_tool
+
+    fmt: Literal[1, 2] = flow_format if flow_format is not None else (2 if has_lists else 1)
+    return Flow(
+        format=fmt,
+        domain=catalog.domain,
+        catalog=catalog.fingerprint(),
+        learned_from=LearnedFrom(
+            episodes=len(chosen),
+            tasks=len({t.task_id for t in chosen}),
+            agents=sorted({t.agent for t in chosen}),
+            successful_only=not learn_from_all,
+            constants=constants,
+            excluded=dict(excluded.by_tool) if excluded else {},
+        ),
+        sites=_habits(chosen, catalog),
+        tools=tools,
+    )

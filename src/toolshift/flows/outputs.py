@@ -1,0 +1,52 @@
+"""What the outputs seen so far hold: for each (tool, path) the most recent output's values at that path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from toolshift.flows.values import string_paths
+
+PathKey = tuple[str, str]
+"""(source tool, path such as `$.reservations[*]`)."""
+
+
+class OutputIndex:
+    """The most recent output holding each (tool, path), and which paths currently hold a value."""
+
+    __slots__ = ("holders", "latest")
+
+    def __init__(self) -> None:
+        self.latest: dict[PathKey, tuple[list[str], frozenset[str]]] = {}
+        self.holders: dict[str, set[PathKey]] = {}
+
+    def observe(self, tool: str, output: Any, *, track_holders: bool = True) -> None:
+        """Take in one output. `track_holders=False` skips the reverse index (the decider never needs it)."""
+        if output is None:
+            return
+        for path, values in string_paths(output).items():
+            key = (tool, path)
+            as_set = frozenset(values)
+            self.latest[key] = (values, as_set)
+            if track_holders:
+                for value in as_set:
+                    self.holders.setdefault(value, set()).add(key)
+
+    def holding(self, value: str) -> list[PathKey]:
+        """Paths whose most recent output holds `value`."""
+        return [k for k in self.holders.get(value, ()) if value in self.latest[k][1]]
+
+    def holding_all(self, values: Iterable[str]) -> list[PathKey]:
+        """Paths whose most recent output holds every one of `values`."""
+        values = list(values)
+        if not values:
+            return []
+        return [k for k in self.holding(values[0]) if all(v in self.latest[k][1] for v in values[1:])]
+
+
+def pick_unopened(values: list[str], opened: set[str] | frozenset[str]) -> str:
+    """The binder's rule for a string: the first value at the path not yet passed for this argument, else the first."""
+    for value in values:
+        if value not in opened:
+            return value
+    return values[0]

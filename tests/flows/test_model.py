@@ -1,0 +1,65 @@
+"""The flow file: round trip, and refusal of unknown formats and of another domain's or catalog's flow."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from tests.flows.builders import AIRLINE, user_walk
+
+from toolshift.errors import BadInputError
+from toolshift.flows.learn import learn_flow
+from toolshift.flows.model import load_flow, save_flow
+from toolshift.flows.timeline import Catalog, timelines
+
+
+@pytest.fixture
+def flow():
+    return learn_flow(
+        timelines([user_walk(f"e{i}", f"t{i}", f"u{i}", ["A", "B"]) for i in range(3)], AIRLINE), AIRLINE
+    )
+
+
+def test_round_trip(tmp_path, flow):
+    path = save_flow(flow, tmp_path / "f.json")
+    assert load_flow(path, AIRLINE) == flow
+
+
+@pytest.mark.parametrize("fmt", [0, 3, "2", None])
+def test_unknown_format_is_refused(tmp_path, flow, fmt):
+    raw = json.loads(flow.model_dump_json())
+    raw["format"] = fmt
+    path = tmp_path / "f.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(BadInputError, match="unknown flow format") as err:
+        load_flow(path)
+    assert err.value.field == "format" and str(path) in str(err.value)
+
+
+def test_format_1_with_lists_is_refused(tmp_path, flow):
+    raw = json.loads(flow.model_dump_json())
+    raw["tools"]["get_reservation_details"]["lists"] = {"x": {"source": "a", "path": "$", "agree": 1, "n": 1}}
+    path = tmp_path / "f.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(BadInputError, match="format 1"):
+        load_flow(path)
+
+
+def test_another_domain_or_catalog_is_refused(tmp_path, flow):
+    path = save_flow(flow, tmp_path / "f.json")
+    with pytest.raises(BadInputError, match="domain"):
+        load_flow(path, replace(AIRLINE, domain="retail"))
+    changed = Catalog(AIRLINE.domain, {**AIRLINE.effects, "get_user_details": "write"})
+    with pytest.raises(BadInputError, match="catalog"):
+        load_flow(path, changed)
+
+
+def test_not_a_flow(tmp_path):
+    path = tmp_path / "f.json"
+    path.write_text(json.dumps({"kind": "something"}))
+    with pytest.raises(BadInputError, match="not a flow"):
+        load_flow(path)
+    path.write_text("{")
+    with pytest.raises(BadInputError, match="cannot read"):
+        load_flow(path)
