@@ -238,3 +238,35 @@ def test_workbench_file_names_are_checked(tmp_path):
     path.write_text('"query","function_calls","full_response","error"\n')
     with pytest.raises(BadInputError, match="file name"):
         convert_workbench(path)
+
+
+def test_taubench_retail_catalog_from_the_file_name(tmp_path):
+    path = tmp_path / "sonnet-35-new-retail.json"
+    path.write_text(json.dumps([{"task_id": 3, "trial": 1, "reward": 1.0, "info": {"task": {"actions": []}}, "traj": [
+        {"role": "system", "content": "policy"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+         "function": {"name": "find_user_id_by_email", "arguments": "{\"email\": \"a@b.c\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "find_user_id_by_email", "content": "yusuf_rossi_9620"},
+        {"role": "assistant", "content": "Done."},
+        {"role": "user", "content": "thanks ###STOP###"},
+    ]}]))  # fmt: skip
+    conv = convert_taubench_v1(path)
+    (episode,) = conv.episodes
+    assert (episode.domain, episode.model, episode.termination_reason) == (
+        "retail",
+        "sonnet-35-new",
+        "user_stop",
+    )
+    effects = conv.catalogs["retail"].effects()
+    assert len(effects) == 16
+    assert {n for n, e in effects.items() if e == "write"} == {
+        "cancel_pending_order", "exchange_delivered_order_items", "modify_pending_order_address",
+        "modify_pending_order_items", "modify_pending_order_payment", "modify_user_address",
+        "return_delivered_order_items",
+    }  # fmt: skip
+    assert {n for n, e in effects.items() if e == "neither"} == {
+        "think",
+        "calculate",
+        "transfer_to_human_agents",
+    }
