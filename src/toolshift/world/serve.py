@@ -155,9 +155,12 @@ class WorldServer:
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
 
-    def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
-        """The Starlette app serving streamable HTTP at `path`."""
-        return self.server.streamable_http_app(streamable_http_path=path, host=host)
+    def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", json_response: bool = True) -> Any:
+        """The Starlette app serving streamable HTTP at `path` (plain JSON responses unless `json_response=False`:
+        a world call never streams, and JSON skips the SSE framing)."""
+        return self.server.streamable_http_app(
+            streamable_http_path=path, host=host, json_response=json_response
+        )
 
     def run_http(self, *, host: str = "127.0.0.1", port: int = 8765) -> None:
         import uvicorn
