@@ -117,3 +117,31 @@ def test_bad_catalog_files(tmp_path):
     with pytest.raises(BadInputError) as err:
         load_catalog(path)
     assert (err.value.record, err.value.field) == (1, "effect")
+
+
+def test_catalog_from_a_live_mcp_server_over_http(tmp_path):
+    serve = pytest.importorskip("toolshift.world.serve")
+    from typer.testing import CliRunner
+
+    from toolshift.cli import app
+    from toolshift.world import World, load_domain
+
+    server = serve.WorldServer(load_domain("clinic"))
+    with serve.http_server_thread(server) as url:
+        result = CliRunner().invoke(
+            app, ["traces", "catalog-mcp", url, "--domain", "clinic", "--out", str(tmp_path)]
+        )
+    assert result.exit_code == 0, result.output
+    catalog = load_catalog(tmp_path / "clinic.catalog.json")
+    assert catalog.effects() == {t.name: t.effect for t in World.load("clinic").tools}
+    assert {t.origin for t in catalog.tools} == {"mcp-annotation"}
+
+
+def test_an_unreachable_mcp_server_is_a_clear_error():
+    import anyio
+
+    from toolshift.errors import ToolshiftError
+    from toolshift.traces.mcp_catalog import catalog_from_mcp_server
+
+    with pytest.raises(ToolshiftError, match="cannot list tools"):
+        anyio.run(lambda: catalog_from_mcp_server("http://127.0.0.1:9/mcp", "x"))

@@ -266,3 +266,31 @@ def anatomy_report(
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     console.print(f"wrote {out}")
+
+
+@app.command("catalog-mcp")
+def catalog_mcp(
+    url: Annotated[
+        str, typer.Argument(help="The MCP server's streamable-HTTP URL (e.g. http://127.0.0.1:8765/mcp).")
+    ],
+    domain: Annotated[str, typer.Option(help="The domain the catalog is for.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for <domain>.catalog.json.")],
+    neither: Annotated[
+        list[str] | None, typer.Option(help="Harness tools that touch no world (repeatable).")
+    ] = None,
+) -> None:
+    """Write a domain's tool catalog from a live MCP server's tools/list (readOnlyHint → read)."""
+    import anyio
+
+    from toolshift.traces.catalog import save_catalog
+    from toolshift.traces.mcp_catalog import catalog_from_mcp_server
+
+    catalog = anyio.run(lambda: catalog_from_mcp_server(url, domain, neither=neither or []))
+    path = save_catalog(catalog, catalog_path(out, domain))
+    table = Table(title=f"{domain}: {len(catalog.tools)} tools")
+    for col in ("tool", "effect", "origin", "note"):
+        table.add_column(col)
+    for tool in catalog.tools:
+        table.add_row(tool.name, tool.effect, tool.origin, tool.note)
+    console.print(table)
+    console.print(f"wrote {path}")
