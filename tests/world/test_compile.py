@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from toolshift.errors import BadInputError
 from toolshift.world import World, compile_domain, load_domain
 from toolshift.world.registry import resolve_spec_path, world_domains
 from toolshift.world.spec import load_spec
@@ -108,3 +109,21 @@ def test_compile_writes_a_standalone_sqlite_file(tmp_path: Path):
     meta = dict(conn.execute("SELECT key, value FROM _ts_meta"))
     assert meta["format"] == "toolshift.world/1" and meta["domain"] == "freight_depot"
     assert conn.execute("SELECT COUNT(*) FROM pallet").fetchone()[0] == 700
+
+
+def test_open_a_saved_world_file(tmp_path: Path):
+    world = World.load("library")
+    world.call("pay_fines", {"card_number": world.runtime.find("fine", paid=False)[0]["card_number"]})
+    path = world.save(tmp_path / "lib.sqlite")
+    reopened = World.open(path)
+    assert reopened.name == "library" and len(reopened.tools) == len(world.tools)
+    assert reopened.diff(world, reopened) == []
+    assert reopened.diff(World.load("library"), reopened) == world.diff(World.load("library"), world)
+
+
+def test_open_refuses_other_files(tmp_path: Path):
+    path = tmp_path / "other.sqlite"
+    sqlite3.connect(path).execute("CREATE TABLE t (x)")
+    with pytest.raises(BadInputError) as err:
+        World.open(path)
+    assert str(path) in str(err.value)

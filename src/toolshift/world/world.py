@@ -9,6 +9,7 @@ Read calls run with `PRAGMA query_only`, so a tool labelled `read` provably chan
 from __future__ import annotations
 
 import difflib
+import json
 import sqlite3
 import threading
 from collections.abc import Iterable
@@ -124,6 +125,32 @@ class World:
         from toolshift.world.registry import load_domain
 
         return cls(load_domain(name_or_path, seed=seed))
+
+    @classmethod
+    def open(cls, path: str | Path) -> World:
+        """A world whose state is a compiled or saved SQLite file (the spec is read from its `_ts_meta`)."""
+        from toolshift.world.compiler import compile_domain
+        from toolshift.world.schema import WORLD_FORMAT
+        from toolshift.world.spec import parse_spec
+
+        path = Path(path)
+        if not path.is_file():
+            raise BadInputError("no such world file", source=str(path))
+        src = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            meta = dict(src.execute("SELECT key, value FROM _ts_meta").fetchall())
+            if meta.get("format") != WORLD_FORMAT:
+                raise BadInputError(
+                    f"unknown world format {meta.get('format')!r} (this build reads {WORLD_FORMAT!r})",
+                    source=str(path),
+                    field="_ts_meta.format",
+                )
+            spec = parse_spec(json.loads(meta["spec"]), f"{path}:_ts_meta.spec")
+            return cls(compile_domain(spec, str(path)), state=src)
+        except (sqlite3.DatabaseError, KeyError, json.JSONDecodeError) as exc:
+            raise BadInputError(f"not a toolshift world file: {exc}", source=str(path)) from None
+        finally:
+            src.close()
 
     def fork(self) -> World:
         """A new world with a copy of this world's current state and catalog."""
