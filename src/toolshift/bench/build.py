@@ -66,6 +66,9 @@ class DomainReport(BaseModel):
     made: int
     attempts: int
     rejections: dict[str, int] = Field(default_factory=dict)
+    """Attempts that produced no task, by reason."""
+    candidates_passed_over: dict[str, int] = Field(default_factory=dict)
+    """Candidate rows tried and passed over inside attempts, by reason (mostly preconditions)."""
     tools: int
     title: str = ""
     status: Literal["ok", "short", "failed"]
@@ -222,7 +225,8 @@ def build_domain(
             status = "failed"
     report = DomainReport(
         domain=name, spec_digest=digest, seed=seed, target=per_domain, made=len(kept), attempts=rep.attempts,
-        rejections=dict(sorted(rep.rejections.items())), tools=tools, title=spec.title, status=status,
+        rejections=dict(sorted(rep.rejections.items())),
+        candidates_passed_over=dict(sorted(rep.candidates.items())), tools=tools, title=spec.title, status=status,
         message=message,
     )  # fmt: skip
     _atomic_write(report_path, report.model_dump_json(indent=1) + "\n")

@@ -78,9 +78,8 @@ def _intent_clause(intent: Any) -> str:
     if intent.kind == "delete":
         return f"have {intent.target} removed"
     extra = "; ".join(f"{k}: {v}" for k, v in details)
-    words = intent.verb.split(" ")
-    if words[-1] == intent.noun.split(" ")[-1] and len(words) > 1:
-        head = " ".join(words[:-1]) + " " + intent.target
+    if intent.verb.endswith(" " + intent.noun):
+        head = intent.verb[: -len(intent.noun)] + intent.target
     else:
         head = f"{intent.verb} for {intent.target}"
     return head + (f" ({extra})" if extra else "")
@@ -88,15 +87,20 @@ def _intent_clause(intent: Any) -> str:
 
 def action_request_phrase(verb: str, noun: str) -> str:
     """`refund order` → `refund an order`; `grant store credit` stays as it is."""
-    words = verb.split(" ")
-    if words[-1] == noun.split(" ")[-1] and len(words) > 1:
-        return " ".join(words[:-1]) + " " + _article(noun)
+    if verb.endswith(" " + noun):
+        return verb[: -len(noun)] + _article(noun)
     return verb
 
 
 def fact_key(noun: str, words: str) -> str:
-    """The name a fact goes by: `customer` + `email` → `customer email`; `order` + `order number` → `order number`."""
-    return words if words.startswith(noun) else f"{noun} {words}"
+    """The name a fact goes by: `customer` + `email` → `customer email`, `network alert` + `alert number`
+    → `network alert number`, `order` + `order number` → `order number`."""
+    if words.startswith(noun):
+        return words
+    first, _, rest = words.partition(" ")
+    if rest and first in noun.split(" "):
+        return f"{noun} {rest}"
+    return f"{noun} {words}"
 
 
 def make_instruction(spec: DomainSpec, draft: Draft, rng: random.Random) -> tuple[UserInstruction, str]:

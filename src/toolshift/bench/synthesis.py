@@ -58,6 +58,8 @@ class Reach:
     facts: dict[str, str]
     phrase: str
     start: str | None
+    rows: list[tuple[str, str, str]] = field(default_factory=list)
+    """Every row the reads put in the agent's hands on the way, as (entity, key, phrase)."""
 
 
 @dataclass
@@ -79,7 +81,6 @@ class Draft:
     intents: list[WriteIntent] = field(default_factory=list)
     known: dict[tuple[str, str], str] = field(default_factory=dict)
     """(entity, key) → phrase, for rows the path has already put in the agent's hands."""
-    start: str | None = None
     spliced: bool = False
     repeated: int = 1
 
@@ -97,6 +98,8 @@ class SynthesisReport:
     made: int = 0
     attempts: int = 0
     rejections: Counter[str] = field(default_factory=Counter)
+    candidates: Counter[str] = field(default_factory=Counter)
+    """Why candidate rows for a write were passed over (the attempt itself may still succeed)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,6 +108,7 @@ class SynthesisReport:
             "made": self.made,
             "attempts": self.attempts,
             "rejections": dict(sorted(self.rejections.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "candidates_passed_over": dict(sorted(self.candidates.items(), key=lambda kv: (-kv[1], kv[0]))),
         }
 
 
@@ -121,6 +125,54 @@ _NOTES = (
     "Raised during the monthly review",
     "Confirmed in writing by the requester",
 )
+_TEXT_POOLS: dict[str, tuple[str, ...]] = {
+    "reason": (
+        "Duplicate request",
+        "No longer needed",
+        "Budget was cut this quarter",
+        "Raised in error",
+        "Failed the review",
+        "Requested by the owner",
+    ),
+    "resolution": (
+        "Fixed and confirmed with the requester",
+        "Resolved after a call with the requester",
+        "Closed after the replacement arrived",
+        "Workaround agreed and documented",
+    ),
+    "title": (
+        "Quarterly review",
+        "Annual safety review",
+        "Follow-up check",
+        "Process improvement",
+        "Capacity upgrade",
+        "Customer request",
+    ),
+}
+_COMPANIES = (
+    "Harbor Supplies Ltd",
+    "Northwind Partners",
+    "Cedar Works Co",
+    "Atlas Systems Inc",
+    "Lumen Group",
+)
+_PERSON_SUFFIXES = (
+    "_by",
+    "approver",
+    "assignee",
+    "owner",
+    "reviewer",
+    "manager",
+    "technician",
+    "inspector",
+    "requester",
+    "recipient",
+    "contact",
+    "signatory",
+    "investigator",
+)
+_TEXT_POOLS["outcome"] = _TEXT_POOLS["summary"] = _TEXT_POOLS["resolution"]
+_TEXT_POOLS["subject"] = _TEXT_POOLS["name"] = _TEXT_POOLS["title"]
 
 
 class Synthesizer:
@@ -142,6 +194,7 @@ class Synthesizer:
         for s in self.sigs.values():
             if s.kind in ("get", "list", "search", "create", "update", "delete") and s.entity:
                 self.by_kind[(s.kind, s.entity)] = s.name
+        self.candidate_rejections: Counter[str] = Counter()
         self.relations_into: dict[str, list[ToolSignature]] = {}
         for s in self.sigs.values():
             if s.kind == "relation" and s.rows_of:
@@ -184,7 +237,14 @@ class Synthesizer:
                 return name, v
         return None
 
-    def reach(self, entity: str, row: dict[str, Any], draft: Draft, depth: int = 0) -> Reach:
+    def reach(
+        self,
+        entity: str,
+        row: dict[str, Any],
+        draft: Draft,
+        depth: int = 0,
+        visiting: frozenset[tuple[str, str]] = frozenset(),
+    ) -> Reach:
         """Sample a read path from a query-type start to `row`; biased toward starting reads."""
         e = self.ent[entity]
         key = str(row[e.key])
@@ -223,7 +283,9 @@ class Synthesizer:
             i = self.rng.choices(range(len(options)), weights=weights)[0]
             _, how, extra = options.pop(i)
             try:
-                return self._reach_by(how, extra, e, row, noun, draft, depth)
+                got = self._reach_by(how, extra, e, row, noun, draft, depth, visiting | {(entity, key)})
+                got.rows.append((entity, key, got.phrase))
+                return got
             except Rejected:
                 continue
         raise Rejected(f"unreachable:{entity}")
@@ -244,8 +306,16 @@ class Synthesizer:
         return out
 
     def _reach_by(
-        self, how: str, extra: Any, e: EntitySpec, row: dict[str, Any], noun: str, draft: Draft, depth: int
-    ):
+        self,
+        how: str,
+        extra: Any,
+        e: EntitySpec,
+        row: dict[str, Any],
+        noun: str,
+        draft: Draft,
+        depth: int,
+        visiting: frozenset[tuple[str, str]],
+    ) -> Reach:
         key = str(row[e.key])
         if how == "direct":
             step = Step(self.by_kind[("get", e.name)], {e.key: key})
@@ -275,6 +345,8 @@ class Synthesizer:
             parent = self.world.runtime.get(parent_entity, row[via])
             if parent is None:
                 raise Rejected("dangling_ref")
+            if (parent_entity, str(parent[pe.key])) in visiting:
+                raise Rejected("cycle")
             siblings = self.world.runtime.find(e.name, **{via: row[via]})
             idx = next(i for i, r in enumerate(siblings) if str(r[e.key]) == key)
             if idx >= 100:
@@ -284,7 +356,7 @@ class Synthesizer:
                 if e.key not in e.lookup:
                     raise Rejected("not_specific")
                 pick = (e.key, key)
-            pr = self.reach(parent_entity, parent, draft, depth + 1)
+            pr = self.reach(parent_entity, parent, draft, depth + 1, visiting)
             args = {pe.key: str(parent[pe.key])}
             if idx >= PAGE:
                 args["limit"] = 100
@@ -293,43 +365,76 @@ class Synthesizer:
             words = field_words(fname, noun)
             phrase = f"the {noun} of {pr.phrase} whose {words} is {row_value_text(fval)}"
             facts = dict(pr.facts)
-            facts[fact_key(noun, words)] = row_value_text(fval)
-            return Reach([*pr.steps, step], facts, phrase, pr.start or step.tool)
+            add_fact(facts, fact_key(noun, words), row_value_text(fval))
+            return Reach([*pr.steps, step], facts, phrase, pr.start or step.tool, list(pr.rows))
         if how == "child":
             child, fname = extra
-            kids = [r for r in self.world.runtime.find(child, **{fname: key})]
+            ck = self.ent[child].key
+            kids = [
+                r
+                for r in self.world.runtime.find(child, **{fname: key})
+                if (child, str(r[ck])) not in visiting
+            ]
             if not kids:
                 raise Rejected(f"unreachable:{e.name}")
             kid = self.rng.choice(kids)
-            cr = self.reach(child, kid, draft, depth + 1)
+            cr = self.reach(child, kid, draft, depth + 1, visiting)
             if not cr.steps:
                 raise Rejected(f"unreachable:{e.name}")
             phrase = f"the {noun} on {cr.phrase}"
-            return Reach(cr.steps, cr.facts, phrase, cr.start)
+            return Reach(cr.steps, cr.facts, phrase, cr.start, list(cr.rows))
         raise Rejected("no_option")
 
     # --- values ------------------------------------------------------------------------------------
 
-    def _gen_values(self, name: str) -> list[Any]:
-        for e in self.spec.entities:
+    def _from_gen(self, name: str, entity: str | None) -> Any:
+        """A value from the seed generator of a same-named field (the given entity's first), or None."""
+        order = [self.ent[entity]] if entity in self.ent else []
+        order += [e for e in self.spec.entities if e.name != entity]
+        r = self.rng
+        for e in order:
             f = e.field(name)
-            if f is not None and f.gen is not None:
-                extra = f.gen.model_extra or {}
-                if f.gen.kind in ("choice", "word") and extra.get("values"):
-                    return list(extra["values"])
-                if f.gen.kind == "pattern" and extra.get("format"):
-                    n = e.rows + self.rng.randint(100, 900)
-                    try:
-                        return [str(extra["format"]).format(n=n)]
-                    except (KeyError, IndexError, ValueError):
-                        return []
-        return []
+            if f is None or f.gen is None:
+                continue
+            kind, extra = f.gen.kind, f.gen.model_extra or {}
+            if kind in ("choice", "word") and extra.get("values"):
+                return r.choice(list(extra["values"]))
+            if kind == "pattern" and extra.get("format"):
+                try:
+                    return str(extra["format"]).format(n=e.rows + r.randint(100, 900))
+                except (KeyError, IndexError, ValueError):
+                    return None
+            if kind in ("person_name", "first_name", "last_name"):
+                return r.choice(_NAMES)
+            if kind == "company":
+                return r.choice(_COMPANIES)
+            if kind in ("range", "money") and isinstance(extra.get("min"), int | float):
+                lo, hi = float(extra["min"]), float(extra.get("max", extra["min"]))
+                if f.type == "int":
+                    return r.randint(int(lo), int(hi))
+                return round(r.uniform(lo, hi), 2 if kind == "money" else 1)
+            return None
+        return None
 
-    def value_for(self, p: Param, rows: list[dict[str, Any]]) -> Any:
+    def value_for(
+        self, p: Param, rows: list[dict[str, Any]], entity: str | None = None, current: Any = None
+    ) -> Any:
+        """A plausible value for a non-key parameter or field (enum choice, related amount, generator rule)."""
         r = self.rng
         if p.values:
             return r.choice(p.values)
         st = p.spec_type
+        if (
+            st in ("money", "float", "int")
+            and isinstance(current, int | float)
+            and not isinstance(current, bool)
+        ):
+            v = current * r.choice([0.9, 1.05, 1.1, 1.15]) if current else r.choice([5, 10, 20])
+            return round(v) if st == "int" else round(v, 2)
+        if st not in ("money",):
+            gen = self._from_gen(p.name, entity)
+            if gen is not None and (st not in ("int", "float") or isinstance(gen, int | float)):
+                return gen
         if st == "money":
             base = [
                 v
@@ -340,6 +445,9 @@ class Synthesizer:
             if base and r.random() < 0.75:
                 v = r.choice(base) * r.choice([0.25, 0.5, 1.0, 1.05, 1.1])
                 return round(max(v, 1.0), 2)
+            gen = self._from_gen(p.name, entity)
+            if isinstance(gen, int | float):
+                return float(gen)
             return float(r.choice([15, 25, 40, 50, 75, 100, 150]))
         if st == "int":
             return r.randint(1, 8)
@@ -354,11 +462,11 @@ class Synthesizer:
             return f"{r.choice(_NAMES).lower().replace(' ', '.')}@example.org"
         if st == "phone":
             return f"+44 20 7946 0{r.randint(100, 999)}"
-        pool = self._gen_values(p.name)
-        if pool:
-            return r.choice(pool)
-        if p.name.endswith(("_by", "name")):
+        if p.name.endswith(_PERSON_SUFFIXES) or p.name == "full_name":
             return r.choice(_NAMES)
+        for word, values in _TEXT_POOLS.items():
+            if p.name == word or p.name.endswith("_" + word):
+                return r.choice(values)
         return r.choice(_NOTES)
 
     # --- writes ------------------------------------------------------------------------------------
@@ -386,6 +494,7 @@ class Synthesizer:
                 return self._try_write(draft, sig, prefer_known)
             except Rejected as exc:
                 last = exc
+                self.candidate_rejections[exc.reason] += 1
                 del draft.steps[mark:]
                 draft.facts, draft.known = snap_facts, snap_known
         raise last or Rejected(f"no_candidate:{tool}")
@@ -437,11 +546,11 @@ class Synthesizer:
             n = 1 if self.rng.random() < 0.7 else 2
             for f in choices[:n]:
                 p = Param(f.name, f"value:{f.type}", False, f.type, f.values)
-                v = self.value_for(p, rows)
+                v = self.value_for(p, rows, e.name, row.get(f.name))
                 for _ in range(4):
                     if v != row.get(f.name):
                         break
-                    v = self.value_for(p, rows)
+                    v = self.value_for(p, rows, e.name, row.get(f.name))
                 if v == row.get(f.name):
                     continue
                 args[f.name] = v
@@ -452,9 +561,9 @@ class Synthesizer:
             for p in sig.params:
                 if p.name in args or p.vtype.startswith("key:"):
                     continue
-                if not p.required and self.rng.random() < 0.6:
+                if not p.required and self.rng.random() < (0.75 if kind == "create" else 0.6):
                     continue
-                v = self.value_for(p, rows)
+                v = self.value_for(p, rows, sig.entity)
                 args[p.name] = v
                 details.append((field_words(p.name, noun), row_value_text(v)))
         # reads first (they do not change state), then the write itself
@@ -463,8 +572,6 @@ class Synthesizer:
                 self.run(draft, Step(s.tool, s.args))
             for k, v in r.facts.items():
                 add_fact(draft.facts, k, v)
-            if draft.start is None and r.start:
-                draft.start = r.start
         anchor = reaches[0][1].phrase if reaches else ""
         for pname, r in reaches[1:]:
             details.append((field_words(pname, noun), r.phrase))
@@ -474,6 +581,8 @@ class Synthesizer:
             ent = (sig.param(pname) or Param("", "key:", False, "")).vtype.removeprefix("key:")
             phrase = next(r.phrase for n, r in reaches if n == pname)
             draft.known[(ent, str(row[self.ent[ent].key]))] = phrase
+            for r_ent, r_key, r_phrase in next(r.rows for n, r in reaches if n == pname):
+                draft.known.setdefault((r_ent, r_key), r_phrase)
             for f in self.ent[ent].fields:
                 if (
                     f.type == "ref"
@@ -701,13 +810,14 @@ class Synthesizer:
                     "writes": writes,
                     "spliced": draft.spliced,
                     "repeated": draft.repeated,
-                    "start": draft.start,
+                    "start": draft.steps[0].tool if self.sigs[draft.steps[0].tool].effect == "read" else None,
                 },
             )
             tasks.append(task)
             if progress is not None:
                 progress(len(tasks))
         report.made = len(tasks)
+        report.candidates = Counter(self.candidate_rejections)
         self.world.restore(self.base)
         return tasks, report
 
