@@ -162,3 +162,23 @@ def test_paired_calls_pair_by_order_not_id():
         (0, "b", "rb"),
         (4, "c", None),
     ]
+
+
+def test_a_truncated_gzip_file_is_bad_input(tmp_path):
+    path = tmp_path / "x.episodes.jsonl.gz"
+    write_episodes(
+        path,
+        [Episode(id=str(i), task_id="1", domain="d", source={"pad": "x" * 5000 + str(i)}) for i in range(50)],
+    )
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(BadInputError, match="cannot read episode file"):
+        list(iter_episodes(path))
+
+
+def test_a_binary_file_is_bad_input(tmp_path):
+    path = tmp_path / "x.episodes.jsonl"
+    path.write_bytes(b'{"format": "toolshift.episodes/1"}\n\xff\xfe\x00garbage\n')
+    with pytest.raises(BadInputError) as err:
+        list(iter_episodes(path))
+    assert err.value.record == 0

@@ -105,14 +105,6 @@ class _Effects:
         return self.found[key]
 
 
-def _stream(
-    files: list[Path], effects: _Effects, skip_bad: bool, report: ReadReport
-) -> Iterator[tuple[Episode, Path]]:
-    for path in files:
-        for episode in iter_episodes(path, skip_bad=skip_bad, report=report):
-            yield episode, path.parent
-
-
 @app.command("stats")
 def stats(
     files: Annotated[list[Path], typer.Argument(help="Episode files (*.episodes.jsonl).")],
@@ -132,15 +124,15 @@ def stats(
     keys = tuple(k.strip() for k in by.split(",") if k.strip())
     effects = _Effects(catalog or [])
     report = ReadReport()
-    folder_of: dict[str, Path] = {}
+    current: dict[str, Path] = {}
 
     def episodes() -> Iterator[Episode]:
-        for episode, folder in _stream(files, effects, skip_bad, report):
-            folder_of[episode.id] = folder
-            yield episode
+        for path in files:
+            current["folder"] = path.parent
+            yield from iter_episodes(path, skip_bad=skip_bad, report=report)
 
     try:
-        groups = anatomy(episodes(), lambda e: effects.for_episode(e, folder_of.pop(e.id)), by=keys)
+        groups = anatomy(episodes(), lambda e: effects.for_episode(e, current["folder"]), by=keys)
     except ValueError as exc:
         raise BadInputError(str(exc), field="--by") from exc
     overall = total(groups)

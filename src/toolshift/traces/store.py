@@ -74,18 +74,18 @@ def read_header(path: Path) -> StoreHeader:
     """The file's header; a missing or foreign header is a BadInputError naming the file."""
     path = Path(path)
     try:
-        with _open_text(path, "rt") as fh:
-            first = fh.readline()
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        with _open_binary(path) as fh:
+            first = next(_lines(fh, path), b"")
+    except OSError as exc:
         raise BadInputError(f"cannot read episode file: {exc}", source=str(path)) from exc
     return _parse_header(first, path)
 
 
-def _parse_header(line: str, path: Path) -> StoreHeader:
+def _parse_header(line: bytes | str, path: Path) -> StoreHeader:
     try:
         raw = json.loads(line) if line.strip() else None
-    except json.JSONDecodeError as exc:
-        raise BadInputError(f"header line is not JSON: {exc.msg}", source=str(path), record="header") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"header line is not JSON: {exc}", source=str(path), record="header") from exc
     if not isinstance(raw, dict) or raw.get("format") in (None, EPISODE_FORMAT):
         raise BadInputError(
             f"no header line: an episode file starts with {{'format': {STORE_FORMAT!r}}}",
@@ -114,18 +114,20 @@ def iter_episodes(
 ) -> Iterator[Episode]:
     """Yield the file's episodes one at a time (constant memory).
 
-    A malformed line raises BadInputError naming the file, the episode's 0-based index and the field;
+    A malformed line raises BadInputError naming the file, the line's 0-based index after the header
+    and the field;
     with `skip_bad` it is counted in `report` and skipped. An unknown format is never skipped.
     """
     path = Path(path)
     report = report if report is not None else ReadReport()
     try:
-        fh = _open_text(path, "rt")
+        fh = _open_binary(path)
     except OSError as exc:
         raise BadInputError(f"cannot read episode file: {exc}", source=str(path)) from exc
     with fh:
-        _parse_header(fh.readline(), path)
-        for index, line in enumerate(fh):
+        lines = _lines(fh, path)
+        _parse_header(next(lines, b""), path)
+        for index, line in enumerate(lines):
             if not line.strip():
                 continue
             try:
@@ -139,9 +141,35 @@ def iter_episodes(
             yield episode
 
 
-def _parse_line(line: str, path: Path, index: int) -> Episode:
+def _open_binary(path: Path) -> IO[bytes]:
+    return gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")  # type: ignore[return-value]
+
+
+def _lines(fh: IO[bytes], path: Path) -> Iterator[bytes]:
+    """The file's raw lines; a read error (a truncated gzip) names the line (0-based after the header)."""
+    number = 0
     try:
-        raw = json.loads(line)
+        for number, raw in enumerate(fh):  # noqa: B007 - used in the except clause
+            yield raw
+    except (OSError, EOFError) as exc:
+        raise BadInputError(
+            f"cannot read episode file: {exc}",
+            source=str(path),
+            record="header" if number == 0 else number - 1,
+        ) from exc
+
+
+def _parse_line(line: bytes, path: Path, index: int) -> Episode:
+    try:
+        return Episode.model_validate_json(line)
+    except ValidationError:
+        pass  # find out why, and say so precisely, on the slow path below
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInputError(f"not UTF-8: {exc.reason}", source=str(path), record=index) from exc
+    try:
+        raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadInputError(f"not JSON: {exc.msg}", source=str(path), record=index) from exc
     if not isinstance(raw, dict):
