@@ -215,9 +215,9 @@ def _attach_extensions() -> None:
     """Commands other bench modules contribute (ecosystem versions, reference paths, metrics)."""
     import importlib
 
-    for module in ("toolshift.bench.ecosystem_cli",):
+    for module in ("toolshift.bench.ecosystem.cli",):
         try:
-            importlib.import_module(module)
+            importlib.import_module(module).register(app)
         except ModuleNotFoundError as exc:
             if exc.name != module:
                 raise

@@ -1,0 +1,244 @@
+"""The ecosystem commands of `toolshift bench`: evolve, reference, baseline, eval (registered by `register`)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from toolshift.errors import BadInputError
+
+console = Console()
+
+app = typer.Typer(
+    help="Evolving ecosystems: versions, reference paths, baselines, metrics.", no_args_is_help=True
+)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def _command() -> str:
+    return "toolshift " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def version_table(stats: list) -> Table:  # list[TransitionStats]
+    table = Table(title="Ecosystem versions (tools per version; interface churn per transition)")
+    for col in (
+        "version",
+        "tools",
+        "implementations",
+        "added",
+        "retired",
+        "modified",
+        "accepted",
+        "rejected",
+        "perturbed",
+    ):
+        table.add_column(col, justify="right")
+    for s in stats:
+        table.add_row(
+            f"v{s.version}",
+            str(s.tools),
+            str(s.implementations),
+            *(("–",) * 3 if s.version == 1 else (str(s.added), str(s.retired), str(s.modified))),
+            str(s.accepted),
+            str(s.rejected),
+            str(s.perturbed),
+        )
+    return table
+
+
+def evolve(
+    build: Annotated[Path, typer.Argument(help="A bench build directory (toolshift bench build --out DIR).")],
+    versions: Annotated[int, typer.Option(help="Versions in all, v1 included.")] = 6,
+    domains: Annotated[str | None, typer.Option(help="Comma-separated domains (default: all).")] = None,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    min_transforms: Annotated[
+        int, typer.Option(help="Fewest accepted transformations per domain per version.")
+    ] = 8,
+    max_transforms: Annotated[
+        int, typer.Option(help="Most accepted transformations per domain per version.")
+    ] = 12,
+    perturb_rate: Annotated[
+        float, typer.Option(help="Share of tool descriptions perturbed per version.")
+    ] = 0.04,
+) -> None:
+    """Sample versions v2..vN by checked, capability-preserving transformations; write DIR/ecosystem/."""
+    from toolshift.bench.build import load_manifest
+    from toolshift.bench.ecosystem.evolve import EvolveConfig
+    from toolshift.bench.ecosystem.pipeline import evolve_build
+
+    if versions < 1:
+        raise BadInputError("--versions must be at least 1", field="versions")
+    config = EvolveConfig(
+        versions=versions,
+        seed=seed,
+        min_transforms=min_transforms,
+        max_transforms=max(min_transforms, max_transforms),
+        perturb_rate=perturb_rate,
+    )
+    names = [d.strip() for d in domains.split(",")] if domains else None
+    total = len(names) if names else sum(1 for e in load_manifest(build).domains if e.tasks)
+    with _progress() as bar:
+        task = bar.add_task("evolving domains", total=total)
+        eco = evolve_build(build, config, domains=names, progress=lambda _d: bar.advance(task))
+    console.print(version_table(eco.stats))
+    reasons = ", ".join(f"{k}: {v}" for k, v in eco.rejected_by_reason.items()) or "none"
+    console.print(
+        f"ecosystem [bold]{eco.id}[/] ({len(eco.domains)} domains) in {eco.seconds:.1f} s; rejected: {reasons}"
+    )
+
+
+def reference(
+    build: Annotated[Path, typer.Argument(help="A bench build directory with an evolved ecosystem.")],
+    validate: Annotated[bool, typer.Option(help="Replay every reference path to Δgold.")] = True,
+    markdown: Annotated[
+        Path | None, typer.Option(help="Also write the per-version table and drift as markdown.")
+    ] = None,
+) -> None:
+    """Step- and cost-optimal reference paths for every task × version; replayed; drift plot."""
+    from toolshift.bench.ecosystem.paths import compute_references, drift, plot_drift
+    from toolshift.bench.ecosystem.store import ecosystem_dir, load_ecosystem
+
+    eco = load_ecosystem(build)
+    with _progress() as bar:
+        task = bar.add_task("reference paths", total=len(eco.domains))
+        header, records = compute_references(build, validate=validate, progress=lambda _d: bar.advance(task))
+    rows = drift(records, eco.config.versions)
+    png = plot_drift(rows, ecosystem_dir(build) / "drift.png")
+    console.print(
+        f"{header.instances} task × version instances: {header.valid} valid, {header.failed_replay} failed replay "
+        f"(excluded), {header.no_path} without a path; DP {header.dp_seconds:.2f} s, replay {header.replay_seconds:.1f} s"
+    )
+    console.print(drift_table(rows))
+    console.print(f"drift plot: {png}")
+    if markdown:
+        import shutil
+
+        from toolshift.bench.ecosystem.report import ecosystem_markdown
+
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        figure = markdown.parent / f"{markdown.stem}_drift.png"
+        shutil.copyfile(png, figure)
+        markdown.write_text(ecosystem_markdown(eco, header, rows, figure, _command()), encoding="utf-8")
+        console.print(f"wrote {markdown}")
+
+
+def drift_table(rows: list[dict]) -> Table:
+    table = Table(title="Reference paths per version (mean weight; tasks whose weight fell / stayed / rose)")
+    for col in ("version", "mean steps", "steps fell/same/rose", "mean cost", "cost fell/same/rose"):
+        table.add_column(col, justify="right")
+    from toolshift.bench.ecosystem.report import movement
+
+    for r in rows:
+        table.add_row(
+            f"v{r['version']}",
+            f"{r['mean_step']:.2f}",
+            movement(r, "step"),
+            f"{r['mean_cost']:.2f}",
+            movement(r, "cost"),
+        )
+    return table
+
+
+def baseline(
+    build: Annotated[Path, typer.Argument(help="A bench build directory with reference paths.")],
+    agent: Annotated[str, typer.Option(help="oracle, frozen-v1 or embedded.")] = "oracle",
+    out: Annotated[Path, typer.Option(help="Folder for <agent>.episodes.jsonl.")] = Path("runs/baselines"),
+    split: Annotated[str, typer.Option(help="test, train or all.")] = "test",
+    sample: Annotated[
+        int | None, typer.Option(help="Run only this many tasks (each on every version).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Sampling seed for --sample.")] = 0,
+    max_turns: Annotated[int | None, typer.Option(help="Turn limit per episode.")] = None,
+) -> None:
+    """Run a baseline on every version over MCP and record its episodes."""
+    from toolshift.bench.ecosystem.baselines import run_baseline
+
+    if split not in ("test", "train", "all"):
+        raise BadInputError(f"unknown split {split!r} (test, train or all)", field="split")
+    with _progress() as bar:
+        task = bar.add_task(f"{agent} episodes", total=None)
+        path = run_baseline(
+            build,
+            agent,  # type: ignore[arg-type]
+            out,
+            split=None if split == "all" else split,
+            sample=sample,
+            seed=seed,
+            max_turns=max_turns,
+            progress_total=lambda n: bar.update(task, total=n),
+            progress=lambda: bar.advance(task),
+        )
+    console.print(f"wrote {path}")
+
+
+def evaluate(
+    runs: Annotated[list[Path], typer.Argument(help="Episode files or folders of *.episodes.jsonl.")],
+    build: Annotated[Path, typer.Option(help="The bench build the runs were recorded on.")],
+    markdown: Annotated[Path | None, typer.Option(help="Write the tables as markdown here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the metrics as JSON here.")] = None,
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
+) -> None:
+    """Score recorded episodes: SR, tool P/R/F1, Step-/Cost-SPE, IDR, DAR per version with intervals."""
+    from toolshift.bench.ecosystem.evaluate import evaluate as run_eval
+    from toolshift.bench.ecosystem.evaluate import results_markdown
+    from toolshift.bench.metrics import METRICS
+
+    eco, evals = run_eval(build, runs, resamples=resamples)
+    for ev in evals:
+        assert ev.summary is not None
+        table = Table(title=f"{ev.agent} on {eco.id} (% with 95% bootstrap interval over tasks)")
+        table.add_column("version")
+        for m in METRICS:
+            table.add_column(m, justify="right")
+        for v in [*sorted(k for k in ev.summary.by_version if k), 0]:
+            row = ev.summary.by_version[v]
+            table.add_row("all" if v == 0 else f"v{v}", *(row[m].percent(0) for m in METRICS))
+        console.print(table)
+        if ev.excluded:
+            console.print("excluded: " + ", ".join(f"{k}: {v}" for k, v in sorted(ev.excluded.items())))
+    if markdown:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(results_markdown(eco, evals, _command()), encoding="utf-8")
+        console.print(f"wrote {markdown}")
+    if json_out:
+        body = {
+            "ecosystem": eco.id,
+            "agents": {
+                ev.agent: {
+                    ("all" if v == 0 else f"v{v}"): {m: iv.as_dict() for m, iv in row.items()}
+                    for v, row in (ev.summary.by_version.items() if ev.summary else [])
+                }
+                for ev in evals
+            },
+            "excluded": {ev.agent: dict(ev.excluded) for ev in evals},
+        }
+        json_out.write_text(json.dumps(body, indent=1), encoding="utf-8")
+
+
+def register(target: typer.Typer) -> None:
+    """Add the ecosystem commands to another Typer app (the `toolshift bench` app)."""
+    target.command("evolve")(evolve)
+    target.command("reference")(reference)
+    target.command("baseline")(baseline)
+    target.command("eval")(evaluate)
+
+
+register(app)

@@ -1,0 +1,173 @@
+"""`toolshift bench eval RUNS`: score recorded episodes against the evolved build's reference paths.
+
+Each episode must name its ecosystem version as `<ecosystem id>/v<n>`; episodes of another build's
+ecosystem, or of a version the ecosystem does not have, are refused by name (file, record, field).
+Task × version instances whose reference paths failed replay are excluded and counted, never scored.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from toolshift.bench.ecosystem.paths import ReferenceRecord, load_references
+from toolshift.bench.ecosystem.store import EcosystemManifest, domain_tasks, load_ecosystem, load_history
+from toolshift.bench.metrics import (
+    METRICS,
+    AgentPath,
+    InstanceReference,
+    InstanceScore,
+    Summary,
+    agent_path,
+    score_instance,
+    summarise,
+)
+from toolshift.errors import BadInputError
+from toolshift.models import Task
+from toolshift.traces.episode import Episode
+from toolshift.traces.store import iter_episodes
+
+
+@dataclass
+class AgentEval:
+    """One agent's scores, and what was left out and why."""
+
+    agent: str
+    scores: list[InstanceScore] = field(default_factory=list)
+    excluded: Counter[str] = field(default_factory=Counter)
+    summary: Summary | None = None
+
+
+def episode_files(runs: Iterable[str | Path]) -> list[Path]:
+    """Episode files given directly or found (`*.episodes.jsonl`) in the given folders."""
+    files: list[Path] = []
+    for r in runs:
+        p = Path(r)
+        if p.is_dir():
+            files += sorted(p.glob("*.episodes.jsonl"))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise BadInputError("no such file or folder", source=str(p))
+    if not files:
+        raise BadInputError("no *.episodes.jsonl files found", source=", ".join(str(r) for r in runs))
+    return files
+
+
+def parse_version(ep: Episode, eco: EcosystemManifest, source: str, record: int) -> int:
+    """The version an episode ran on; refuses episodes of another ecosystem or an unknown version."""
+    tag = ep.ecosystem_version
+    if not tag:
+        raise BadInputError(
+            "episode names no ecosystem version (expected '<ecosystem id>/v<n>')",
+            source=source,
+            record=record,
+            field="ecosystem_version",
+        )
+    eco_id, _, ver = tag.partition("/v")
+    if eco_id != eco.id:
+        raise BadInputError(
+            f"episode was recorded against ecosystem {eco_id!r}, but this build's ecosystem is {eco.id!r}",
+            source=source,
+            record=record,
+            field="ecosystem_version",
+        )
+    if not ver.isdigit() or not 1 <= int(ver) <= eco.config.versions:
+        raise BadInputError(
+            f"episode names version {ver!r}, but ecosystem {eco.id} has versions 1..{eco.config.versions}",
+            source=source,
+            record=record,
+            field="ecosystem_version",
+        )
+    return int(ver)
+
+
+def _instance(refs: dict[tuple[str, int], ReferenceRecord], task_id: str, version: int) -> InstanceReference:
+    r = refs[(task_id, version)]
+    assert r.step is not None and r.cost is not None
+    prev = refs.get((task_id, version - 1))
+    prev_ok = prev is not None and prev.valid and prev.step is not None and prev.cost is not None
+    return InstanceReference(
+        task_id=task_id,
+        version=version,
+        steps=r.step.steps,
+        cost=r.cost.cost,
+        tools=frozenset(r.step.tools),
+        prev_steps=prev.step.steps if prev_ok else None,  # type: ignore[union-attr]
+        prev_cost=prev.cost.cost if prev_ok else None,  # type: ignore[union-attr]
+    )
+
+
+def evaluate(
+    build: str | Path, runs: Iterable[str | Path], *, resamples: int = 1000
+) -> tuple[EcosystemManifest, list[AgentEval]]:
+    """Score every episode in `runs` per agent; returns the ecosystem and one `AgentEval` per agent."""
+    eco = load_ecosystem(build)
+    _, records = load_references(build)
+    refs = {(r.task_id, r.version): r for r in records}
+    tasks: dict[str, Task] = {t.id: t for d in eco.domains for t in domain_tasks(build, d)}
+    costs = {(d, e.version): e.costs for d in eco.domains for e in load_history(build, d).versions}
+    # (agent, task, version) -> {criterion: path}
+    paths: dict[tuple[str, str, int], dict[str, AgentPath]] = defaultdict(dict)
+    excluded: dict[str, Counter[str]] = defaultdict(Counter)
+    for f in episode_files(runs):
+        for k, ep in enumerate(iter_episodes(f)):
+            version = parse_version(ep, eco, str(f), k)
+            agent = str(ep.source.get("baseline") or ep.agent or ep.model or "agent")
+            task = tasks.get(ep.task_id)
+            if task is None:
+                raise BadInputError(
+                    f"task {ep.task_id!r} is not in this build", source=str(f), record=k, field="task_id"
+                )
+            ref = refs.get((ep.task_id, version))
+            if ref is None or not ref.valid:
+                excluded[agent]["reference path failed replay" if ref else "no reference path"] += 1
+                continue
+            criterion = str(ep.source.get("criterion") or "both")
+            path = agent_path(ep, task.expected_changes, costs[(task.domain, version)])
+            paths[(agent, ep.task_id, version)][criterion] = path
+    evals: dict[str, AgentEval] = {}
+    for (agent, task_id, version), by_crit in sorted(paths.items()):
+        step_run = by_crit.get("step") or by_crit.get("both")
+        cost_run = by_crit.get("cost") or by_crit.get("both")
+        if step_run is None or cost_run is None:
+            excluded[agent]["missing the step or cost episode"] += 1
+            continue
+        ev = evals.setdefault(agent, AgentEval(agent))
+        ev.scores.append(score_instance(_instance(refs, task_id, version), step_run, cost_run))
+    for agent, counts in excluded.items():
+        evals.setdefault(agent, AgentEval(agent)).excluded.update(counts)
+    for ev in evals.values():
+        ev.summary = summarise(ev.scores, resamples=resamples)
+    return eco, sorted(evals.values(), key=lambda e: e.agent)
+
+
+def results_markdown(eco: EcosystemManifest, evals: list[AgentEval], command: str) -> str:
+    """The baselines' metrics per version as markdown tables (percent, 95% bootstrap interval over tasks)."""
+    lines = [
+        "# Baselines on the evolved ecosystem",
+        "",
+        f"Generated by `{command}` (ecosystem `{eco.id}`, build `{eco.build}`).",
+        "",
+        "Values are percentages with 95% bootstrap intervals over tasks (overall: tasks resampled with all",
+        "their versions). IDR and DAR exist from v2 on and are computed over the tasks whose reference",
+        "weight fell (IDR) or rose (DAR) since the previous version; `n` is how many tasks that is.",
+        "",
+    ]
+    for ev in evals:
+        assert ev.summary is not None
+        lines += [f"## {ev.agent}", ""]
+        excl = ", ".join(f"{k}: {v}" for k, v in sorted(ev.excluded.items()))
+        lines += [f"Scored instances: {len(ev.scores)}" + (f"; excluded: {excl}" if excl else ""), ""]
+        lines += ["| version | " + " | ".join(METRICS) + " |", "|---|" + "---|" * len(METRICS)]
+        for v in [*sorted(k for k in ev.summary.by_version if k), 0]:
+            row = ev.summary.by_version[v]
+            cells = []
+            for m in METRICS:
+                iv = row[m]
+                cells.append(iv.percent() + (f" (n={iv.n})" if m.endswith(("IDR", "DAR")) and iv.n else ""))
+            lines.append(f"| {'all' if v == 0 else f'v{v}'} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
