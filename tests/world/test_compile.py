@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,44 @@ def test_open_refuses_other_files(tmp_path: Path):
     with pytest.raises(BadInputError) as err:
         World.open(path)
     assert str(path) in str(err.value)
+
+
+def test_row_dependent_generators(tiny_data):
+    from toolshift.world.spec import parse_spec
+
+    order = tiny_data["entities"][1]
+    order["fields"].append(
+        {
+            "name": "shipped_on",
+            "type": "date",
+            "required": False,
+            "gen": {
+                "kind": "date_offset",
+                "from": "placed_on",
+                "min": 1,
+                "max": 3,
+                "when": {"status": "shipped"},
+            },
+        }
+    )
+    order["fields"][3]["gen"] = {"kind": "choice", "values": ["open", "shipped"]}
+    d = compile_domain(parse_spec(tiny_data, "tiny.yaml"), "tiny.yaml")
+    rows = World(d).runtime.find("order")
+    assert {r["status"] for r in rows} == {"open", "shipped"}
+    for r in rows:
+        if r["status"] == "shipped":
+            gap = date.fromisoformat(r["shipped_on"]) - date.fromisoformat(r["placed_on"])
+            assert 1 <= gap.days <= 3
+        else:
+            assert r["shipped_on"] is None
+
+
+def test_generator_cycles_are_refused(tiny_data):
+    from toolshift.world.spec import parse_spec
+
+    fields = tiny_data["entities"][1]["fields"]
+    fields[2]["gen"] = {"kind": "money", "when": {"placed_on": "2026-01-01"}}
+    fields[4]["gen"] = {"kind": "date", "when": {"total": 1.0}}
+    with pytest.raises(BadInputError) as err:
+        compile_domain(parse_spec(tiny_data, "tiny.yaml"), "tiny.yaml")
+    assert "cycle" in str(err.value) and err.value.field.startswith("entities[1].fields[")

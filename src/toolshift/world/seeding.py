@@ -81,10 +81,7 @@ class RowGenerator:
         self.today = date.fromisoformat(spec.today)
         self.rng = random.Random(f"{spec.seed}:{entity.name}")
         ent_index = spec.entities.index(entity)
-        self.order: list[tuple[int, FieldSpec]] = sorted(
-            ((j, f) for j, f in enumerate(entity.fields) if f.name != entity.key),
-            key=lambda jf: 1 if jf[1].gen is not None and jf[1].gen.kind == "email" else 0,
-        )
+        self.order: list[tuple[int, FieldSpec]] = _generation_order(entity, source, ent_index)
         self.makers: dict[str, Callable[[int, dict[str, Any]], Any]] = {}
         self.where: dict[str, str] = {}
         for j, f in self.order:
@@ -126,6 +123,21 @@ class RowGenerator:
         return out
 
     def _maker(self, f: FieldSpec, gen: dict[str, Any], where: str) -> Callable[[int, dict[str, Any]], Any]:
+        when = gen.get("when")
+        make = self._kind_maker(f, gen, where)
+        if when is None:
+            return make
+        if not isinstance(when, dict) or not when or any(self.entity.field(k) is None for k in when):
+            raise BadInputError(
+                "`when` must map fields of the row to values", source=self.source, field=f"{where}.when"
+            )
+        accept = {k: set(v) if isinstance(v, list) else {v} for k, v in when.items()}
+        otherwise = gen.get("else")
+        return lambda n, row: make(n, row) if all(row.get(k) in vs for k, vs in accept.items()) else otherwise
+
+    def _kind_maker(
+        self, f: FieldSpec, gen: dict[str, Any], where: str
+    ) -> Callable[[int, dict[str, Any]], Any]:
         rng, kind = self.rng, gen.get("kind")
 
         def bad(msg: str) -> BadInputError:
@@ -193,6 +205,28 @@ class RowGenerator:
 
                 return stamp
             return lambda n, row: (start + timedelta(days=rng.randint(0, span))).isoformat()
+        if kind == "date_offset":
+            src = gen.get("from")
+            if src is None or self.entity.field(src) is None:
+                raise bad(f"date_offset needs `from`: a date field of {self.entity.name}")
+            lo, hi = int(gen.get("min", 0)), int(gen.get("max", gen.get("min", 0)))
+            until = gen.get("until")
+            last = (
+                resolve_date(until, self.today, f"{where}.until", self.source) if until is not None else None
+            )
+
+            def offset(n: int, row: dict[str, Any]) -> str | None:
+                base = row.get(src)
+                if base is None:
+                    return None
+                day = date.fromisoformat(str(base)[:10]) + timedelta(days=rng.randint(lo, hi))
+                if last is not None and day > last:
+                    day = max(last, date.fromisoformat(str(base)[:10]))
+                if f.type == "datetime":
+                    return day.isoformat() + (str(base)[10:] if len(str(base)) > 10 else "T09:00")
+                return day.isoformat()
+
+            return offset
         if kind == "bool":
             p = float(gen.get("p", 0.5))
             return lambda n, row: rng.random() < p
@@ -234,6 +268,47 @@ class RowGenerator:
             make = self._maker(f, Generator.model_validate(inner).model_dump(), f"{where}.of")
             return lambda n, row: None if rng.random() < p else make(n, row)
         raise bad(f"unknown generator kind {kind!r}")
+
+
+def _dependencies(gen: Generator | dict[str, Any] | None) -> set[str]:
+    """Fields of the same row a generator reads (`from`, `when`, nested `of`)."""
+    if gen is None:
+        return set()
+    g = gen.model_dump() if isinstance(gen, Generator) else gen
+    deps = {g["from"]} if isinstance(g.get("from"), str) else set()
+    if isinstance(g.get("when"), dict):
+        deps |= set(g["when"])
+    if isinstance(g.get("of"), dict):
+        deps |= _dependencies(g["of"])
+    return deps
+
+
+def _generation_order(entity: EntitySpec, source: str, ent_index: int) -> list[tuple[int, FieldSpec]]:
+    """Non-key fields in spec order, each after the fields its generator reads (emails after names)."""
+    fields = {f.name: (j, f) for j, f in enumerate(entity.fields) if f.name != entity.key}
+    tiers: dict[str, int] = {}
+
+    def tier(name: str, seen: tuple[str, ...]) -> int:
+        if name in tiers:
+            return tiers[name]
+        if name in seen:
+            j = fields[name][0]
+            raise BadInputError(
+                f"generators read each other in a cycle: {' -> '.join((*seen, name))}",
+                source=source,
+                field=f"entities[{ent_index}].fields[{j}].gen",
+            )
+        if name not in fields:
+            return 0
+        f = fields[name][1]
+        base = 1 if f.gen is not None and f.gen.kind == "email" else 0
+        deps = [d for d in _dependencies(f.gen) if d != entity.key]
+        tiers[name] = max([base, *(tier(d, (*seen, name)) + 1 for d in deps)])
+        return tiers[name]
+
+    for name in fields:
+        tier(name, ())
+    return sorted(fields.values(), key=lambda jf: (tiers[jf[1].name], jf[0]))
 
 
 def _disambiguate(value: Any, n: int) -> Any:

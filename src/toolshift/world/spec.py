@@ -46,6 +46,9 @@ class Generator(BaseModel):
     `pattern` (`format` with `{n}` the row number, e.g. `SKU-{n:05d}`), `sentence` (`words`:
     a list to draw from, `min`, `max`), `ref` (a random existing key of the referenced entity),
     `const` (`value`), `null_or` (`p`: chance of NULL, `of`: another generator).
+    Also: `date_offset` (`from`: a date field of the row, `min`, `max` days after it, `until`: a latest date), and on any
+    kind `when: {field: value or [values]}` (generate only when the row's fields match, else
+    the `else` value, default NULL).
     """
 
     model_config = ConfigDict(extra="allow")
