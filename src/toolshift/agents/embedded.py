@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import importlib.util
 import json
+import os
 import re
 import threading
 import time
@@ -66,12 +67,14 @@ def _without_extra_buffers() -> Iterator[None]:
         llama_module.llama_cpp.llama_model_default_params = original
 
 
-def load_llama(n_ctx: int = 2048, n_threads: int = 2) -> tuple[Any, threading.Lock]:
+def load_llama(n_ctx: int = 2048, n_threads: int = 1) -> tuple[Any, threading.Lock]:
     """The process-wide model instance (loaded once; ~0.2 s) and the lock that serialises its use."""
     path = str(gguf_path())
     key = (path, n_ctx, n_threads)
     with _load_lock:
         if key not in _models:
+            # OpenMP threads that spin while waiting crawl when the cores are shared; passive waits do not.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 from llama_cpp import Llama
             except ImportError as exc:
@@ -187,16 +190,20 @@ def _clip(text: str, limit: int) -> str:
 
 
 class EmbeddedModel:
-    """SmolLM2-135M-Instruct behind the `ChatModel` protocol, one constrained JSON action per turn."""
+    """SmolLM2-135M-Instruct behind the `ChatModel` protocol, one constrained JSON action per turn.
+
+    One thread by default: on two shared cores a second thread mostly waits at barriers. Sampling is
+    seeded per episode and turn, so an episode is reproducible on any machine with the same build.
+    """
 
     def __init__(
         self,
         *,
         temperature: float = 0.7,
         seed: int = 0,
-        max_tokens: int = 96,
+        max_tokens: int = 80,
         n_ctx: int = 2048,
-        n_threads: int = 2,
+        n_threads: int = 1,
         max_tools: int = 8,
         history: int = 8,
         result_chars: int = 300,
