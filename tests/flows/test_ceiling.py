@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tests.flows.builders import AIRLINE, call, episode
-
 from toolshift.flows.ceiling import anatomy, episode_anatomy, repeated_reads
 from toolshift.flows.timeline import build_timeline, timelines
+
+from .builders import AIRLINE, call, episode
 
 
 def test_ceiling_rule():

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from tests.flows.builders import AIRLINE, user_walk
-
 from toolshift.flows.decide import Decider
 from toolshift.flows.learn import learn_flow
 from toolshift.flows.timeline import timelines
+
+from .builders import AIRLINE, user_walk
 
 
 def flow():

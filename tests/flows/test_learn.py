@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from tests.flows.builders import AIRLINE, call, episode, user_walk
 
 from toolshift.errors import BadInputError
 from toolshift.flows.learn import learn_flow
 from toolshift.flows.model import START_SITE
 from toolshift.flows.timeline import timelines
+
+from .builders import AIRLINE, call, episode, user_walk
 
 
 def walks(n: int = 6, **kw):

@@ -6,12 +6,13 @@ import json
 from dataclasses import replace
 
 import pytest
-from tests.flows.builders import AIRLINE, user_walk
 
 from toolshift.errors import BadInputError
 from toolshift.flows.learn import learn_flow
 from toolshift.flows.model import load_flow, save_flow
 from toolshift.flows.timeline import Catalog, timelines
+
+from .builders import AIRLINE, user_walk
 
 
 @pytest.fixture

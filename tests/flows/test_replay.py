@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from tests.flows.builders import AIRLINE, call, episode, user_walk
-
 from toolshift.flows.decide import Decider, DecisionSession
 from toolshift.flows.learn import learn_flow
 from toolshift.flows.replay import replay, replay_episode
 from toolshift.flows.timeline import build_timeline, timelines
+
+from .builders import AIRLINE, call, episode, user_walk
 
 USER = {"reservations": ["A", "B"]}
 

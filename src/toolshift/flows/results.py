@@ -126,7 +126,9 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
 
     main = run_both(sp.test, flow, THETA, weigh_all=True)
     diff = saved_difference(main["reach"], main["next-step"])
-    figures: dict[str, Any] = {"ceiling": total.share("ceiling"), "turns": total.turns}
+    figures: dict[str, Any] = {"ceiling": total.share("ceiling"), "turns": total.turns,
+                               "replies": total.share("replies"), "reads": total.share("read_turns"),
+                               "train_successful": flow.learned_from.episodes}  # fmt: skip
     for kind, r in main.items():
         figures[kind] = r.summary() | {"share_of_ceiling": r.saved / total.ceiling if total.ceiling else 0.0}
 
@@ -161,6 +163,11 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
             rr = both[kind]
             u = value_replay(rr, sp.test, rate)
             sweep_data[(kind, theta)] = (rr, u)
+            figures.setdefault("sweep", []).append(
+                {"decider": kind, "theta": theta, "saved_share": rr.saved / rr.turns,
+                 "share_of_ceiling": rr.saved / total.ceiling if total.ceiling else 0.0,
+                 "detours_per_episode": rr.detours / len(rr.episodes), "utility": u.utility}
+            )  # fmt: skip
             row += [pct(rr.saved / rr.turns), pct(rr.saved / total.ceiling, 0) if total.ceiling else "–",
                     f"{rr.detours / len(rr.episodes):.2f}", f"{u.utility / 1000:,.1f}k"]  # fmt: skip
         sweep_rows.append(row)
@@ -374,24 +381,34 @@ def write_report(out: Path, data: Path, *, console: Console | None = None) -> Pa
 
 def explain(air: dict[str, Any], wb: dict[str, Any]) -> str:
     r, n = air["reach"], air["next-step"]
+    within = [x for x in air.get("sweep", []) if x["detours_per_episode"] <= 0.6]
+    best = max(within, key=lambda x: (x["share_of_ceiling"], -x["detours_per_episode"]), default=None)
+    aim_met = any(x["share_of_ceiling"] >= 0.5 for x in within)
+    best_text = (
+        f"the most the sweep takes within 0.6 detours an episode is {pct(best['share_of_ceiling'], 0)} of the "
+        f"ceiling ({best['decider']}, θ = {best['theta']:g}, {best['detours_per_episode']:.2f} detours an episode)"
+        if best
+        else "no swept threshold stays within 0.6 detours an episode"
+    )
     return "\n".join(
         [
-            "### Why these differ from the seed's\n",
+            "### Against the aim, and why these differ from the seed's\n",
+            f"- **The aim (≥ 50% of the ceiling at ≤ 0.6 detours an episode) is {'met' if aim_met else 'not met'}**: "
+            f"{best_text}. At θ = 0.3 reach takes {pct(r['share_of_ceiling'], 0)} at {r['detours_per_episode']:.2f} "
+            f"detours an episode and next-step {pct(n['share_of_ceiling'], 0)} at {n['detours_per_episode']:.2f}.",
             f"- **Ceiling ({pct(air['ceiling'])} against 24.3%).** The seed pools GPT-4o with Claude 3.5 Sonnet over all "
-            "four trials; here are GPT-4o's held-out episodes of trials 0 and 1 only. GPT-4o's first read of an episode "
-            "takes the user id the user typed, which no result holds, so it is outside the ceiling; the column with the "
-            "user's words adds those where a tool has already responded.",
-            f"- **Saved turns.** Reach saves {pct(r['saved_share'])} of turns ({pct(r['share_of_ceiling'], 0)} of the "
-            f"ceiling) at {r['detours_per_episode']:.2f} detours an episode; next-step {pct(n['saved_share'])} "
-            f"({pct(n['share_of_ceiling'], 0)}) at {n['detours_per_episode']:.2f}. The seed's flows learned from "
-            "τ²-bench's four 2025 runs (thousands of sessions); this flow learns from "
-            "the successful training episodes of one agent (a few dozen), so "
-            "its habit counts are sparse and the chance that the agent reads a user's next reservation is learned "
-            "from a handful of walks.",
-            "- **Detours.** Most detours are reads of a reservation the agent never opened: after a user's record the "
-            "flow walks the reservations in listed order, and a held-out task often needs only one of them. Scoring a "
-            "chained lookup by its parent's score too keeps those walks short; without it (see the variants) more "
-            "turns are saved at two to three times the detours.",
+            "four trials; here are GPT-4o's held-out episodes of trials 0 and 1 only. GPT-4o replies more "
+            f"({pct(air['replies'])} of turns against the seed's 46.1%) and reads less ({pct(air['reads'])} against "
+            "36.9%), so fewer of its turns are reads a lookup could take. Its first read of an episode takes the user "
+            "id the user typed, before any tool has responded, which no flow that binds from results can make.",
+            f"- **Training set.** The seed's flows learned from τ²-bench's four 2025 runs (thousands of sessions); this "
+            f"flow learns from {air['train_successful']} successful training episodes of one agent. Its habit counts "
+            "are sparse: whether the agent reads a user's next reservation after one is learned from a few dozen walks.",
+            "- **Detours.** Most detours are reservations the agent never opened: after a user's record the flow reads "
+            "the reservations in listed order, and a held-out task often needs only one. Scoring a chained lookup by "
+            "its parent's score too keeps those walks short; scoring each link alone (the variants) saves more turns "
+            "at about twice the detours. The trace replay's detours are lower bounds (seed: 55–72% of the "
+            "environment's).",
             "",
         ]
     )

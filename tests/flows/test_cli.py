@@ -1,0 +1,89 @@
+"""The `toolshift flows` commands end to end on files, through the real CLI entry point."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from toolshift.cli import app
+from toolshift.traces.catalog import CatalogTool, ToolCatalog, save_catalog
+from toolshift.traces.store import write_episodes
+
+from .builders import AIRLINE, user_walk
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def files(tmp_path):
+    eps = [
+        user_walk(f"e{i}", str(i), f"u{i}", [f"R{i}A", f"R{i}B", f"R{i}C"][: 1 + i % 3]) for i in range(20)
+    ]
+    episodes = tmp_path / "mini.episodes.jsonl"
+    write_episodes(episodes, eps)
+    catalog = ToolCatalog(domain=AIRLINE.domain, tools=[CatalogTool(name=n, effect=e, origin="manual")
+                                                        for n, e in sorted(AIRLINE.effects.items())])  # fmt: skip
+    cat_path = save_catalog(catalog, tmp_path / "mini-airline.catalog.json")
+    return tmp_path, episodes, cat_path
+
+
+def run(*args: str):
+    result = runner.invoke(app, ["flows", *args], catch_exceptions=False)
+    return result
+
+
+def test_learn_replay_ceiling_calibrate_price_repeats(files):
+    tmp, episodes, catalog = files
+    flow = tmp / "flow.json"
+    r = run("learn", str(episodes), "--catalog", str(catalog), "--out", str(flow), "--tasks", "train")
+    assert r.exit_code == 0, r.output
+    assert json.loads(flow.read_text())["format"] == 1
+    log = tmp / "log.jsonl"
+    summary = tmp / "summary.json"
+    r = run("replay", str(episodes), "--catalog", str(catalog), "--flow", str(flow), "--tasks", "test",
+            "--explore", "0", "--log", str(log), "--json", str(summary))  # fmt: skip
+    assert r.exit_code == 0, r.output
+    out = json.loads(summary.read_text())
+    assert out["reach"]["saved_turns"] > 0 and out["reach"]["saved_turns"] <= out["ceiling"]
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert rows and {"score", "made", "used", "saved_turn"} <= set(rows[0])
+    png = tmp / "rel.png"
+    r = run("calibrate", str(log), "--png", str(png))
+    assert r.exit_code == 0 and png.stat().st_size > 1000
+    for cmd in (
+        ["ceiling"],
+        ["repeats"],
+        ["price", "--flow", str(flow), "--price", "5,0.1,1.25", "--sweep", "0.1,0.5"],
+    ):
+        r = run(cmd[0], str(episodes), "--catalog", str(catalog), *cmd[1:])
+        assert r.exit_code == 0, r.output
+
+
+def test_refusals(files, monkeypatch, capsys):
+    tmp, episodes, catalog = files
+    flow = tmp / "flow.json"
+    assert run("learn", str(episodes), "--catalog", str(catalog), "--out", str(flow)).exit_code == 0
+    other = json.loads(catalog.read_text())
+    other["tools"] = [t for t in other["tools"] if t["name"] != "think"]
+    other_path = tmp / "other.catalog.json"
+    other_path.write_text(json.dumps(other))
+    from toolshift.cli import main
+
+    for argv, message in (
+        (["replay", str(episodes), "--catalog", str(other_path), "--flow", str(flow)], "catalog"),
+        (
+            ["learn", str(episodes), "--catalog", str(catalog), "--out", str(flow), "--format", "3"],
+            "--format",
+        ),
+        (
+            ["price", str(episodes), "--catalog", str(catalog), "--flow", str(flow), "--price", "1,2"],
+            "OUT,READ,WRITE",
+        ),
+    ):
+        monkeypatch.setattr("sys.argv", ["toolshift", "flows", *argv])
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+        assert exit_info.value.code == 2, argv
+        assert message in capsys.readouterr().err
