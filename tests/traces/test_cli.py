@@ -139,3 +139,10 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     assert "record 0" in result.stderr and "task_id" in result.stderr
     skipped = _cli("traces", "stats", str(bad), "--skip-bad", "--json")
     assert skipped.returncode == 0 and json.loads(skipped.stdout)["total"]["episodes"] == 0
+
+
+def test_unknown_converter_and_missing_input_are_bad_input(tmp_path):
+    unknown = _cli("traces", "convert", "agentbench", str(tmp_path), "--out", str(tmp_path / "o"))
+    assert unknown.returncode == 2 and "unknown converter 'agentbench'" in unknown.stderr
+    missing = _cli("traces", "convert", "workbench", str(tmp_path / "nope"), "--out", str(tmp_path / "o"))
+    assert missing.returncode == 2 and "no such file or folder" in missing.stderr

@@ -27,22 +27,26 @@ CONVERTERS = ("taubench-v1", "workbench", "tau2")
 
 
 def _convert(kind: str, inputs: list[Path], domain: str | None, skip_bad: bool) -> Conversion:
-    total_conv = Conversion(converter=kind)
-    for path in inputs:
-        if kind == "taubench-v1":
-            from toolshift.traces.taubench import convert_taubench_v1
+    from rich.progress import track
 
+    from toolshift.traces.tau2 import convert_tau2
+    from toolshift.traces.taubench import convert_taubench_v1
+    from toolshift.traces.workbench import convert_workbench_csv, workbench_files
+
+    if kind not in CONVERTERS:
+        raise BadInputError(
+            f"unknown converter {kind!r}; choose one of {', '.join(CONVERTERS)}", field="KIND"
+        )
+    if kind == "workbench":
+        inputs = [f for path in inputs for f in workbench_files(path)]
+    total_conv = Conversion(converter=kind)
+    for path in track(inputs, description=f"converting {kind}", console=console, transient=True):
+        if kind == "taubench-v1":
             total_conv.extend(convert_taubench_v1(path, domain=domain, skip_bad=skip_bad))
         elif kind == "workbench":
-            from toolshift.traces.workbench import convert_workbench
-
-            total_conv.extend(convert_workbench(path, skip_bad=skip_bad))
-        elif kind == "tau2":
-            from toolshift.traces.tau2 import convert_tau2
-
-            total_conv.extend(convert_tau2(path, skip_bad=skip_bad))
+            total_conv.extend(convert_workbench_csv(path, skip_bad=skip_bad))
         else:
-            raise BadInputError(f"unknown converter {kind!r}; choose one of {', '.join(CONVERTERS)}")
+            total_conv.extend(convert_tau2(path, skip_bad=skip_bad))
     total_conv.note_unknown_tools()
     return total_conv
 

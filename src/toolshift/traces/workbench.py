@@ -355,18 +355,23 @@ def _row_episode(
     )
 
 
-def convert_workbench(path: Path, *, skip_bad: bool = False) -> Conversion:
-    """Convert a results CSV, or every `*/*.csv` under a results folder (or one domain's folder)."""
+def workbench_files(path: Path) -> list[Path]:
+    """The results CSVs a path names: the file itself, a domain folder's `*.csv`, or a results folder's `*/*.csv`."""
     path = Path(path)
     if path.is_file():
-        return convert_workbench_csv(path, skip_bad=skip_bad)
+        return [path]
     if not path.is_dir():
         raise BadInputError("no such file or folder", source=str(path))
     files = sorted(path.glob("*.csv")) or sorted(path.glob("*/*.csv"))
     if not files:
         raise BadInputError("no WorkBench results CSVs here", source=str(path))
+    return files
+
+
+def convert_workbench(path: Path, *, skip_bad: bool = False) -> Conversion:
+    """Convert a results CSV, or every results CSV under a results folder (or one domain's folder)."""
     conv = Conversion(converter=CONVERTER)
-    for file in files:
+    for file in workbench_files(path):
         conv.extend(convert_workbench_csv(file, skip_bad=skip_bad))
     conv.note_unknown_tools()
     return conv
