@@ -12,9 +12,13 @@ console = Console()
 
 
 def _steps() -> list[tuple[str, object]]:
+    from toolshift.flows.demo import run as flows_demo
     from toolshift.world.demo import run as world_demo
 
-    return [("World over MCP: reads, writes and the state diff", world_demo)]
+    return [
+        ("World over MCP: reads, writes and the state diff", world_demo),
+        ("Flows: lookups learned from recorded runs, replayed on held-out ones", flows_demo),
+    ]
 
 
 def run() -> None:
