@@ -79,6 +79,11 @@ def spec_text_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def domain_key(name: str) -> str:
+    """The build's folder name for a domain given by name or by spec path (the file stem)."""
+    return Path(name).stem if name.endswith((".yaml", ".yml")) or "/" in name else name
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -173,6 +178,7 @@ def build_domain(
 ) -> DomainReport:
     """Build (or resume) one domain; a domain short of its target says why, by rejection reason."""
     path = resolve_spec_path(name)
+    name = domain_key(name)
     text = path.read_text(encoding="utf-8")
     digest = spec_text_digest(text)
     ddir = out / "domains" / name
@@ -237,7 +243,7 @@ def build_domain(
 
 def write_manifest(out: Path, names: list[str], seed: int, per_domain: int) -> Manifest:
     entries: list[DomainEntry] = []
-    for name in names:
+    for name in map(domain_key, names):
         ddir = out / "domains" / name
         rep = _read_report(ddir / "report.json")
         if rep is None:

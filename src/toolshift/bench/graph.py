@@ -257,8 +257,10 @@ def render_png(graph: DependencyGraph, path: Path) -> None:
         "#4caf50" if n.query_start else ("#ff9800" if n.effect == "write" else "#64b5f6") for n in graph.nodes
     ]
     fig, ax = plt.subplots(figsize=(16, 12))
-    pos = nx.kamada_kawai_layout(g) if len(g) > 1 else {n: (0, 0) for n in g}
-    nx.draw_networkx_edges(g, pos, ax=ax, alpha=0.25, arrows=True, arrowsize=8, node_size=900)
+    pos = _columns(graph)
+    nx.draw_networkx_edges(
+        g, pos, ax=ax, alpha=0.2, arrows=True, arrowsize=8, node_size=900, connectionstyle="arc3,rad=0.15"
+    )
     nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colors, node_size=900, alpha=0.9)
     nx.draw_networkx_labels(g, pos, ax=ax, font_size=7)
     ax.set_title(
@@ -269,6 +271,18 @@ def render_png(graph: DependencyGraph, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _columns(graph: DependencyGraph) -> dict[str, tuple[float, float]]:
+    """Three columns, left to right: query starts, other reads, writes (deterministic, no solver)."""
+    cols: list[list[str]] = [[], [], []]
+    for n in graph.nodes:
+        cols[0 if n.query_start else (2 if n.effect == "write" else 1)].append(n.tool)
+    pos: dict[str, tuple[float, float]] = {}
+    for x, names in enumerate(cols):
+        for i, name in enumerate(names):
+            pos[name] = (float(x), -(i + 0.5 * (x % 2)) / max(len(names), 1))
+    return pos
 
 
 def graph_summary(graph: DependencyGraph) -> dict[str, Any]:
