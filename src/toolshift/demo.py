@@ -12,12 +12,16 @@ console = Console()
 
 
 def _steps() -> list[tuple[str, object]]:
+    from toolshift.agents.demo import run as agents_demo
     from toolshift.flows.demo import run as flows_demo
+    from toolshift.traces.demo import run as traces_demo
     from toolshift.world.demo import run as world_demo
 
     return [
         ("World over MCP: reads, writes and the state diff", world_demo),
+        ("Traces: a tool catalog over MCP, a τ²-bench run through the episode store and back", traces_demo),
         ("Flows: lookups learned from recorded runs, replayed on held-out ones", flows_demo),
+        ("Agent runs: the embedded model and the oracle over MCP, judged by the world diff", agents_demo),
     ]
 
 

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from toolshift.cli import app
+from toolshift.traces.demo import EXAMPLE_RUN
 from toolshift.traces.store import iter_episodes
 from toolshift.traces.tau2 import read_results
 
@@ -105,7 +106,7 @@ def test_workbench_domain_folder_and_grouping(tmp_path, shared_data):
 
 
 def test_split_and_export(tmp_path):
-    _ok("traces", "convert", "tau2", str(DATA / "tau2_airline_results.json"), "--out", str(tmp_path / "conv"))
+    _ok("traces", "convert", "tau2", str(EXAMPLE_RUN), "--out", str(tmp_path / "conv"))
     episodes = tmp_path / "conv" / "airline.episodes.jsonl"
     _ok("traces", "split", str(episodes), "--out", str(tmp_path / "split"))
     train = list(iter_episodes(tmp_path / "split" / "airline.train.episodes.jsonl"))
@@ -116,9 +117,7 @@ def test_split_and_export(tmp_path):
     }  # positions 0, 1: both train
     _ok("traces", "export-tau2", str(episodes), "--out", str(tmp_path / "back.json"))
     again = read_results(tmp_path / "back.json")
-    assert [e.id for e in again.episodes] == [
-        e.id for e in read_results(DATA / "tau2_airline_results.json").episodes
-    ]
+    assert [e.id for e in again.episodes] == [e.id for e in read_results(EXAMPLE_RUN).episodes]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from toolshift.errors import BadInputError
+from toolshift.traces.demo import EXAMPLE_RUN
 from toolshift.traces.store import iter_episodes, write_episodes
 from toolshift.traces.tau2 import Tau2Run, convert_tau2, read_results, run_from_episodes, write_results
 
 DATA = Path(__file__).parent / "data"
-AIRLINE = DATA / "tau2_airline_results.json"
+AIRLINE = EXAMPLE_RUN
 TELECOM = DATA / "tau2_telecom_run"
 DROPPED_MESSAGE_KEYS = {"raw_data", "is_audio", "turn_taking_action", "contains_speech"}
 DROPPED_SIM_KEYS = {"ticks"}
