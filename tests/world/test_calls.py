@@ -182,3 +182,11 @@ def test_worlds_from_one_domain_are_independent(tiny_domain):
 
 def test_non_object_arguments(clinic):
     assert clinic.call("get_patient", ["PAT-00001"]).error["code"] == "invalid_arguments"  # type: ignore[arg-type]
+
+
+def test_unique_field_clash_is_a_conflict(clinic):
+    taken = clinic.runtime.get("patient", "PAT-00002")["email"]
+    before = clinic.snapshot()
+    r = clinic.call("update_patient", {"patient_id": "PAT-00001", "email": taken})
+    assert r.error == {"code": "conflict", "message": "another patient already has this email"}
+    assert clinic.changes_since(before) == []

@@ -157,7 +157,15 @@ class Runtime:
         try:
             self.conn.execute(sql, params)
         except sqlite3.IntegrityError as exc:
-            raise ToolError("constraint_violation", f"{entity}: {exc}") from None
+            text = str(exc)
+            if text.startswith("UNIQUE constraint failed: "):
+                cols = [c.split(".", 1)[-1] for c in text.split(": ", 1)[1].split(", ")]
+                raise ToolError(
+                    "conflict", f"another {entity} already has this {' and '.join(cols)}"
+                ) from None
+            if text.startswith("CHECK constraint failed: "):
+                raise ToolError("invalid_arguments", f"{entity}: a value is not allowed ({text})") from None
+            raise ToolError("constraint_violation", f"{entity}: {text}") from None
 
     def fail(self, code: str, message: str) -> NoReturn:
         """Stop the call with a domain error; its transaction rolls back."""
