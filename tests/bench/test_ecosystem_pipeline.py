@@ -1,0 +1,127 @@
+"""End to end on a small real build: evolve, rebuild versions from files, reference paths, baselines over MCP, eval."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from toolshift.bench.build import build_domain, write_manifest
+from toolshift.bench.ecosystem.baselines import run_baseline
+from toolshift.bench.ecosystem.evaluate import evaluate, results_markdown
+from toolshift.bench.ecosystem.evolve import EvolveConfig
+from toolshift.bench.ecosystem.paths import compute_references, drift, load_references, plot_drift
+from toolshift.bench.ecosystem.pipeline import evolve_build
+from toolshift.bench.ecosystem.store import load_ecosystem, load_history, version_world
+from toolshift.errors import BadInputError
+from toolshift.traces.store import iter_episodes, write_episodes
+
+DOMAINS = ["procurement", "it_assets"]
+VERSIONS = 3
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    out = tmp_path_factory.mktemp("build")
+    for name in DOMAINS:
+        build_domain(out, name, seed=0, per_domain=16)
+    write_manifest(out, DOMAINS, 0, 16)
+    eco = evolve_build(out, EvolveConfig(versions=VERSIONS, seed=1))
+    header, records = compute_references(out)
+    runs = out / "runs"
+    for agent in ("oracle", "frozen-v1"):
+        run_baseline(out, agent, runs, split=None)
+    return out, eco, header, records, runs
+
+
+def test_versions_are_written_and_rebuild_from_their_records(build):
+    out, eco, *_ = build
+    assert [s.version for s in eco.stats] == list(range(1, VERSIONS + 1))
+    assert sum(s.accepted for s in eco.stats) > 0
+    assert eco.stats[1].added + eco.stats[1].retired + eco.stats[1].modified > 0
+    for name in DOMAINS:
+        history = load_history(out, name)
+        for v in range(1, VERSIONS + 1):
+            world, cat = version_world(out, name, v)
+            assert sorted(t.name for t in world.tools) == history.versions[v - 1].tools
+            assert not cat.unreachable()
+
+
+def test_every_reference_path_replays_to_delta_gold(build):
+    out, eco, header, records, _ = build
+    assert header.instances == len(records) == VERSIONS * sum(1 for r in records if r.version == 1)
+    assert header.valid == header.instances, [r.step.replay_error for r in records if not r.valid]
+    for r in records:
+        assert r.step.steps <= r.cost.steps  # the step path is step-optimal
+        assert r.cost.cost <= r.step.cost + 1e-9  # the cost path is cost-optimal
+    rows = drift(records, VERSIONS)
+    assert rows[0]["version"] == 1 and "step_fell" in rows[1]
+    png = plot_drift(rows, out / "drift.png")
+    assert png.stat().st_size > 10_000
+    h2, again = load_references(out)
+    assert h2.ecosystem == eco.id and len(again) == len(records)
+
+
+def test_oracle_scores_full_marks_and_frozen_v1_does_not(build):
+    out, eco, _, _, runs = build
+    _, evals = evaluate(out, [runs], resamples=200)
+    by = {e.agent: e for e in evals}
+    oracle = by["oracle"].summary
+    for v in range(1, VERSIONS + 1):
+        for m in ("SR", "P", "R", "F1", "Step-SPE", "Cost-SPE"):
+            assert oracle.by_version[v][m].mean == 1.0, (v, m)
+        for m in ("Step-IDR", "Step-DAR", "Cost-IDR", "Cost-DAR"):
+            iv = oracle.by_version[v][m]
+            assert iv.n == 0 or iv.mean == 1.0
+    frozen = by["frozen-v1"].summary
+    assert frozen.by_version[1]["SR"].mean == 1.0
+    assert frozen.by_version[1]["Step-SPE"].mean == 1.0
+    later = [frozen.by_version[v]["Step-SPE"].mean for v in range(2, VERSIONS + 1)]
+    assert min(later) < 1.0  # the frozen path loses success or efficiency once the ecosystem moves
+    text = results_markdown(eco, evals, "toolshift bench eval")
+    assert "## oracle" in text and "| v1 |" in text
+
+
+def test_eval_refuses_runs_of_another_ecosystem_or_version(build, tmp_path):
+    out, eco, _, _, runs = build
+    episodes = list(iter_episodes(runs / "oracle.episodes.jsonl"))
+    bad = [episodes[0].model_copy(update={"ecosystem_version": "eco-0000000000/v1"})]
+    write_episodes(tmp_path / "foreign.episodes.jsonl", bad)
+    with pytest.raises(BadInputError) as err:
+        evaluate(out, [tmp_path / "foreign.episodes.jsonl"])
+    assert "eco-0000000000" in str(err.value) and "record 0" in str(err.value)
+    bad = [episodes[0].model_copy(update={"ecosystem_version": f"{eco.id}/v9"})]
+    write_episodes(tmp_path / "late.episodes.jsonl", bad)
+    with pytest.raises(BadInputError, match=r"versions 1\.\.3"):
+        evaluate(out, [tmp_path / "late.episodes.jsonl"])
+
+
+def test_failed_reference_paths_are_excluded_and_counted(build, tmp_path):
+    out, _eco, _, _, runs = build
+    path = out / "ecosystem" / "references.jsonl"
+    original = path.read_text()
+    lines = original.splitlines()
+    first = json.loads(lines[1])
+    first["step"]["replay_ok"] = False
+    lines[1] = json.dumps(first)
+    try:
+        path.write_text("\n".join(lines) + "\n")
+        _, evals = evaluate(out, [runs], resamples=50)
+        excluded = {e.agent: e.excluded for e in evals}
+        assert excluded["oracle"]["reference path failed replay"] >= 1
+    finally:
+        path.write_text(original)
+
+
+def test_an_ecosystem_of_other_tasks_is_refused(build):
+    out, *_ = build
+    tasks = out / "domains" / DOMAINS[0] / "tasks.jsonl"
+    original = tasks.read_text()
+    try:
+        tasks.write_text(original.splitlines()[0] + "\n")
+        with pytest.raises(BadInputError, match="evolved from build"):
+            load_ecosystem(out)
+    finally:
+        tasks.write_text(original)
