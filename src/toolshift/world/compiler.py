@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import sqlite3
+import threading
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,8 @@ class CompiledDomain:
     tables: dict[str, Table]
     template: sqlite3.Connection
     tools: list[Tool] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """Held while the template is copied, so worlds can be made from several threads."""
 
     @property
     def name(self) -> str:

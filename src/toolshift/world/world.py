@@ -108,7 +108,11 @@ class World:
 
     def __init__(self, domain: CompiledDomain, *, state: sqlite3.Connection | None = None) -> None:
         self.domain = domain
-        self.conn = _copy(state if state is not None else domain.template)
+        if state is None:
+            with domain.lock:
+                self.conn = _copy(domain.template)
+        else:
+            self.conn = _copy(state)
         self.conn.execute("PRAGMA foreign_keys = ON")
         self._catalog: dict[str, Tool] = {t.name: t for t in domain.tools}
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
