@@ -20,8 +20,8 @@ IDS = [f"R{i}" for i in range(6)]
 
 
 @st.composite
-def episodes(draw, index: int = 0):
-    """An episode whose read arguments come from earlier results or the user's words, as real agents' do."""
+def episodes(draw, index: int = 0, words: bool = True):
+    """An episode whose read arguments come from earlier results or (with `words`) the user's words."""
     seen: list[str] = []
     user_ids = draw(st.lists(st.sampled_from(IDS), min_size=1, max_size=2, unique=True))
     steps: list[tuple] = [("user", "ids " + " ".join(user_ids))]
@@ -37,8 +37,8 @@ def episodes(draw, index: int = 0):
         elif kind == "user_read":
             steps.append(("turn", [call("get_user_details", {"user_id": "u"}, {"reservations": listing})]))
             seen += listing
-        elif kind in ("res", "pair") and (seen or user_ids):
-            pool = seen or user_ids
+        elif kind in ("res", "pair") and (seen or (words and user_ids)):
+            pool = seen if seen and not (words and draw(st.booleans())) else user_ids if words else seen
             picks = [draw(st.sampled_from(pool)) for _ in range(1 if kind == "res" else 2)]
             steps.append(("turn", [call("get_reservation_details", {"reservation_id": p},
                                         {"id": p, "next": listing}) for p in picks]))  # fmt: skip
@@ -55,8 +55,8 @@ def episodes(draw, index: int = 0):
 
 
 @st.composite
-def corpora(draw):
-    eps = [draw(episodes(i)) for i in range(draw(st.integers(2, 8)))]
+def corpora(draw, words: bool = True):
+    eps = [draw(episodes(i, words)) for i in range(draw(st.integers(2, 8)))]
     return [e.model_copy(update={"id": f"{e.id}#{i}"}) for i, e in enumerate(eps)]
 
 
@@ -75,6 +75,18 @@ def test_saved_turns_never_exceed_the_ceiling(eps, kind, theta):
         assert e.lookups_used + e.detours == e.lookups_made
         assert e.answered_calls == e.lookups_used
     assert result.saved <= total.with_words
+
+
+@SETTINGS
+@given(corpora(words=False), st.sampled_from(["reach", "next-step"]), st.sampled_from([0.0, 0.1, 0.3]))
+def test_saved_turns_never_exceed_the_ceiling_when_arguments_come_from_results(eps, kind, theta):
+    tl = timelines(eps, AIRLINE)
+    flow = learn_flow(tl, AIRLINE, learn_from_all=True)
+    result = replay(tl, Decider(flow, kind, theta))
+    _, per_episode = anatomy(tl)
+    for e in result.episodes:
+        ceiling_turns = set(per_episode[e.episode].ceiling_turns[e.episode])
+        assert set(e.saved_turns) <= ceiling_turns
 
 
 @SETTINGS
