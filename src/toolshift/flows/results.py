@@ -329,8 +329,13 @@ def workbench_section(data: Path, console: Console) -> tuple[str, dict[str, Any]
     lines = ["## WorkBench, GPT-4 and Claude-2\n",
              f"Source: `{WORKBENCH_DIR}` (both agents, both tool sets, converted by `toolshift.traces.workbench`). "
              "Per domain, the flow is learned from the training tasks of both agents and replayed on the held-out "
-             "tasks. The converted episodes carry no verdict (WorkBench judges by replaying writes on its sandbox), "
-             "so the flows learn from every training run (`--learn-from-all`).\n",
+             "tasks. " + (
+                 "The converted episodes carry no success verdict (WorkBench judges by replaying writes on its "
+                 "sandbox), so the flows learn from every training run (`--learn-from-all`).\n"
+                 if all(f["learned_from_all"] for f in figures.values() if "learned_from_all" in f)
+                 else "Flows learn from the successful training runs where the episodes carry a verdict, and from "
+                 "every run in the domains where none does.\n"
+             ),
              "### Turn anatomy of the held-out episodes\n", table(("Domain", *ANATOMY_HEADER[1:]), anat_rows), "",
              "### Saved turns / lookups made / detours\n",
              table(("Domain", "Turns", "Ceiling", "Reach θ=0.3", "Next-step θ=0.3", "Reach θ=0.1", "Next-step θ=0.1"),
