@@ -77,6 +77,10 @@ async def _session(
             out.append((tool, args, ok, payload))
         session_world = server.sessions[-1]
         diff = session_world.diff(server.base, session_world)
+        async with Client(url) as other:
+            seen = parse_tool_result(await other.call_tool("get_patient", {"patient_id": "PAT-00001"}))[1]
+        own = {"phone": seen["phone"], "note": "its own copy of the world"}
+        out.append(("get_patient (a second, concurrent session)", {"patient_id": "PAT-00001"}, True, own))
     return out, diff
 
 
