@@ -122,5 +122,6 @@ def test_reported_changes_compose_to_the_diff(clinic_domain, sequence):
         assert result.changes == world.changes_since(before)
         reported += result.changes
     assert compose_changes(reported) == world.changes_since(start)
+    assert world._diff_in_python(start.conn, world.conn) == world.changes_since(start)
     world.restore(start)
     assert world.changes_since(start) == []

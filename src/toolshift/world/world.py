@@ -63,11 +63,6 @@ def _copy(src: sqlite3.Connection) -> sqlite3.Connection:
     return dst
 
 
-def _rows_by_key(conn: sqlite3.Connection, t: Table) -> dict[Any, tuple[Any, ...]]:
-    k = t.key_index
-    return {r[k]: r for r in conn.execute(t.select)}
-
-
 def row_changes(
     t: Table, key: Any, before: tuple[Any, ...] | None, after: tuple[Any, ...] | None
 ) -> list[RowChange]:
@@ -350,19 +345,72 @@ class World:
             self.conn.execute("PRAGMA foreign_keys = ON")
 
     def diff(self, before: Snapshot | World, after: Snapshot | World | None = None) -> list[RowChange]:
-        """Exact row-level changes from `before` to `after` (default: this world now), sorted."""
+        """Exact row-level changes from `before` to `after` (default: this world now), sorted.
+
+        `before` is attached (serialized, then deserialized) to `after`'s connection, and each table
+        is compared in SQL by primary key; only the rows that differ are read into Python.
+        """
         a = before.conn
         b = (after or self).conn
-        out: list[RowChange] = []
+        if a is b:
+            return []
         with self._lock:
-            for t in self.domain.tables.values():
-                rows_a, rows_b = _rows_by_key(a, t), _rows_by_key(b, t)
-                if rows_a == rows_b:
-                    continue
-                for key in rows_a.keys() | rows_b.keys():
-                    ra, rb = rows_a.get(key), rows_b.get(key)
-                    if ra != rb:
-                        out += row_changes(t, key, ra, rb)
+            if b.in_transaction or a.in_transaction:
+                return self._diff_in_python(a, b)
+            b.execute("ATTACH DATABASE ':memory:' AS _ts_before")
+            try:
+                b.deserialize(a.serialize(), name="_ts_before")
+                out: list[RowChange] = []
+                for t in self.domain.tables.values():
+                    out += self._diff_table(b, t)
+            finally:
+                b.execute("DETACH DATABASE _ts_before")
+        return sorted(out, key=_change_order)
+
+    def _diff_table(self, conn: sqlite3.Connection, t: Table) -> list[RowChange]:
+        k, n = quote(t.key), quote(t.name)
+        differs = " OR ".join(f"m.{quote(c)} IS NOT o.{quote(c)}" for c in t.columns if c != t.key) or "0"
+        keys = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT m.{k} FROM main.{n} m JOIN _ts_before.{n} o ON m.{k} = o.{k} WHERE {differs} "
+                f"UNION ALL SELECT m.{k} FROM main.{n} m "
+                f"WHERE NOT EXISTS (SELECT 1 FROM _ts_before.{n} o WHERE o.{k} = m.{k}) "
+                f"UNION ALL SELECT o.{k} FROM _ts_before.{n} o "
+                f"WHERE NOT EXISTS (SELECT 1 FROM main.{n} m WHERE m.{k} = o.{k})"
+            )
+        ]
+        if not keys:
+            return []
+        cols = ", ".join(quote(c) for c in t.columns)
+        out: list[RowChange] = []
+        for i in range(0, len(keys), 500):
+            chunk = keys[i : i + 500]
+            marks = ", ".join("?" for _ in chunk)
+            now = {
+                r[t.key_index]: r
+                for r in conn.execute(f"SELECT {cols} FROM main.{n} WHERE {k} IN ({marks})", chunk)
+            }
+            was = {
+                r[t.key_index]: r
+                for r in conn.execute(f"SELECT {cols} FROM _ts_before.{n} WHERE {k} IN ({marks})", chunk)
+            }
+            for key in chunk:
+                out += row_changes(t, key, was.get(key), now.get(key))
+        return out
+
+    def _diff_in_python(self, a: sqlite3.Connection, b: sqlite3.Connection) -> list[RowChange]:
+        """The same diff without ATTACH (which SQLite refuses inside a transaction)."""
+        out: list[RowChange] = []
+        for t in self.domain.tables.values():
+            rows_a = {r[t.key_index]: r for r in a.execute(t.select)}
+            rows_b = {r[t.key_index]: r for r in b.execute(t.select)}
+            if rows_a == rows_b:
+                continue
+            for key in rows_a.keys() | rows_b.keys():
+                ra, rb = rows_a.get(key), rows_b.get(key)
+                if ra != rb:
+                    out += row_changes(t, key, ra, rb)
         return sorted(out, key=_change_order)
 
     def changes_since(self, snapshot: Snapshot) -> list[RowChange]:
