@@ -3,16 +3,19 @@ succeeds and refuses on seeded rows (its policy is real, and some seeded record 
 
 from __future__ import annotations
 
+import functools
 import random
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toolshift.bench.domains import BENCH_DOMAINS_DIR
-from toolshift.world.compiler import compile_domain
+from toolshift.world.compiler import CompiledDomain, compile_domain
 from toolshift.world.runtime import Runtime
 from toolshift.world.spec import ActionSpec, DomainSpec, ParamSpec, load_spec
-from toolshift.world.world import World
+from toolshift.world.world import World, compose_changes
 
 DOMAINS_B = [
     "returns_rma",
@@ -143,3 +146,51 @@ def test_seed_rows_respect_row_dependent_rules(name: str) -> None:
         f.gen is not None and "when" in (f.gen.model_extra or {}) for e in spec.entities for f in e.fields
     ):
         assert checked > 0
+
+
+@functools.cache
+def _compiled(name: str) -> CompiledDomain:
+    return compile_domain(_spec(name), name)
+
+
+def _numeric_minimums(world: World, spec: DomainSpec) -> dict[tuple[str, str], float]:
+    out = {}
+    for e in spec.entities:
+        for f in e.fields:
+            if f.type in ("int", "float", "money"):
+                (low,) = world.conn.execute(f'SELECT MIN("{f.name}") FROM "{e.name}"').fetchone()
+                if low is not None:
+                    out[(e.name, f.name)] = low
+    return out
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(DOMAINS_B),
+    calls=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 2**20)), min_size=1, max_size=15),
+)
+def test_random_action_sequences_report_exact_changes_and_keep_balances(
+    name: str, calls: list[tuple[int, int]]
+) -> None:
+    """Whatever the agent tries: actions never crash, report exactly what they changed, and the
+    preconditions keep every quantity, balance and budget that starts non-negative from going negative."""
+    spec = _spec(name)
+    world = World(_compiled(name))
+    keys = {e.name: [r[e.key] for r in world.runtime.find(e.name)] for e in spec.entities}
+    floors = {k: v for k, v in _numeric_minimums(world, spec).items() if v >= 0}
+    start = world.snapshot()
+    reported = []
+    for index, seed in calls:
+        act = spec.actions[index % len(spec.actions)]
+        rng = random.Random(seed)
+        args = {p.name: _value(p, keys, spec.today, rng) for p in act.params if p.required}
+        before = world.snapshot()
+        result = world.call(spec.tool_prefix + act.name, args)
+        assert result.ok or (result.error or {}).get("code") != "internal_error", result.error
+        assert compose_changes(result.changes) == world.changes_since(before)
+        reported += result.changes
+    assert compose_changes(reported) == world.changes_since(start)
+    for (entity, field), _ in floors.items():
+        (low,) = world.conn.execute(f'SELECT MIN("{field}") FROM "{entity}"').fetchone()
+        assert low is None or low >= 0, f"{entity}.{field} went negative"
