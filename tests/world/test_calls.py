@@ -190,3 +190,35 @@ def test_unique_field_clash_is_a_conflict(clinic):
     r = clinic.call("update_patient", {"patient_id": "PAT-00001", "email": taken})
     assert r.error == {"code": "conflict", "message": "another patient already has this email"}
     assert clinic.changes_since(before) == []
+
+
+def test_tool_with_an_invalid_schema_is_an_error_not_a_crash(tiny):
+    tiny.add_tool(
+        Tool(
+            name="broken",
+            description="",
+            input_schema={"type": "objekt"},
+            effect="read",
+            handler=lambda rt, a: 1,
+        )
+    )
+    r = tiny.call("broken", {})
+    assert r.error["code"] == "internal_error" and "invalid input schema" in r.error["message"]
+
+
+def test_action_results_are_made_json_values(tiny_data):
+    from toolshift.world import compile_domain
+    from toolshift.world.spec import parse_spec
+
+    tiny_data["actions"].append(
+        {
+            "name": "odd_result",
+            "description": "Returns Python values.",
+            "effect": "read",
+            "code": "import datetime\nreturn {'when': datetime.date(2026, 1, 2), 'ids': ('a', 'b'), 'tags': {'x'}}",
+        }
+    )
+    world = World(compile_domain(parse_spec(tiny_data, "tiny.yaml"), "tiny.yaml"))
+    r = world.call("odd_result", {})
+    assert r.result == {"when": "2026-01-02", "ids": ["a", "b"], "tags": ["x"]}
+    json.dumps(r.result)

@@ -14,6 +14,7 @@ import sqlite3
 import threading
 import types
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from toolshift.errors import BadInputError
@@ -351,7 +352,7 @@ def _action_tool(name: str, act: ActionSpec, index: int, spec: DomainSpec, sourc
         for check, pre in checks:
             if not eval(check, dict(ns)):
                 raise ToolError(pre.code, _format_message(pre.message, ns))
-        return types.FunctionType(code, {"__builtins__": builtins, **ns})()
+        return jsonable(types.FunctionType(code, {"__builtins__": builtins, **ns})())
 
     return Tool(
         name=name,
@@ -362,6 +363,21 @@ def _action_tool(name: str, act: ActionSpec, index: int, spec: DomainSpec, sourc
         destructive=act.destructive,
         meta={"kind": "action", "action": act.name, "preconditions": [p.code for p in act.preconditions]},
     )
+
+
+def jsonable(value: Any) -> Any:
+    """An action's result as JSON values: tuples and sets become lists, dates ISO strings, other objects str."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((jsonable(v) for v in value), key=str)
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)
 
 
 def _format_message(message: str, ns: dict[str, Any]) -> str:

@@ -110,7 +110,7 @@ class World:
             self.conn = _copy(state)
         self.conn.execute("PRAGMA foreign_keys = ON")
         self._catalog: dict[str, Tool] = {t.name: t for t in domain.tools}
-        self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        self._validators: dict[str, tuple[dict[str, Any], jsonschema.protocols.Validator]] = {}
         self._lock = threading.RLock()
         self._depth = 0
         self.runtime = Runtime(self)
@@ -211,11 +211,19 @@ class World:
 
     def validate(self, tool: Tool, args: dict[str, Any]) -> None:
         """Check arguments against the tool's schema; the error names the field path."""
-        v = self._validators.get(tool.name)
-        if v is None:
+        cached = self._validators.get(tool.name)
+        if cached is not None and cached[0] is tool.input_schema:
+            v = cached[1]
+        else:
             cls = jsonschema.validators.validator_for(tool.input_schema)
+            try:
+                cls.check_schema(tool.input_schema)
+            except jsonschema.SchemaError as exc:
+                raise ToolError(
+                    "internal_error", f"{tool.name} has an invalid input schema: {exc.message}"
+                ) from None
             v = cls(tool.input_schema, format_checker=_FORMATS)
-            self._validators[tool.name] = v
+            self._validators[tool.name] = (tool.input_schema, v)
         err = jsonschema.exceptions.best_match(v.iter_errors(args))
         if err is not None:
             path = "/".join(str(p) for p in err.absolute_path)
