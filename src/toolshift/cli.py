@@ -28,10 +28,16 @@ def _attach() -> None:
     from toolshift.world.cli import app as world_app
 
     app.add_typer(world_app, name="world", help="Stateful tool worlds: compile, serve over MCP, call.")
-    app.add_typer(traces_app, name="traces", help="Episodes: convert published runs, turn anatomy, split by task.")
-    app.add_typer(flows_app, name="flows", help="Flows: learn an agent's lookups, decide them ahead, replay savings.")
+    app.add_typer(
+        traces_app, name="traces", help="Episodes: convert published runs, turn anatomy, split by task."
+    )
+    app.add_typer(
+        flows_app, name="flows", help="Flows: learn an agent's lookups, decide them ahead, replay savings."
+    )
     app.add_typer(agents_cli.app, name="agents", help="Agent models, user simulators, scripted policies.")
-    app.add_typer(bench_app, name="bench", help="Ecosystem benchmark: domains, dependency graphs, validated tasks.")
+    app.add_typer(
+        bench_app, name="bench", help="Ecosystem benchmark: domains, dependency graphs, validated tasks."
+    )
     app.command("run", help="Run tasks × trials of an agent against a world (resumable).")(agents_cli.run)
     app.command("demo", help="The main job on embedded defaults: no API key, no network.")(demo.run)
 
