@@ -6,6 +6,8 @@ import json
 
 import mcp.types as mcp_types
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from toolshift.errors import BadInputError
 from toolshift.traces.catalog import (
@@ -145,3 +147,9 @@ def test_an_unreachable_mcp_server_is_a_clear_error():
 
     with pytest.raises(ToolshiftError, match="cannot list tools"):
         anyio.run(lambda: catalog_from_mcp_server("http://127.0.0.1:9/mcp", "x"))
+
+
+@given(st.text(max_size=40))
+def test_verb_rule_labels_any_name_or_declines(name):
+    label = label_by_verb(name)
+    assert label is None or label[0] in ("read", "write", "neither")
