@@ -614,7 +614,11 @@ class Synthesizer:
         return kp[0].vtype.removeprefix("key:") if kp else "record"
 
     def repeat_write(self, draft: Draft, first: Step, picked: dict[str, dict[str, Any]]) -> None:
-        """Apply the same change to the anchor row's siblings that share one attribute (2–3 rows in all)."""
+        """Apply the same change to the anchor row's siblings that share one attribute (2–3 rows in all).
+
+        The siblings come from a relation traversal of the anchor's parent; the traversal is added to
+        the path unless the path already made it.
+        """
         sig = self.sigs[first.tool]
         if not sig.key_params or sig.kind == "create":
             return
@@ -624,19 +628,31 @@ class Synthesizer:
         row = picked.get(anchor_param)
         if row is None:
             return
-        rels = [r for r in self.relations_into.get(ent, []) if self._via(r) and row.get(self._via(r) or "")]
+        rels = [r for r in self.relations_into.get(ent, []) if row.get(self._via(r) or "")]
         if not rels:
             return
-        via = self._via(rels[0]) or ""
-        siblings = self.world.runtime.find(ent, **{via: row[via]})
+        rel = self.rng.choice(rels)
+        via = self._via(rel) or ""
+        parent_entity = rel.entity or ""
+        pe = self.ent[parent_entity]
+        parent_key = str(row[via])
+        siblings = self.world.runtime.find(ent, **{via: parent_key})
+        if len(siblings) > PAGE:
+            return
+        listed = any(s.tool == rel.name and s.args.get(pe.key) == parent_key for s in draft.steps)
         enums = [f for f in e.fields if f.type == "enum" and f.name not in first.args]
         self.rng.shuffle(enums)
         for f in enums:
-            group = [s for s in siblings if s.get(f.name) == row.get(f.name)]
+            # the anchor as it was before the first write, plus the siblings that still match it
+            group = [row] + [
+                s for s in siblings if str(s[e.key]) != str(row[e.key]) and s.get(f.name) == row.get(f.name)
+            ]
             if not 2 <= len(group) <= 3:
                 continue
             mark = len(draft.steps)
             try:
+                if not listed:
+                    self.run(draft, Step(rel.name, {pe.key: parent_key}))
                 for s in group:
                     if str(s[e.key]) == first.args.get(anchor_param):
                         continue
@@ -644,19 +660,20 @@ class Synthesizer:
                     args[anchor_param] = str(s[e.key])
                     self.run(draft, Step(sig.name, args))
             except Rejected:
-                # roll back the partial repetition: the world is restored by the caller's replay
                 del draft.steps[mark:]
                 raise
+            anchor_phrase = draft.known.get((ent, str(row[e.key])), f"{entity_noun(ent)} {row[e.key]}")
+            parent_phrase = draft.known.get(
+                (parent_entity, parent_key), f"the {entity_noun(parent_entity)} of {anchor_phrase}"
+            )
+            words = field_words(f.name, entity_noun(ent))
+            value = row_value_text(row[f.name])
             intent = draft.intents[-1]
             intent.repeat = len(group)
             intent.target = (
-                f"every {intent.noun if ent == self._anchor_entity(sig) else entity_noun(ent)} of "
-                f"{intent.target.split(' whose ')[0].split(' of ', 1)[-1]} whose {field_words(f.name, entity_noun(ent))} "
-                f"is {row_value_text(row[f.name])} ({len(group)} of them)"
+                f"every {entity_noun(ent)} of {parent_phrase} whose {words} is {value} ({len(group)} of them)"
             )
-            add_fact(
-                draft.facts, fact_key(entity_noun(ent), field_words(f.name)), row_value_text(row[f.name])
-            )
+            add_fact(draft.facts, fact_key(entity_noun(ent), words), value)
             draft.repeated = len(group)
             return
 
@@ -675,8 +692,7 @@ class Synthesizer:
         draft = Draft()
         tool = self._pick_write()
         first, picked = self.add_write(draft, tool)
-        via_parent = len(draft.steps) >= 2 and self.sigs[draft.steps[-2].tool].kind == "relation"
-        if via_parent and self.rng.random() < 0.45:
+        if self.rng.random() < 0.35:
             mark = len(draft.steps)
             try:
                 self.repeat_write(draft, first, picked)
