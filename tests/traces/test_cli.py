@@ -145,3 +145,9 @@ def test_unknown_converter_and_missing_input_are_bad_input(tmp_path):
     assert unknown.returncode == 2 and "unknown converter 'agentbench'" in unknown.stderr
     missing = _cli("traces", "convert", "workbench", str(tmp_path / "nope"), "--out", str(tmp_path / "o"))
     assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+
+
+def test_stats_refuses_an_unknown_grouping(tmp_path):
+    _ok("traces", "convert", "tau2", str(EXAMPLE_RUN), "--out", str(tmp_path))
+    result = _cli("traces", "stats", str(tmp_path / "airline.episodes.jsonl"), "--by", "domain,colour")
+    assert result.returncode == 2 and "--by" in result.stderr and "colour" in result.stderr

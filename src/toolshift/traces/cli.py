@@ -14,7 +14,7 @@ from rich.table import Table
 
 from toolshift.errors import BadInputError
 from toolshift.models import Effect
-from toolshift.traces.anatomy import Anatomy, anatomy, total
+from toolshift.traces.anatomy import GROUP_KEYS, Anatomy, anatomy, total
 from toolshift.traces.catalog import catalog_path, load_catalog
 from toolshift.traces.conversion import Conversion
 from toolshift.traces.episode import Episode
@@ -126,6 +126,11 @@ def stats(
 ) -> None:
     """Turn anatomy per group: episodes, tasks, turns, replies %, write turns %, read-only turns %."""
     keys = tuple(k.strip() for k in by.split(",") if k.strip())
+    wrong = [k for k in keys if k not in GROUP_KEYS]
+    if wrong or not keys:
+        raise BadInputError(
+            f"cannot group by {wrong or by!r}; choose from {', '.join(GROUP_KEYS)}", field="--by"
+        )
     effects = _Effects(catalog or [])
     report = ReadReport()
     current: dict[str, Path] = {}
@@ -135,10 +140,7 @@ def stats(
             current["folder"] = path.parent
             yield from iter_episodes(path, skip_bad=skip_bad, report=report)
 
-    try:
-        groups = anatomy(episodes(), lambda e: effects.for_episode(e, current["folder"]), by=keys)
-    except ValueError as exc:
-        raise BadInputError(str(exc), field="--by") from exc
+    groups = anatomy(episodes(), lambda e: effects.for_episode(e, current["folder"]), by=keys)
     overall = total(groups)
     if as_json:
         payload = {
