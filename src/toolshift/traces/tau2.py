@@ -39,11 +39,11 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from toolshift.errors import BadInputError
-from toolshift.traces.catalog import ToolCatalog
+from toolshift.traces.catalog import ToolCatalog, catalog_by_verb
 from toolshift.traces.conversion import Conversion
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall, Usage
 from toolshift.traces.store import chmod_default
-from toolshift.traces.tau_tools import TAU2_TOOLS, tau_catalog, verb_labelled
+from toolshift.traces.tau_tools import TAU2_TOOLS, tau_catalog
 
 CONVERTER = "tau2"
 HARNESS = "tau2"
@@ -305,14 +305,12 @@ def read_results(path: Path, *, skip_bad: bool = False, report: Conversion | Non
 
 def tau2_catalog(domain: str, called: set[str]) -> tuple[ToolCatalog, list[str]]:
     """The domain's catalog: τ²'s table for airline/retail, else the verb rule; and names left unlabelled."""
-    if domain in TAU2_TOOLS:
-        catalog = tau_catalog(domain, TAU2_TOOLS[domain], "tau2-bench tool implementations")
-        extra, unlabelled = verb_labelled(called - catalog.effects().keys())
-        return catalog.merged(extra), unlabelled
-    extra, unlabelled = verb_labelled(called)
-    return ToolCatalog(
-        domain=domain, tools=extra, source="verb rule over the tools this run called"
-    ), unlabelled
+    source = "verb rule over the tools this run called"
+    if domain not in TAU2_TOOLS:
+        return catalog_by_verb(domain, called, source=source)
+    catalog = tau_catalog(domain, TAU2_TOOLS[domain], "tau2-bench tool implementations")
+    extra, unlabelled = catalog_by_verb(domain, called - catalog.effects().keys(), source=source)
+    return catalog.merged(extra.tools), unlabelled
 
 
 def convert_tau2(path: Path, *, skip_bad: bool = False) -> Conversion:

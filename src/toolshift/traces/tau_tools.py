@@ -10,7 +10,7 @@ Telecom and any other domain fall back to the verb rule (`toolshift.traces.catal
 from __future__ import annotations
 
 from toolshift.models import Effect
-from toolshift.traces.catalog import CatalogTool, ToolCatalog, label_by_verb
+from toolshift.traces.catalog import CatalogTool, ToolCatalog
 
 _COMMON: dict[str, tuple[Effect, str]] = {
     "calculate": ("neither", "arithmetic on its argument, no data"),
@@ -66,15 +66,3 @@ def tau_catalog(domain: str, table: dict[str, tuple[Effect, str]], source: str) 
         CatalogTool(name=n, effect=e, origin="source", note=note) for n, (e, note) in sorted(table.items())
     ]
     return ToolCatalog(domain=domain, tools=tools, source=source)
-
-
-def verb_labelled(names: set[str]) -> tuple[list[CatalogTool], list[str]]:
-    """Catalog entries for names no table covers, by the verb rule; and the names no rule labels."""
-    tools, unlabelled = [], []
-    for name in sorted(names):
-        label = label_by_verb(name)
-        if label is None:
-            unlabelled.append(name)
-        else:
-            tools.append(CatalogTool(name=name, effect=label[0], origin="verb-rule", note=label[1]))
-    return tools, unlabelled

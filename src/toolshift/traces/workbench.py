@@ -35,6 +35,7 @@ import csv
 import json
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ WORKBENCH_TOOLS: dict[str, Effect] = {
 }
 
 
-def workbench_catalog(domain: str, hallucinated: set[str] = frozenset()) -> ToolCatalog:  # type: ignore[assignment]
+def workbench_catalog(domain: str, hallucinated: Iterable[str] = ()) -> ToolCatalog:
     """All 27 WorkBench tools (every `all`-toolset run offered them), plus names runs called that do not exist."""
     tools = [
         CatalogTool(name=n, effect=e, origin="source", note="WorkBench tools_with/without_side_effects")
@@ -96,7 +97,7 @@ def workbench_catalog(domain: str, hallucinated: set[str] = frozenset()) -> Tool
             exists=False,
             note="not a WorkBench tool: the harness refused it",
         )
-        for n in hallucinated
+        for n in sorted(set(hallucinated))
         if n not in WORKBENCH_TOOLS
     ]
     return ToolCatalog(
