@@ -100,9 +100,9 @@ def anatomy(
         def effects_of(episode: Episode) -> Mapping[str, Effect]:
             return by_domain.get(episode.domain, {})
 
-    for key in by:
-        if key not in GROUP_KEYS:
-            raise ValueError(f"cannot group by {key!r}; choose from {', '.join(GROUP_KEYS)}")
+    for name in by:
+        if name not in GROUP_KEYS:
+            raise ValueError(f"cannot group by {name!r}; choose from {', '.join(GROUP_KEYS)}")
     groups: dict[tuple[str, ...], Anatomy] = {}
     for episode in episodes:
         key = tuple(str(getattr(episode, k) or "-") for k in by)

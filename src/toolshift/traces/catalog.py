@@ -17,7 +17,7 @@ import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -25,7 +25,7 @@ from toolshift.errors import BadInputError
 from toolshift.models import Effect
 from toolshift.traces.store import chmod_default
 
-CATALOG_FORMAT = "toolshift.catalog/1"
+CATALOG_FORMAT: Final = "toolshift.catalog/1"
 CATALOG_SUFFIX = ".catalog.json"
 
 LabelOrigin = Literal["source", "verb-rule", "mcp-annotation", "manual"]
@@ -181,10 +181,11 @@ def catalog_from_mcp_tools(
             note = "readOnlyHint false" if read_only is False else "destructiveHint"
             out.append(CatalogTool(name=name, effect="write", origin="mcp-annotation", note=note))
         else:
-            label = label_by_verb(name)
-            if label is None:
-                label = ("write", "no annotation and no verb rule: assumed to write")
-            out.append(CatalogTool(name=name, effect=label[0], origin="verb-rule", note=label[1]))
+            effect, note = label_by_verb(name) or (
+                "write",
+                "no annotation and no verb rule: assumed to write",
+            )
+            out.append(CatalogTool(name=name, effect=effect, origin="verb-rule", note=note))
     return ToolCatalog(domain=domain, tools=sorted(out, key=lambda t: t.name), source=source)
 
 

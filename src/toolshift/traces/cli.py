@@ -166,8 +166,8 @@ def stats(
 
 def anatomy_table(groups: dict[tuple[str, ...], Anatomy], keys: tuple[str, ...], overall: Anatomy) -> Table:
     table = Table(title="Turn anatomy")
-    for key in keys:
-        table.add_column(key)
+    for name in keys:
+        table.add_column(name)
     for col in ("episodes", "tasks", "turns", "replies", "writes", "reads", "neither", "unknown"):
         table.add_column(col, justify="right")
 

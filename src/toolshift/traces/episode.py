@@ -7,13 +7,13 @@ converts both ways.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolshift.models import RowChange
 
-EPISODE_FORMAT = "toolshift.episode/1"
+EPISODE_FORMAT: Final = "toolshift.episode/1"
 
 Role = Literal["system", "user", "assistant", "tool"]
 Requestor = Literal["assistant", "user"]

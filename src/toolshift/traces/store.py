@@ -13,7 +13,6 @@ unknown. Reading iterates lines, so memory does not grow with the file's size.
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
 import tempfile
@@ -22,14 +21,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Final, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolshift.errors import BadInputError
 from toolshift.traces.episode import EPISODE_FORMAT, Episode
 
-STORE_FORMAT = "toolshift.episodes/1"
+STORE_FORMAT: Final = "toolshift.episodes/1"
 EPISODES_SUFFIX = ".episodes.jsonl"
 
 
@@ -60,7 +59,7 @@ class ReadReport:
 
 def _open_text(path: Path, mode: str, *, gz: bool | None = None) -> IO[str]:
     if path.name.endswith(".gz") if gz is None else gz:
-        return io.TextIOWrapper(gzip.open(path, mode.replace("t", "") + "b"), encoding="utf-8", newline="\n")
+        return cast(IO[str], gzip.open(path, mode, encoding="utf-8", newline="\n"))
     return path.open(mode, encoding="utf-8", newline="\n")
 
 
