@@ -13,6 +13,7 @@ console = Console()
 
 def _steps() -> list[tuple[str, object]]:
     from toolshift.agents.demo import run as agents_demo
+    from toolshift.bench.ecosystem.demo import run as ecosystem_demo
     from toolshift.flows.demo import run as flows_demo
     from toolshift.traces.demo import run as traces_demo
     from toolshift.world.demo import run as world_demo
@@ -22,6 +23,7 @@ def _steps() -> list[tuple[str, object]]:
         ("Traces: a tool catalog over MCP, a τ²-bench run through the episode store and back", traces_demo),
         ("Flows: lookups learned from recorded runs, replayed on held-out ones", flows_demo),
         ("Agent runs: the embedded model and the oracle over MCP, judged by the world diff", agents_demo),
+        ("Evolving ecosystem: 3 versions, reference paths, oracle / frozen-v1 / embedded scored", ecosystem_demo),
     ]
 
 

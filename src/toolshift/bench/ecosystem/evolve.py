@@ -39,9 +39,9 @@ KIND_WEIGHTS: dict[str, float] = {
     "rename_param": 0.13,
     "add_param": 0.12,
     "format": 0.13,
-    "split": 0.05,
-    "merge": 0.20,
-    "retire": 0.25,
+    "split": 0.04,
+    "merge": 0.17,
+    "retire": 0.29,
 }
 
 VERB_SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -300,7 +300,9 @@ class DomainEvolver:
                 rest = "workflow_" + hashlib.sha256(rest.encode()).hexdigest()[:6]
             rec.sources = [p.id for p in parts]
             rec.new_tools = [self._fresh(cat, prefix + rest, version)]
-            rec.retire_source = rng.random() > cfg.keep_merge
+            single = cat.single_function_impls()
+            retirable = all(len(single.get(p.covers[0], [])) > 1 for p in parts)
+            rec.retire_source = retirable and rng.random() > cfg.keep_merge
             return rec
         if not atomic:
             return None
