@@ -151,3 +151,12 @@ def test_stats_refuses_an_unknown_grouping(tmp_path):
     _ok("traces", "convert", "tau2", str(EXAMPLE_RUN), "--out", str(tmp_path))
     result = _cli("traces", "stats", str(tmp_path / "airline.episodes.jsonl"), "--by", "domain,colour")
     assert result.returncode == 2 and "--by" in result.stderr and "colour" in result.stderr
+
+
+def test_catalog_world_matches_the_worlds_tools(tmp_path):
+    world_mod = pytest.importorskip("toolshift.world")
+    _ok("traces", "catalog-world", "clinic", "--out", str(tmp_path))
+    from toolshift.traces.catalog import load_catalog
+
+    catalog = load_catalog(tmp_path / "clinic.catalog.json")
+    assert catalog.effects() == {t.name: t.effect for t in world_mod.World.load("clinic").tools}

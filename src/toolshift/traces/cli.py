@@ -292,3 +292,22 @@ def catalog_mcp(
         table.add_row(tool.name, tool.effect, tool.origin, tool.note)
     console.print(table)
     console.print(f"wrote {path}")
+
+
+@app.command("catalog-world")
+def catalog_world(
+    domain: Annotated[
+        str, typer.Argument(help="A toolshift world domain: built-in name or a spec YAML path.")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Folder for <domain>.catalog.json.")],
+) -> None:
+    """Write a toolshift world's tool catalog (its tools' MCP annotations), e.g. beside agent-run episodes."""
+    from toolshift.traces.catalog import catalog_from_mcp_tools, save_catalog
+    from toolshift.world import World
+
+    world = World.load(domain)
+    name = world.domain.spec.name
+    catalog = catalog_from_mcp_tools(name, world.tools, source=f"toolshift world {domain}")
+    path = save_catalog(catalog, catalog_path(out, name))
+    effects = list(catalog.effects().values())
+    console.print(f"wrote {path}: {effects.count('read')} read, {effects.count('write')} write")
