@@ -242,3 +242,25 @@ def test_any_seed_yields_tasks_that_replay(seed: int):
     fresh = World.load("it_assets")
     for t in tasks:
         assert replay_problems(fresh, t) == [], t.id
+
+
+def test_cli_build_then_stats(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from toolshift.cli import app
+
+    out = tmp_path / "b"
+    runner = CliRunner()
+    res = runner.invoke(
+        app, ["bench", "build", "--out", str(out), "--domains", "library", "--per-domain", "10"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "10 tasks over 1 domains" in res.output
+    md = tmp_path / "stats.md"
+    res = runner.invoke(app, ["bench", "stats", str(out), "--markdown", str(md)])
+    assert res.exit_code == 0, res.output
+    assert (out / "stats.png").read_bytes()[:4] == b"\x89PNG"
+    text = md.read_text()
+    assert "| library |" in text and "**total (1 domains)**" in text
+    res = runner.invoke(app, ["bench", "build", "--out", str(out), "--domains", "no_such_domain"])
+    assert isinstance(res.exception, BadInputError) and "no_such_domain" in str(res.exception)

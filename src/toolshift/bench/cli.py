@@ -170,7 +170,9 @@ def stats_cmd(
     console.print(f"histogram → {path}")
     if markdown_out:
         markdown_out.parent.mkdir(parents=True, exist_ok=True)
-        markdown_out.write_text(markdown(stats, f"toolshift bench stats {build_dir}"), encoding="utf-8")
+        markdown_out.write_text(
+            markdown(stats, f"toolshift bench stats {build_dir} --markdown {markdown_out}"), encoding="utf-8"
+        )
         console.print(f"markdown → {markdown_out}")
 
 

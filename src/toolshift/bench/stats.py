@@ -53,6 +53,8 @@ def distribution(values: list[int]) -> dict[int, int]:
 def markdown(stats: list[DomainStats], command: str) -> str:
     """The stats as markdown tables (what docs/results/bench-stats.md holds)."""
     lines = [
+        f"Made by: `{command}`",
+        "",
         "| domain | tools | tasks | train | test | path len (mean / min–max) | functions/task (mean) | multi-write | spliced | repeated |",
         "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|",
     ]
