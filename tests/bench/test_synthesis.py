@@ -264,3 +264,29 @@ def test_cli_build_then_stats(tmp_path: Path):
     assert "| library |" in text and "**total (1 domains)**" in text
     res = runner.invoke(app, ["bench", "build", "--out", str(out), "--domains", "no_such_domain"])
     assert isinstance(res.exception, BadInputError) and "no_such_domain" in str(res.exception)
+
+
+def test_build_with_a_paraphraser_keeps_only_fact_preserving_rewrites(tmp_path: Path):
+    def polite(text: str) -> str:
+        return "Could you please help: " + text
+
+    def lossy(text: str) -> str:
+        return "Please fix my thing."
+
+    def leaky(text: str) -> str:
+        return text + " Use cs_refund_order."
+
+    kept = build_domain(tmp_path / "a", "customer_support", seed=0, per_domain=5, rewrite=polite, model="t")
+    assert kept.paraphrase == {"kept": 5} and kept.model == "t"
+    assert all(
+        t.instruction.intent.startswith("Could you please")
+        for t in load_tasks(tmp_path / "a", domain="customer_support")
+    )
+    refused = build_domain(tmp_path / "b", "customer_support", seed=0, per_domain=5, rewrite=lossy)
+    assert refused.paraphrase == {"paraphrase_lost_facts": 5}
+    assert all(
+        t.instruction.intent.startswith("You want to")
+        for t in load_tasks(tmp_path / "b", domain="customer_support")
+    )
+    named = build_domain(tmp_path / "c", "customer_support", seed=0, per_domain=5, rewrite=leaky)
+    assert named.paraphrase == {"paraphrase_names_function": 5}

@@ -12,14 +12,16 @@ import hashlib
 import json
 import os
 import shutil
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from toolshift.bench.instructions import paraphrase
 from toolshift.bench.synthesis import Synthesizer
-from toolshift.errors import BadInputError
+from toolshift.errors import BadInputError, ToolshiftError
 from toolshift.models import Task, TaskRevision, covers
 from toolshift.world.compiler import compile_domain
 from toolshift.world.registry import resolve_spec_path
@@ -73,6 +75,10 @@ class DomainReport(BaseModel):
     title: str = ""
     status: Literal["ok", "short", "failed"]
     message: str = ""
+    model: str = ""
+    """The paraphrasing model (`--model`), empty for template-only instructions."""
+    paraphrase: dict[str, int] = Field(default_factory=dict)
+    """With a model: instructions kept as paraphrased, and refusals by reason (the template is kept)."""
 
 
 def spec_text_digest(text: str) -> str:
@@ -175,6 +181,8 @@ def build_domain(
     per_domain: int,
     force: bool = False,
     progress: Callable[[int], None] | None = None,
+    rewrite: Callable[[str], str] | None = None,
+    model: str = "",
 ) -> DomainReport:
     """Build (or resume) one domain; a domain short of its target says why, by rejection reason."""
     path = resolve_spec_path(name)
@@ -187,7 +195,7 @@ def build_domain(
     if (
         not force
         and done is not None
-        and (done.spec_digest, done.seed, done.target) == (digest, seed, per_domain)
+        and (done.spec_digest, done.seed, done.target, done.model) == (digest, seed, per_domain, model)
         and (ddir / "tasks.jsonl").is_file()
     ):
         return done
@@ -217,6 +225,15 @@ def build_domain(
             rep.rejections["final_replay_failed"] += 1
             continue
         kept.append(t)
+    paraphrased: Counter[str] = Counter()
+    if rewrite is not None:
+        forbidden = tuple(t.name for t in world.tools) + tuple(a.name for a in spec.actions)
+        for t in kept:
+            try:
+                t.instruction, why = paraphrase(t.instruction, rewrite, forbidden)
+            except ToolshiftError:
+                why = "paraphrase_model_error"
+            paraphrased[why or "kept"] += 1
     assign_splits(kept, seed)
     old = read_tasks(ddir / "tasks.jsonl")
     carry_versions(kept, old, reason=f"rebuilt (seed {seed}, spec {digest})")
@@ -232,7 +249,8 @@ def build_domain(
     report = DomainReport(
         domain=name, spec_digest=digest, seed=seed, target=per_domain, made=len(kept), attempts=rep.attempts,
         rejections=dict(sorted(rep.rejections.items())),
-        candidates_passed_over=dict(sorted(rep.candidates.items())), tools=tools, title=spec.title, status=status,
+        candidates_passed_over=dict(sorted(rep.candidates.items())), tools=tools, model=model,
+        paraphrase=dict(sorted(paraphrased.items())), title=spec.title, status=status,
         message=message,
     )  # fmt: skip
     _atomic_write(report_path, report.model_dump_json(indent=1) + "\n")

@@ -63,18 +63,25 @@ def build_cmd(
     per_domain: int = typer.Option(40, "--per-domain", min=1, help="Tasks to make per domain."),
     force: bool = typer.Option(False, "--force", help="Rebuild domains even when their marker matches."),
     model: str = typer.Option(
-        "", "--model", help="Paraphrase instructions with a model (not available in this build; see docs)."
+        "",
+        "--model",
+        help="Paraphrase each task's intent with this model (embedded, openai:<name>, anthropic:<name>); "
+        "a paraphrase that drops any fact is refused and the template kept.",
     ),
 ) -> None:
     """Synthesise and validate tasks for each domain; write spec, graph, tasks and report per domain."""
     from toolshift.bench.build import build_domain, write_manifest
     from toolshift.bench.domains import resolve_domains
 
+    rewrite = None
     if model:
-        raise BadInputError(
-            "--model paraphrasing is not wired to a model backend yet; build with templates (no --model)",
-            field="--model",
-        )
+        from toolshift.agents.config import check_model_spec
+        from toolshift.bench.instructions import model_rewriter
+
+        check_model_spec(model)
+        if model in ("oracle", "replay", "scripted"):
+            raise BadInputError(f"{model!r} is not a language model", field="--model")
+        rewrite = model_rewriter(model, seed=seed)
     names = resolve_domains(domains or None)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -92,7 +99,7 @@ def build_cmd(
             current = progress.add_task(f"  {name}", total=per_domain)
             try:
                 rep = build_domain(
-                    out, name, seed=seed, per_domain=per_domain, force=force,
+                    out, name, seed=seed, per_domain=per_domain, force=force, rewrite=rewrite, model=model,
                     progress=lambda n, c=current: progress.update(c, completed=n),
                 )  # fmt: skip
                 progress.update(current, completed=rep.made)

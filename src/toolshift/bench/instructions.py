@@ -145,13 +145,43 @@ def missing_facts(instruction: UserInstruction, text: str) -> list[str]:
 
 
 def paraphrase(
-    instruction: UserInstruction, rewrite: Callable[[str], str]
+    instruction: UserInstruction, rewrite: Callable[[str], str], forbidden: tuple[str, ...] = ()
 ) -> tuple[UserInstruction, str | None]:
-    """Apply a model's rewrite to the intent; keep it only if every fact survives. Returns (manual, reason)."""
+    """Apply a model's rewrite to the intent; keep it only if every fact survives and no tool is named.
+
+    Returns the manual to use (the original when the rewrite is refused) and the refusal reason.
+    """
     text = rewrite(instruction.intent).strip()
     if not text:
         return instruction, "paraphrase_empty"
     lost = missing_facts(instruction, text)
     if lost:
-        return instruction, "paraphrase_lost_facts:" + ",".join(sorted(lost))
+        return instruction, "paraphrase_lost_facts"
+    low = text.lower()
+    if any(name.lower() in low for name in forbidden):
+        return instruction, "paraphrase_names_function"
     return instruction.model_copy(update={"intent": text}), None
+
+
+PARAPHRASE_PROMPT = (
+    "Rewrite the user's task description below in natural, varied English, as a person would think "
+    "about their own errand. Keep every name, number, code, date, amount and value exactly as written "
+    "(character for character). Do not add facts. Do not mention tools, systems or steps. "
+    "Reply with the rewritten description only."
+)
+
+
+def model_rewriter(spec: str, *, seed: int = 0) -> Callable[[str], str]:
+    """A rewrite function backed by an agents chat model (`embedded`, `openai:<name>`, `anthropic:<name>`)."""
+    import asyncio
+
+    from toolshift.agents.config import RunConfig, make_model
+
+    model = make_model(spec, RunConfig(world="bench", model=spec, temperature=0.7), seed=seed)
+
+    def rewrite(text: str) -> str:
+        messages = [{"role": "system", "content": PARAPHRASE_PROMPT}, {"role": "user", "content": text}]
+        reply = asyncio.run(model.complete(messages, []))
+        return reply.text or ""
+
+    return rewrite
