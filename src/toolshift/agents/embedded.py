@@ -9,6 +9,7 @@ few tasks, but its episodes are valid and quick.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import importlib.util
 import json
@@ -81,8 +82,18 @@ def load_llama(n_ctx: int = 2048, n_threads: int = 1) -> tuple[Any, threading.Lo
                 raise ModelConfigError(f"the embedded model needs llama-cpp-python: {exc}") from exc
             with _without_extra_buffers():
                 llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False, seed=0)
+            if not _models:
+                atexit.register(_close_models)
             _models[key] = (llm, threading.Lock())
         return _models[key]
+
+
+def _close_models() -> None:
+    """Free the models before interpreter teardown (llama-cpp-python's finalizers fail once ctypes is gone)."""
+    with _load_lock:
+        for llm, _lock in _models.values():
+            llm.close()
+        _models.clear()
 
 
 def _bounded(schema: Any, depth: int = 0) -> dict[str, Any]:
@@ -119,7 +130,7 @@ def _bounded(schema: Any, depth: int = 0) -> dict[str, Any]:
     return {"type": "string", "maxLength": 40}
 
 
-def action_schema(tools: list[ToolDef], reply_chars: int = 240) -> dict[str, Any]:
+def action_schema(tools: list[ToolDef], reply_chars: int = 160) -> dict[str, Any]:
     """The JSON Schema of one agent action: a call of one listed tool, or a reply."""
     options: list[dict[str, Any]] = [
         {
@@ -152,6 +163,100 @@ def _grammar(schema: dict[str, Any]) -> Any:
         if key not in _grammars:
             _grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
         return _grammars[key]
+
+
+_TOKEN_DATA = None
+
+
+def _token_dtype() -> Any:
+    import numpy as np
+
+    global _TOKEN_DATA
+    if _TOKEN_DATA is None:
+        _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
+    return _TOKEN_DATA
+
+
+def _grammar_filter(sampler: Any, ids: Any, logits: Any) -> Any:
+    """The logits of `ids` with the tokens the grammar forbids here set to -inf (llama.cpp does the check)."""
+    import ctypes
+
+    import numpy as np
+    from llama_cpp import llama_cpp as C
+
+    buf = np.empty(len(ids), dtype=_token_dtype())
+    buf["id"], buf["logit"], buf["p"] = ids, logits, 0.0
+    arr = C.llama_token_data_array(
+        data=buf.ctypes.data_as(C.llama_token_data_p), size=len(ids), selected=-1, sorted=False
+    )
+    C.llama_sampler_apply(sampler, ctypes.byref(arr))
+    return buf["logit"]
+
+
+def _pick_token(sampler: Any, logits: Any, top_k: int, temperature: float, rng: Any) -> int:
+    """Sample among the top-k tokens the grammar allows; only if it allows none of them, check the whole vocabulary.
+
+    llama-cpp-python's sampler chain runs the grammar over all 49k tokens at every step, which makes
+    constrained decoding of this small model an order of magnitude slower than the model itself.
+    """
+    import numpy as np
+
+    top = np.argpartition(-logits, top_k)[:top_k].astype(np.int32)
+    allowed = _grammar_filter(sampler, top, logits[top])
+    ok = np.isfinite(allowed)
+    if not ok.any():
+        top = np.arange(len(logits), dtype=np.int32)
+        allowed = _grammar_filter(sampler, top, logits)
+        ok = np.isfinite(allowed)
+    ids, values = top[ok], allowed[ok]
+    if temperature <= 0:
+        return int(ids[np.argmax(values)])
+    weights = np.exp((values - values.max()) / temperature)
+    return int(rng.choice(ids, p=weights / weights.sum()))
+
+
+def constrained_generate(
+    llm: Any, prompt: str, grammar: Any, *, max_tokens: int, temperature: float, seed: int, top_k: int = 40
+) -> tuple[str, int, int]:
+    """Decode `prompt` under `grammar`: (text, prompt tokens, completion tokens).
+
+    The longest prefix already in the model's KV cache is reused, so a conversation's next turn only
+    evaluates what is new. The caller holds the model's lock.
+    """
+    import numpy as np
+    from llama_cpp import llama_cpp as C
+
+    tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    prefix = 0
+    for cached, token in zip(llm._input_ids, tokens, strict=False):
+        if cached != token:
+            break
+        prefix += 1
+    llm.n_tokens = min(prefix, len(tokens) - 1)
+    llm.eval(tokens[llm.n_tokens :])
+    vocab = llm._model.vocab
+    n_vocab = llm.n_vocab()
+    sampler = C.llama_sampler_init_grammar(vocab, grammar._grammar.encode(), grammar._root.encode())
+    rng = np.random.default_rng(seed)
+    out: list[int] = []
+    try:
+        for _ in range(max_tokens):
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,)).copy()
+            token = _pick_token(sampler, logits, top_k, temperature, rng)
+            if C.llama_vocab_is_eog(vocab, token):
+                break
+            C.llama_sampler_accept(sampler, token)
+            out.append(token)
+            llm.eval([token])
+    finally:
+        C.llama_sampler_free(sampler)
+    return llm.detokenize(out).decode("utf-8", "replace"), len(tokens), len(out)
+
+
+def chatml(messages: list[dict[str, str]]) -> str:
+    """SmolLM2's chat template (ChatML), ending where the assistant's turn begins."""
+    body = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+    return body + "<|im_start|>assistant\n"
 
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -201,13 +306,13 @@ class EmbeddedModel:
         *,
         temperature: float = 0.7,
         seed: int = 0,
-        max_tokens: int = 80,
+        max_tokens: int = 64,
         n_ctx: int = 2048,
         n_threads: int = 1,
         max_tools: int = 8,
-        history: int = 8,
+        history: int = 24,
         result_chars: int = 300,
-        policy_chars: int = 600,
+        policy_chars: int = 300,
     ) -> None:
         self.name = EMBEDDED_NAME
         self.temperature = temperature
@@ -225,9 +330,10 @@ class EmbeddedModel:
         """The compact chat the model reads: policy, tool signatures, first request, recent history."""
         system = next((m.get("content") or "" for m in messages if m["role"] == "system"), "")
         lines = [
-            _clip(system, self.policy_chars),
+            "You are a customer-service agent. Call a tool whenever the request needs records looked up or changed.",
             "Tools:",
             *(_signature(t) for t in tools),
+            "Policy: " + _clip(" ".join(system.split("# Policy", 1)[-1].split()), self.policy_chars),
             'Answer with JSON only: {"tool": NAME, "arguments": {...}} to call a tool, '
             'or {"reply": TEXT} to talk to the customer.',
         ]
@@ -265,27 +371,31 @@ class EmbeddedModel:
 
     def _complete_sync(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> ModelReply:
         start = time.perf_counter()
-        talk = " ".join((m.get("content") or "") for m in messages if m["role"] == "user")
-        shown = pick_tools(tools, talk, self.max_tools)
+        opening = next((m.get("content") or "" for m in messages if m["role"] == "user"), "")
+        shown = pick_tools(
+            tools, opening, self.max_tools
+        )  # chosen once per episode: the prompt prefix stays cached
         grammar = _grammar(action_schema(shown))
         llm, lock = load_llama(self.n_ctx, self.n_threads)
         chat = self.prompt(messages, shown)
         with lock:
-            out = llm.create_chat_completion(
-                messages=chat,
-                grammar=grammar,
+            prompt = chatml(chat)
+            while len(chat) > 3 and (
+                len(llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)) + self.max_tokens
+                > self.n_ctx
+            ):
+                del chat[2]  # the oldest message after the policy and the opening request
+                prompt = chatml(chat)
+            text, prompt_tokens, completion_tokens = constrained_generate(
+                llm,
+                prompt,
+                grammar,
                 max_tokens=self.max_tokens,
                 temperature=self.temperature,
                 seed=self.seed * 1000 + self._turn,
             )
         self._turn += 1
-        text = out["choices"][0]["message"].get("content") or ""
-        usage = out.get("usage") or {}
-        reply = ModelReply(
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
-            cost=0.0,
-        )
+        reply = ModelReply(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost=0.0)
         try:
             action = json.loads(text)
         except json.JSONDecodeError as exc:
