@@ -36,12 +36,12 @@ ONE_TO_ONE = ("rename_tool", "rename_param", "add_param", "format")
 
 KIND_WEIGHTS: dict[str, float] = {
     "rename_tool": 0.12,
-    "rename_param": 0.13,
+    "rename_param": 0.14,
     "add_param": 0.12,
     "format": 0.13,
-    "split": 0.04,
-    "merge": 0.17,
-    "retire": 0.29,
+    "split": 0.03,
+    "merge": 0.14,
+    "retire": 0.32,
 }
 
 VERB_SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -95,7 +95,7 @@ class EvolveConfig(BaseModel):
     """Chance a one-to-one or split source is kept (overlap) rather than retired (or modified in place)."""
     keep_split: float = 0.5
     keep_merge: float = 0.6
-    retire_overlap_share: float = 0.85
+    retire_overlap_share: float = 0.6
     """When retiring, the chance of retiring an overlapping one-function interface rather than a merged one."""
     perturb_rate: float = 0.04
     """Share of a version's tools whose description is perturbed."""
