@@ -177,9 +177,18 @@ def stats_cmd(
     console.print(f"histogram → {path}")
     if markdown_out:
         markdown_out.parent.mkdir(parents=True, exist_ok=True)
-        markdown_out.write_text(
-            markdown(stats, f"toolshift bench stats {build_dir} --markdown {markdown_out}"), encoding="utf-8"
+        from toolshift.bench.build import load_manifest
+
+        m = load_manifest(build_dir)
+        png_arg = f" --png {png}" if png else ""
+        text = markdown(
+            stats,
+            f"toolshift bench stats {build_dir} --markdown {markdown_out}{png_arg}",
+            f"toolshift bench build --out {build_dir} --seed {m.seed} --per-domain {m.per_domain}",
         )
+        if png:
+            text += f"\n![functions per task and path length]({png.name})\n"
+        markdown_out.write_text(text, encoding="utf-8")
         console.print(f"markdown → {markdown_out}")
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolshift.bench.build import iter_domain_tasks, load_manifest
+from toolshift.bench.build import domain_report, iter_domain_tasks, load_manifest
 
 
 @dataclass
@@ -23,6 +23,9 @@ class DomainStats:
     spliced: int = 0
     repeated: int = 0
     status: str = "ok"
+    attempts: int = 0
+    rejections: Counter[str] = field(default_factory=Counter)
+    candidates: Counter[str] = field(default_factory=Counter)
 
     @property
     def mean_path(self) -> float:
@@ -36,6 +39,13 @@ def build_stats(out: str | Path) -> list[DomainStats]:
     for name, tasks in iter_domain_tasks(out):
         e = by_name[name]
         s = DomainStats(name, e.tools, len(tasks), e.train, e.test, status=e.status)
+        rep = domain_report(out, name)
+        s.attempts = rep.attempts
+        s.rejections = Counter({_family(k): 0 for k in rep.rejections})
+        for k, v in rep.rejections.items():
+            s.rejections[_family(k)] += v
+        for k, v in rep.candidates_passed_over.items():
+            s.candidates[_family(k)] += v
         for t in tasks:
             s.path_lengths.append(len(t.gold_path))
             s.functions.append(len(set(t.base_functions)))
@@ -46,14 +56,32 @@ def build_stats(out: str | Path) -> list[DomainStats]:
     return stats
 
 
+def _family(reason: str) -> str:
+    """`precondition:order_not_refundable` → `precondition:*` (one row per kind of reason)."""
+    kind, _, _ = reason.partition(":")
+    return f"{kind}:*" if kind in ("precondition", "unreachable", "no_candidate", "no_rows") else reason
+
+
 def distribution(values: list[int]) -> dict[int, int]:
     return dict(sorted(Counter(values).items()))
 
 
-def markdown(stats: list[DomainStats], command: str) -> str:
+def markdown(stats: list[DomainStats], command: str, build_command: str = "") -> str:
     """The stats as markdown tables (what docs/results/bench-stats.md holds)."""
+    made_by = [build_command, command] if build_command else [command]
     lines = [
-        f"Made by: `{command}`",
+        "# Benchmark build statistics",
+        "",
+        f"{len(stats)} domains, {sum(s.tools for s in stats)} tools, {sum(s.tasks for s in stats)} validated "
+        f"tasks ({sum(s.train for s in stats)} train / {sum(s.test for s in stats)} test). Made by:",
+        "",
+        *[f"    {c}" for c in made_by],
+        "",
+        "Every task replayed its gold path on a fresh world to exactly its Δgold before it was kept; Δgold",
+        "is never empty nor true of the initial state, and the gold path's reads alone never reach it.",
+        "Path len = gold calls per task; functions/task = distinct tools per task; multi-write = tasks with",
+        "more than one write; spliced = a second write joined on a row the path already found; repeated =",
+        "the same change applied to 2–3 sibling records.",
         "",
         "| domain | tools | tasks | train | test | path len (mean / min–max) | functions/task (mean) | multi-write | spliced | repeated |",
         "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|",
@@ -91,6 +119,26 @@ def markdown(stats: list[DomainStats], command: str) -> str:
         "| calls | " + " | ".join(str(k) for k in dist_p) + " |",
         "|---|" + "---:|" * len(dist_p),
         "| tasks | " + " | ".join(str(v) for v in dist_p.values()) + " |",
+    ]
+    rejections: Counter[str] = Counter()
+    candidates: Counter[str] = Counter()
+    for s in stats:
+        rejections.update(s.rejections)
+        candidates.update(s.candidates)
+    lines += [
+        "",
+        f"Synthesis attempts: {sum(s.attempts for s in stats)} for {sum(s.tasks for s in stats)} tasks. "
+        "Attempts rejected, by reason:",
+        "",
+        "| reason | attempts |",
+        "|---|---:|",
+        *[f"| {k} | {v} |" for k, v in rejections.most_common()],
+        "",
+        "Candidate rows passed over inside attempts (a policy refused the row's state, or no read reaches it):",
+        "",
+        "| reason | candidates |",
+        "|---|---:|",
+        *[f"| {k} | {v} |" for k, v in candidates.most_common()],
     ]
     return "\n".join(lines) + "\n"
 
