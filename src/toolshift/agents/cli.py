@@ -82,7 +82,7 @@ def run(
 
     from toolshift.agents.config import RunConfig
     from toolshift.agents.results import results_table, summarize
-    from toolshift.agents.runner import find_invalid_tasks, plan_run, run_local
+    from toolshift.agents.runner import find_invalid_tasks, plan_run, run_local, write_catalog
     from toolshift.agents.tasks import load_tasks
     from toolshift.agents.worlds import world_opener
 
@@ -115,6 +115,7 @@ def run(
         f"{len(plan.todo)} to run, {len(task_list) * trials - len(plan.todo)} already done · {plan.files.episodes}"
     )
     remote_world = world.startswith(("http://", "https://"))
+    asyncio.run(write_catalog(world, {t.domain for t in task_list}, plan.files.folder))
     invalid: set[str] = set()
     if check and model != "oracle" and not remote_world:
         invalid = asyncio.run(find_invalid_tasks(world, task_list, plan.files.folder))

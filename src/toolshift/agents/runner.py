@@ -241,3 +241,20 @@ async def find_invalid_tasks(world: str, tasks: list[Task], folder: Path | None 
         tmp.write_text(json.dumps(cache, indent=1) + "\n", encoding="utf-8")
         tmp.replace(cache_path)
     return {t.id for t in tasks if not known[t.fingerprint()]}
+
+
+async def write_catalog(world: str, domains: set[str], folder: Path) -> list[Path]:
+    """Save the world's tool catalog (from its MCP listing) beside the episodes, one file per task domain,
+    so `toolshift traces stats` can tell reads from writes; `end_conversation` is labelled `neither`."""
+    from toolshift.agents.users import END_CONVERSATION
+    from toolshift.traces.catalog import catalog_from_mcp_tools, catalog_path, save_catalog
+
+    async with world_opener(world)() as session:
+        page = await session.client.list_tools()
+    written = []
+    for domain in sorted(domains):
+        catalog = catalog_from_mcp_tools(
+            domain, page.tools, neither=[END_CONVERSATION], source=f"MCP listing of {world}"
+        )
+        written.append(save_catalog(catalog, catalog_path(folder, domain)))
+    return written
