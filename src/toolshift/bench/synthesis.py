@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -195,6 +196,8 @@ class Synthesizer:
             if s.kind in ("get", "list", "search", "create", "update", "delete") and s.entity:
                 self.by_kind[(s.kind, s.entity)] = s.name
         self.candidate_rejections: Counter[str] = Counter()
+        self.managed = managed_fields(self.spec)
+        """Fields custom actions change: plain updates and creates leave them to the actions' policies."""
         self.relations_into: dict[str, list[ToolSignature]] = {}
         for s in self.sigs.values():
             if s.kind == "relation" and s.rows_of:
@@ -540,6 +543,7 @@ class Synthesizer:
                 if f.name != e.key
                 and not f.unique
                 and f.type not in ("ref",)
+                and f.name not in self.managed.get(e.name, set())
                 and (f.values or f.gen or f.type == "text")
             ]
             self.rng.shuffle(choices)
@@ -562,6 +566,12 @@ class Synthesizer:
                 if p.name in args or p.vtype.startswith("key:"):
                     continue
                 if not p.required and self.rng.random() < (0.75 if kind == "create" else 0.6):
+                    continue
+                if (
+                    kind == "create"
+                    and not p.required
+                    and p.name in self.managed.get(sig.entity or "", set())
+                ):
                     continue
                 v = self.value_for(p, rows, sig.entity)
                 args[p.name] = v
@@ -836,6 +846,19 @@ class Synthesizer:
         report.candidates = Counter(self.candidate_rejections)
         self.world.restore(self.base)
         return tasks, report
+
+
+_UPDATE_CALL = re.compile(r"""update\(\s*["']([a-z][a-z0-9_]*)["']\s*,([^)]*)\)""", re.S)
+_KWARG = re.compile(r"\b([a-z][a-z0-9_]*)\s*=(?!=)")
+
+
+def managed_fields(spec: DomainSpec) -> dict[str, set[str]]:
+    """Entity → fields some custom action sets (`update("order", key, status=...)` in its code)."""
+    out: dict[str, set[str]] = {}
+    for act in spec.actions:
+        for entity, rest in _UPDATE_CALL.findall(act.code):
+            out.setdefault(entity, set()).update(_KWARG.findall(rest))
+    return out
 
 
 def add_fact(facts: dict[str, str], name: str, value: str) -> None:
