@@ -1,0 +1,162 @@
+"""Anthropic's Messages API through its SDK (optional extra: `pip install 'toolshift[anthropic]'`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from toolshift.agents.chat import (
+    ModelConfigError,
+    ModelError,
+    ModelReply,
+    ProposedCall,
+    RetryableModelError,
+    ToolDef,
+)
+from toolshift.agents.openai_backend import turn_cost
+from toolshift.agents.retry import RateLimitListener, RetryPolicy, with_retries
+
+
+def to_anthropic(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """OpenAI-style chat messages as (system, Messages-API turns): tool results become `tool_result` blocks."""
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+
+    def push(role: str, blocks: list[dict[str, Any]]) -> None:
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+
+    for m in messages:
+        role, text = m["role"], m.get("content")
+        if role == "system":
+            system.append(text or "")
+        elif role == "user":
+            push("user", [{"type": "text", "text": text or "(empty)"}])
+        elif role == "tool":
+            push("user", [{"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": text or ""}])
+        else:
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+            for call in m.get("tool_calls") or []:
+                raw = call["function"]["arguments"]
+                try:
+                    args = json.loads(raw) if isinstance(raw, str) else raw
+                except json.JSONDecodeError:
+                    args = {}
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call["id"],
+                        "name": call["function"]["name"],
+                        "input": args or {},
+                    }
+                )
+            push("assistant", blocks or [{"type": "text", "text": "(no reply)"}])
+    return "\n\n".join(system), turns
+
+
+class AnthropicChatModel:
+    """Claude models with tool use; retries on rate limits, overload and transient errors."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int = 1024,
+        request_timeout: float = 120.0,
+        retry: RetryPolicy | None = None,
+        on_rate_limit: RateLimitListener | None = None,
+    ) -> None:
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise ModelConfigError(
+                "anthropic models need the extra: pip install 'toolshift[anthropic]'"
+            ) from exc
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL")
+        if key is None and base_url is None:
+            raise ModelConfigError(f"model anthropic:{model} needs ANTHROPIC_API_KEY")
+        self.name = model
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.retry = retry or RetryPolicy()
+        self.on_rate_limit = on_rate_limit
+        self.where = base_url or "https://api.anthropic.com"
+        self._sdk = anthropic
+        self._client = anthropic.AsyncAnthropic(
+            api_key=key or "not-needed", base_url=base_url, max_retries=0, timeout=request_timeout
+        )
+        self._reached = False
+
+    def _classify(self, exc: Exception) -> Exception:
+        sdk = self._sdk
+        if isinstance(exc, sdk.RateLimitError):
+            return RetryableModelError(f"rate limited by {self.where}", rate_limited=True)
+        if isinstance(exc, sdk.APITimeoutError | sdk.APIConnectionError):
+            return RetryableModelError(f"cannot reach {self.where}: {exc}")
+        if isinstance(exc, sdk.AuthenticationError | sdk.PermissionDeniedError):
+            return ModelConfigError(f"{self.where} refused the API key: {exc.message}")
+        if isinstance(exc, sdk.NotFoundError):
+            return ModelConfigError(f"model {self.model!r} not found at {self.where}: {exc.message}")
+        if isinstance(exc, sdk.APIStatusError):
+            if exc.status_code in (408, 409, 429, 529) or exc.status_code >= 500:
+                return RetryableModelError(f"{self.where} answered {exc.status_code}: {exc.message}")
+            return ModelError(f"{self.where} answered {exc.status_code}: {exc.message}")
+        return exc
+
+    async def _once(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> Any:
+        system, turns = to_anthropic(messages)
+        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": turns}
+        if system:
+            kwargs["system"] = system
+        if tools:
+            kwargs["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools
+            ]
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        try:
+            response = await self._client.messages.create(**kwargs)
+        except self._sdk.APIConnectionError as exc:
+            if not self._reached and not isinstance(exc, self._sdk.APITimeoutError):
+                raise ModelConfigError(f"cannot reach the model endpoint {self.where}: {exc}") from exc
+            raise self._classify(exc) from exc
+        except self._sdk.AnthropicError as exc:
+            raise self._classify(exc) from exc
+        self._reached = True
+        return response
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> ModelReply:
+        start = time.perf_counter()
+        response = await with_retries(
+            lambda: self._once(messages, tools), self.retry, on_rate_limit=self.on_rate_limit
+        )
+        texts = [b.text for b in response.content if getattr(b, "type", "") == "text"]
+        calls = [
+            ProposedCall(
+                id=b.id,
+                name=b.name,
+                arguments=dict(b.input) if isinstance(b.input, dict) else None,
+                parse_error=None if isinstance(b.input, dict) else "tool input is not an object",
+            )
+            for b in response.content
+            if getattr(b, "type", "") == "tool_use"
+        ]
+        prompt = getattr(response.usage, "input_tokens", None)
+        completion = getattr(response.usage, "output_tokens", None)
+        return ModelReply(
+            text="\n".join(texts) or None,
+            calls=calls,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost=turn_cost(self.model, prompt, completion),
+            seconds=time.perf_counter() - start,
+        )

@@ -1,0 +1,93 @@
+"""The Anthropic backend against a local HTTP endpoint speaking the Messages API with tool use."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from toolshift.agents.loop import run_episode
+from toolshift.agents.users import ScriptedUser
+from toolshift.agents.worlds import world_opener
+
+pytest.importorskip("anthropic")
+
+
+def _serve(handler):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    async def messages(request: Request) -> JSONResponse:
+        return handler(await request.json())
+
+    server = uvicorn.Server(
+        uvicorn.Config(
+            Starlette(routes=[Route("/v1/messages", messages, methods=["POST"])]),
+            port=port,
+            log_level="warning",
+        )
+    )
+    threading.Thread(target=server.run, daemon=True).start()
+    while not server.started:
+        time.sleep(0.01)
+    return server, f"http://127.0.0.1:{port}"
+
+
+def test_anthropic_messages_with_tool_use_solve_a_task(tasks, monkeypatch):
+    from toolshift.agents.anthropic_backend import AnthropicChatModel
+
+    seen: list[dict] = []
+
+    def handler(body: dict) -> JSONResponse:
+        seen.append(body)
+        results = [
+            b
+            for m in body["messages"]
+            if m["role"] == "user"
+            for b in m["content"]
+            if b["type"] == "tool_result"
+        ]
+        if len(results) == 0:
+            content = [
+                {
+                    "type": "tool_use",
+                    "id": "tu_1",
+                    "name": "cancel_appointment",
+                    "input": {"appointment_id": "APT-00003"},
+                }
+            ]
+        else:
+            content = [{"type": "text", "text": "Your appointment is cancelled."}]
+        return JSONResponse({"id": "msg", "type": "message", "role": "assistant", "model": body["model"],
+                             "content": content, "stop_reason": "end_turn", "stop_sequence": None,
+                             "usage": {"input_tokens": 50, "output_tokens": 7}})  # fmt: skip
+
+    server, url = _serve(handler)
+    try:
+        task = tasks[0]
+        model = AnthropicChatModel("claude-haiku-4-5", base_url=url, api_key="test")
+        episode = asyncio.run(
+            run_episode(
+                task,
+                model,
+                ScriptedUser(task.public_request, task.instruction),
+                world_opener("clinic"),
+                episode_id="a",
+            )
+        )
+    finally:
+        server.should_exit = True
+    assert episode.outcome.success is True and episode.termination_reason == "user_stop"
+    assert seen[0]["system"].startswith("You are a customer-service agent")
+    assert seen[1]["messages"][-1]["content"][0]["tool_use_id"] == "tu_1"
+    assistant = [m for m in episode.messages if m.role == "assistant"]
+    assert assistant[0].cost == pytest.approx((50 * 1.0 + 7 * 5.0) / 1e6)
