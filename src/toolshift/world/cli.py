@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from toolshift.errors import BadInputError
+from toolshift.errors import BadInputError, ToolshiftError
 
 app = typer.Typer(no_args_is_help=True, help="Stateful tool worlds: compile, serve over MCP, call.")
 console = Console()
@@ -128,8 +128,8 @@ def call_cmd(
         console.print(changes_table(diff))
     else:
         console.print("[dim]no state change[/]")
-    if not result.ok:
-        raise typer.Exit(1)
+    if not result.ok and result.error is not None:
+        raise ToolshiftError(f"{tool} returned error {result.error['code']!r}")
 
 
 @app.command("serve")

@@ -1,0 +1,71 @@
+"""The `toolshift world` commands and the world demo step, run as a user would."""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from rich.console import Console
+
+from toolshift.world.demo import run as world_demo
+
+
+def _toolshift(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolshift", "world", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_call_prints_result_and_diff():
+    proc = _toolshift("call", "clinic", "cancel_appointment", "--args", '{"appointment_id": "APT-00003"}')
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        '"status": "cancelled"' in proc.stdout and "State diff" in proc.stdout and "scheduled" in proc.stdout
+    )
+
+
+def test_call_failing_precondition_exits_1_without_changes():
+    proc = _toolshift("call", "library", "return_copy", "--args", '{"loan_id": "LN-000002"}')
+    assert proc.returncode == 1 and "already_returned" in proc.stdout and "no state change" in proc.stdout
+
+
+def test_call_bad_json_args_exit_2():
+    proc = _toolshift("call", "clinic", "get_patient", "--args", "{patient_id: 1}")
+    assert proc.returncode == 2 and "--args" in proc.stderr
+
+
+def test_tools_and_domains_tables():
+    tools = _toolshift("tools", "freight_depot")
+    assert (
+        tools.returncode == 0
+        and "depot_assign_dock" in tools.stdout
+        and "write (destructive)" in tools.stdout
+    )
+    domains = _toolshift("domains", "--world-only")
+    assert domains.returncode == 0
+    assert all(name in domains.stdout for name in ("clinic", "library", "freight_depot"))
+
+
+def test_compile_writes_the_file(tmp_path):
+    out = tmp_path / "clinic.sqlite"
+    proc = _toolshift("compile", "clinic", "--out", str(out), "--seed", "5")
+    assert proc.returncode == 0 and out.is_file()
+    meta = dict(sqlite3.connect(out).execute("SELECT key, value FROM _ts_meta"))
+    assert meta["seed"] == "5"
+
+
+@pytest.mark.slow
+def test_world_demo_step_runs_a_real_mcp_session():
+    buf = io.StringIO()
+    world_demo(Console(file=buf, width=200))
+    text = buf.getvalue()
+    for expected in ("slot_in_past", "invalid_arguments", "unknown_tool", "APT-00501", "its own copy"):
+        assert expected in text
+    assert "base world unchanged by the session: True" in text
