@@ -112,6 +112,7 @@ def test_manual_never_names_tools_nor_keys_the_agent_must_find(built: Path):
             for n in names:
                 assert n not in text and n.removeprefix(prefix) not in text, (task.id, n)
             facts = set(task.instruction.facts.values())
+            assert missing_facts(task.instruction, task.instruction.intent) == [], task.id
             # a key argument the user does not know must appear in an earlier result of the gold path
             for i, call in enumerate(task.gold_path):
                 earlier = json.dumps([c.result for c in task.gold_path[:i]], default=str)

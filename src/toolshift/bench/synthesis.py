@@ -33,6 +33,7 @@ from toolshift.bench.instructions import (
     fact_key,
     field_words,
     make_instruction,
+    missing_facts,
     row_value_text,
 )
 from toolshift.models import GoldCall, RowChange, Task, UserInstruction, covers
@@ -61,6 +62,8 @@ class Reach:
     start: str | None
     rows: list[tuple[str, str, str]] = field(default_factory=list)
     """Every row the reads put in the agent's hands on the way, as (entity, key, phrase)."""
+    sibling_fact: tuple[str, str] | None = None
+    """For a row picked out of its parent's list: the (fact, value) that tells it from its siblings."""
 
 
 @dataclass
@@ -82,6 +85,8 @@ class Draft:
     intents: list[WriteIntent] = field(default_factory=list)
     known: dict[tuple[str, str], str] = field(default_factory=dict)
     """(entity, key) → phrase, for rows the path has already put in the agent's hands."""
+    sibling_facts: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(entity, key) → the name of the fact that tells that row from its siblings."""
     spliced: bool = False
     repeated: int = 1
 
@@ -368,8 +373,10 @@ class Synthesizer:
             words = field_words(fname, noun)
             phrase = f"the {noun} of {pr.phrase} whose {words} is {row_value_text(fval)}"
             facts = dict(pr.facts)
-            add_fact(facts, fact_key(noun, words), row_value_text(fval))
-            return Reach([*pr.steps, step], facts, phrase, pr.start or step.tool, list(pr.rows))
+            if pr.sibling_fact is not None:
+                add_fact(facts, *pr.sibling_fact)
+            own = (fact_key(noun, words), row_value_text(fval))
+            return Reach([*pr.steps, step], facts, phrase, pr.start or step.tool, list(pr.rows), own)
         if how == "child":
             child, fname = extra
             ck = self.ent[child].key
@@ -385,7 +392,10 @@ class Synthesizer:
             if not cr.steps:
                 raise Rejected(f"unreachable:{e.name}")
             phrase = f"the {noun} on {cr.phrase}"
-            return Reach(cr.steps, cr.facts, phrase, cr.start, list(cr.rows))
+            facts = dict(cr.facts)
+            if cr.sibling_fact is not None:
+                add_fact(facts, *cr.sibling_fact)
+            return Reach(cr.steps, facts, phrase, cr.start, list(cr.rows))
         raise Rejected("no_option")
 
     # --- values ------------------------------------------------------------------------------------
@@ -577,11 +587,15 @@ class Synthesizer:
                 args[p.name] = v
                 details.append((field_words(p.name, noun), row_value_text(v)))
         # reads first (they do not change state), then the write itself
-        for _, r in reaches:
+        for pname, r in reaches:
             for s in r.steps:
                 self.run(draft, Step(s.tool, s.args))
             for k, v in r.facts.items():
                 add_fact(draft.facts, k, v)
+            if r.sibling_fact is not None:
+                ent = (sig.param(pname) or Param("", "key:", False, "")).vtype.removeprefix("key:")
+                used = add_fact(draft.facts, *r.sibling_fact)
+                draft.sibling_facts[(ent, str(picked[pname][self.ent[ent].key]))] = used
         anchor = reaches[0][1].phrase if reaches else ""
         for pname, r in reaches[1:]:
             details.append((field_words(pname, noun), r.phrase))
@@ -683,6 +697,8 @@ class Synthesizer:
             intent.target = (
                 f"every {entity_noun(ent)} of {parent_phrase} whose {words} is {value} ({len(group)} of them)"
             )
+            # the attribute that told the anchor from its siblings no longer describes the target
+            draft.facts.pop(draft.sibling_facts.pop((ent, str(row[e.key])), ""), None)
             add_fact(draft.facts, fact_key(entity_noun(ent), words), value)
             draft.repeated = len(group)
             return
@@ -788,6 +804,9 @@ class Synthesizer:
                 self.world.call(s.tool, s.args)
         if covers(self.world.diff(self.base), delta):
             raise Rejected("read_only_passes")
+        # the intent states every fact the user holds (a paraphrase is checked against them)
+        if missing_facts(instruction, instruction.intent):
+            raise Rejected("incoherent:fact_not_in_intent")
         # specific, and never names a function
         text = " ".join([instruction.intent, instruction.motivation, *instruction.facts.values()]).lower()
         bare = {n.removeprefix(self.spec.tool_prefix) for n in self.sigs} | set(self.sigs)
@@ -861,13 +880,14 @@ def managed_fields(spec: DomainSpec) -> dict[str, set[str]]:
     return out
 
 
-def add_fact(facts: dict[str, str], name: str, value: str) -> None:
+def add_fact(facts: dict[str, str], name: str, value: str) -> str:
     """Add a fact without overwriting a different value under the same name (`amount`, `amount (2)`)."""
     n, key = 1, name
     while key in facts and facts[key] != value:
         n += 1
         key = f"{name} ({n})"
     facts[key] = value
+    return key
 
 
 def _canon(value: Any) -> str:
