@@ -517,7 +517,9 @@ class Synthesizer:
         for p in sig.key_params:
             if not p.required and sig.kind not in ("create",):
                 continue
-            if not p.required and self.rng.random() < 0.6:
+            if not p.required and (
+                self.rng.random() < 0.6 or p.name in self.managed.get(sig.entity or "", set())
+            ):
                 continue
             ent = p.vtype.removeprefix("key:")
             rows = self._candidate_rows(ent, draft, prefer_known)
@@ -872,8 +874,13 @@ _KWARG = re.compile(r"\b([a-z][a-z0-9_]*)\s*=(?!=)")
 
 
 def managed_fields(spec: DomainSpec) -> dict[str, set[str]]:
-    """Entity → fields some custom action sets (`update("order", key, status=...)` in its code)."""
+    """Entity → fields some custom action sets (`update("order", key, status=...)` in its code), plus
+    fields a spec marks `managed` (if the spec format has that flag)."""
     out: dict[str, set[str]] = {}
+    for e in spec.entities:
+        for f in e.fields:
+            if getattr(f, "managed", False):
+                out.setdefault(e.name, set()).add(f.name)
     for act in spec.actions:
         for entity, rest in _UPDATE_CALL.findall(act.code):
             out.setdefault(entity, set()).update(_KWARG.findall(rest))
