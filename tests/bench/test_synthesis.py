@@ -291,3 +291,24 @@ def test_build_with_a_paraphraser_keeps_only_fact_preserving_rewrites(tmp_path: 
     )
     named = build_domain(tmp_path / "c", "customer_support", seed=0, per_domain=5, rewrite=leaky)
     assert named.paraphrase == {"paraphrase_names_function": 5}
+
+
+def test_gold_paths_follow_dependency_graph_edges(built: Path):
+    from toolshift.bench.graph import DependencyGraph
+
+    for name in DOMAINS:
+        graph = DependencyGraph.load(built / "domains" / name / "graph.json")
+        params = {n.tool: n.params for n in graph.nodes}
+        edges = {(e.source, e.target, e.param) for e in graph.edges}
+        for task in load_tasks(built, domain=name):
+            facts = set(task.instruction.facts.values())
+            for i, call in enumerate(task.gold_path):
+                for pname, value in call.arguments.items():
+                    if not params[call.tool].get(pname, "").startswith("key:") or value in facts:
+                        continue
+                    feeders = [
+                        c.tool
+                        for c in task.gold_path[:i]
+                        if f'"{value}"' in json.dumps(c.result, default=str)
+                    ]
+                    assert any((f, call.tool, pname) in edges for f in feeders), (task.id, call.tool, pname)
