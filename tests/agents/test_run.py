@@ -133,3 +133,22 @@ def test_task_file_errors_name_record_and_field(tasks_file, tmp_path):
     bad.write_text(lines[1] + "\n" + lines[1] + "\n")
     with pytest.raises(BadInputError, match="repeats"):
         load_tasks(bad)
+
+
+def test_replay_reexecutes_a_recorded_run(tasks_file, tmp_path):
+    first = tmp_path / "first"
+    assert (
+        _invoke(
+            "run", "--world", "clinic", "--tasks", str(tasks_file), "--model", "oracle", "--out", str(first)
+        ).exit_code
+        == 0
+    )
+    (recorded,) = first.glob("run-*.episodes.jsonl")
+    again = tmp_path / "again"
+    result = _invoke("run", "--world", "clinic", "--tasks", str(tasks_file), "--model", "replay",
+                     "--replay-from", str(recorded), "--out", str(again))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    replayed = {e.task_id: e for e in _episodes(again)}
+    original = {e.task_id: e for e in iter_episodes(recorded)}
+    assert {k: e.world_diff for k, e in replayed.items()} == {k: e.world_diff for k, e in original.items()}
+    assert replayed["cancel-apt3"].outcome.success is True and replayed["cancel-apt3"].model == "replay"

@@ -87,13 +87,14 @@ def make_model(
     *,
     seed: int,
     on_rate_limit: RateLimitListener | None = None,
+    role: str = "agent",
 ) -> ChatModel:
-    """A chat model for `embedded`, `openai:<name>` or `anthropic:<name>`."""
+    """A chat model for `embedded`, `openai:<name>` or `anthropic:<name>` (`role`: agent or user)."""
     if spec == "embedded":
         from toolshift.agents.embedded import EmbeddedModel
 
         temperature = 0.7 if config.temperature is None else config.temperature
-        return EmbeddedModel(temperature=temperature, seed=seed)
+        return EmbeddedModel(temperature=temperature, seed=seed, role=role)
     kind, _, name = spec.partition(":")
     if kind == "openai":
         from toolshift.agents.openai_backend import OpenAIChatModel

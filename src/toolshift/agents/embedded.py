@@ -28,7 +28,7 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_NAME = "embedded:smollm2-135m-q4_1"
 
 _load_lock = threading.Lock()
-_models: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
+_models: dict[tuple[str, int, int, str], tuple[Any, threading.Lock]] = {}
 _grammars: dict[str, Any] = {}
 
 
@@ -68,10 +68,13 @@ def _without_extra_buffers() -> Iterator[None]:
         llama_module.llama_cpp.llama_model_default_params = original
 
 
-def load_llama(n_ctx: int = 2048, n_threads: int = 1) -> tuple[Any, threading.Lock]:
-    """The process-wide model instance (loaded once; ~0.2 s) and the lock that serialises its use."""
+def load_llama(n_ctx: int = 2048, n_threads: int = 1, slot: str = "agent") -> tuple[Any, threading.Lock]:
+    """The process-wide model instance for `slot` (loaded once; ~0.2 s) and the lock that serialises its use.
+
+    The agent and a simulated user get separate instances so each keeps its own conversation's KV cache.
+    """
     path = str(gguf_path())
-    key = (path, n_ctx, n_threads)
+    key = (path, n_ctx, n_threads, slot)
     with _load_lock:
         if key not in _models:
             # OpenMP threads that spin while waiting crawl when the cores are shared; passive waits do not.
@@ -313,8 +316,11 @@ class EmbeddedModel:
         history: int = 24,
         result_chars: int = 300,
         policy_chars: int = 300,
+        role: str = "agent",
     ) -> None:
         self.name = EMBEDDED_NAME
+        self.role = role
+        """`agent` (a customer-service prompt around the domain policy) or `user` (the system prompt as given)."""
         self.temperature = temperature
         self.seed = seed
         self.max_tokens = max_tokens
@@ -329,14 +335,22 @@ class EmbeddedModel:
     def prompt(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> list[dict[str, str]]:
         """The compact chat the model reads: policy, tool signatures, first request, recent history."""
         system = next((m.get("content") or "" for m in messages if m["role"] == "system"), "")
-        lines = [
-            "You are a customer-service agent. Call a tool whenever the request needs records looked up or changed.",
-            "Tools:",
-            *(_signature(t) for t in tools),
-            "Policy: " + _clip(" ".join(system.split("# Policy", 1)[-1].split()), self.policy_chars),
-            'Answer with JSON only: {"tool": NAME, "arguments": {...}} to call a tool, '
-            'or {"reply": TEXT} to talk to the customer.',
-        ]
+        if self.role == "user":
+            lines = [
+                _clip(system, self.policy_chars * 3),
+                "Tools:",
+                *(_signature(t) for t in tools),
+                'Answer with JSON only: {"reply": TEXT} to answer the agent, or {"tool": NAME, "arguments": {}}.',
+            ]
+        else:
+            lines = [
+                "You are a customer-service agent. Call a tool whenever the request needs records looked up or changed.",
+                "Tools:",
+                *(_signature(t) for t in tools),
+                "Policy: " + _clip(" ".join(system.split("# Policy", 1)[-1].split()), self.policy_chars),
+                'Answer with JSON only: {"tool": NAME, "arguments": {...}} to call a tool, '
+                'or {"reply": TEXT} to talk to the customer.',
+            ]
         chat: list[dict[str, str]] = []
         for m in messages:
             role = m["role"]
@@ -376,7 +390,7 @@ class EmbeddedModel:
             tools, opening, self.max_tools
         )  # chosen once per episode: the prompt prefix stays cached
         grammar = _grammar(action_schema(shown))
-        llm, lock = load_llama(self.n_ctx, self.n_threads)
+        llm, lock = load_llama(self.n_ctx, self.n_threads, self.role)
         chat = self.prompt(messages, shown)
         with lock:
             prompt = chatml(chat)
