@@ -312,3 +312,19 @@ def test_gold_paths_follow_dependency_graph_edges(built: Path):
                         if f'"{value}"' in json.dumps(c.result, default=str)
                     ]
                     assert any((f, call.tool, pname) in edges for f in feeders), (task.id, call.tool, pname)
+
+
+def test_build_is_identical_across_processes_and_hash_seeds(built: Path, tmp_path: Path):
+    import os
+    import subprocess
+    import sys
+
+    src = Path(__file__).resolve().parents[2] / "src"
+    for hash_seed in ("1", "2"):
+        out = tmp_path / hash_seed
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(src)}
+        cmd = [sys.executable, "-m", "toolshift", "bench", "build", "--out", str(out)]
+        cmd += ["--domains", "customer_support", "--per-domain", str(PER_DOMAIN)]
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        got = (out / "domains/customer_support/tasks.jsonl").read_bytes()
+        assert got == (built / "domains/customer_support/tasks.jsonl").read_bytes()
