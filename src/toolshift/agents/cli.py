@@ -107,6 +107,9 @@ def run(
     except ValidationError as exc:
         err = exc.errors()[0]
         raise BadInputError(err["msg"], field=".".join(map(str, err["loc"]))) from None
+    if executor == "local" and "embedded" in (model, user) and concurrency > 1:
+        console.print("[dim]embedded model: one episode at a time in this process (it keeps one KV cache)[/]")
+        concurrency = 1
     task_list = load_tasks(tasks)[:limit]
     world_opener(world)  # an unknown domain fails here, before anything is written
     plan = plan_run(config, task_list, trials, out)
