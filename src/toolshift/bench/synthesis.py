@@ -502,14 +502,14 @@ class Synthesizer:
         last: Rejected | None = None
         for _ in range(CANDIDATES_PER_WRITE):
             mark = len(draft.steps)
-            snap_facts, snap_known = dict(draft.facts), dict(draft.known)
+            saved = dict(draft.facts), dict(draft.known), dict(draft.sibling_facts)
             try:
                 return self._try_write(draft, sig, prefer_known)
             except Rejected as exc:
                 last = exc
                 self.candidate_rejections[exc.reason] += 1
                 del draft.steps[mark:]
-                draft.facts, draft.known = snap_facts, snap_known
+                draft.facts, draft.known, draft.sibling_facts = saved
         raise last or Rejected(f"no_candidate:{tool}")
 
     def _pick_rows(self, sig: ToolSignature, draft: Draft, prefer_known: bool) -> dict[str, dict[str, Any]]:
@@ -532,7 +532,6 @@ class Synthesizer:
         picked = self._pick_rows(sig, draft, prefer_known)
         args: dict[str, Any] = {}
         details: list[tuple[str, str]] = []
-        target_phrase = ""
         reaches: list[tuple[str, Reach]] = []
         for pname, row in picked.items():
             p = sig.param(pname)
@@ -542,9 +541,7 @@ class Synthesizer:
             reaches.append((pname, r))
             args[pname] = str(row[self.ent[ent].key])
         rows = list(picked.values())
-        noun = entity_noun(
-            sig.entity or (next(iter(picked.values())) and self._anchor_entity(sig)) or "record"
-        )
+        noun = entity_noun(sig.entity or self._anchor_entity(sig))
         kind = sig.kind
         if kind == "update":
             e = self.ent[sig.entity or ""]
@@ -736,13 +733,13 @@ class Synthesizer:
             ]
             if second:
                 mark = len(draft.steps)
-                snap = (dict(draft.facts), dict(draft.known), list(draft.intents))
+                snap = (dict(draft.facts), dict(draft.known), list(draft.intents), dict(draft.sibling_facts))
                 try:
                     self.add_write(draft, self.rng.choice(second), prefer_known=True)
                     draft.spliced = True
                 except Rejected:
                     del draft.steps[mark:]
-                    draft.facts, draft.known, draft.intents = snap[0], snap[1], snap[2]
+                    draft.facts, draft.known, draft.intents, draft.sibling_facts = snap
                     self._replay_prefix(draft)
         return draft
 
