@@ -41,6 +41,19 @@ def test_call_bad_json_args_exit_2():
     assert proc.returncode == 2 and "--args" in proc.stderr
 
 
+def test_call_unknown_tool_exit_2_with_suggestion():
+    proc = _toolshift("call", "clinic", "get_patiant", "--args", "{}")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert (
+        "'get_patiant'" in proc.stderr and "get_patient" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    )
+
+
+def test_call_schema_rejected_args_exit_2_naming_the_argument():
+    proc = _toolshift("call", "clinic", "get_patient", "--args", '{"patient_id": 7}')
+    assert proc.returncode == 2 and "--args" in proc.stderr and "'patient_id'" in proc.stderr
+
+
 def test_tools_and_domains_tables():
     tools = _toolshift("tools", "freight_depot")
     assert (

@@ -107,8 +107,12 @@ def call_cmd(
     args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
     seed: SeedOpt = None,
 ) -> None:
-    """Call one tool on a fresh world; print the result or error and the state diff."""
+    """Call one tool on a fresh world; print the result or error and the state diff.
+
+    An unknown tool or arguments its schema rejects exit 2; a domain error (a failed precondition) exits 1.
+    """
     from toolshift.world.registry import load_domain
+    from toolshift.world.tools import ToolError
     from toolshift.world.world import World
 
     try:
@@ -118,6 +122,12 @@ def call_cmd(
     if not isinstance(parsed, dict):
         raise BadInputError("must be a JSON object", source="--args")
     world = World(load_domain(domain, seed=seed))
+    try:
+        world.validate(world.tool(tool), parsed)
+    except ToolError as exc:
+        # The caller's own input: the tool name or its arguments. A domain failure is exit 1 below.
+        field = "TOOL" if exc.code == "unknown_tool" else "--args"
+        raise BadInputError(exc.message, source=world.domain.spec.name, field=field) from None
     before = world.snapshot()
     result = world.call(tool, parsed)
     style = "green" if result.ok else "red"
