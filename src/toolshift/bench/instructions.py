@@ -49,6 +49,13 @@ def field_words(name: str, noun: str = "") -> str:
     return name.replace("_", " ")
 
 
+def attribute_phrase(words: str, value: str) -> str:
+    """`placed on` + date → `placed on 2026-03-04`; `status` + `open` → `whose status is open`."""
+    if words.endswith((" on", " at", " by")):
+        return f"{words} {value}"
+    return f"whose {words} is {value}"
+
+
 def row_value_text(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"

@@ -29,6 +29,7 @@ from toolshift.bench.graph import (
     signatures,
 )
 from toolshift.bench.instructions import (
+    attribute_phrase,
     entity_noun,
     fact_key,
     field_words,
@@ -371,7 +372,7 @@ class Synthesizer:
             step = Step(rel.name, args)
             fname, fval = pick
             words = field_words(fname, noun)
-            phrase = f"the {noun} of {pr.phrase} whose {words} is {row_value_text(fval)}"
+            phrase = f"the {noun} of {pr.phrase} {attribute_phrase(words, row_value_text(fval))}"
             facts = dict(pr.facts)
             if pr.sibling_fact is not None:
                 add_fact(facts, *pr.sibling_fact)
@@ -693,9 +694,7 @@ class Synthesizer:
             value = row_value_text(row[f.name])
             intent = draft.intents[-1]
             intent.repeat = len(group)
-            intent.target = (
-                f"every {entity_noun(ent)} of {parent_phrase} whose {words} is {value} ({len(group)} of them)"
-            )
+            intent.target = f"every {entity_noun(ent)} of {parent_phrase} {attribute_phrase(words, value)} ({len(group)} of them)"
             # the attribute that told the anchor from its siblings no longer describes the target
             draft.facts.pop(draft.sibling_facts.pop((ent, str(row[e.key])), ""), None)
             add_fact(draft.facts, fact_key(entity_noun(ent), words), value)
