@@ -69,9 +69,16 @@ def test_refusals(files, monkeypatch, capsys):
     other["tools"] = [t for t in other["tools"] if t["name"] != "think"]
     other_path = tmp / "other.catalog.json"
     other_path.write_text(json.dumps(other))
+    elsewhere = json.loads(catalog.read_text()) | {"domain": "email"}
+    elsewhere_path = tmp / "email.catalog.json"
+    elsewhere_path.write_text(json.dumps(elsewhere))
     from toolshift.cli import main
 
     for argv, message in (
+        (
+            ["learn", str(episodes), "--catalog", str(elsewhere_path), "--out", str(tmp / "f.json")],
+            "no episode of the catalog's domain 'email'",
+        ),
         (["replay", str(episodes), "--catalog", str(other_path), "--flow", str(flow)], "catalog"),
         (
             ["learn", str(episodes), "--catalog", str(catalog), "--out", str(flow), "--format", "3"],

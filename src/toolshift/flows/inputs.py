@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,15 +35,25 @@ class Inputs:
         return "; ".join(parts)
 
 
-def select(episodes: Iterable[Episode], catalog: Catalog, tasks: TaskSet = "all") -> Inputs:
+def select(
+    episodes: Iterable[Episode], catalog: Catalog, tasks: TaskSet = "all", *, source: str = "episodes"
+) -> Inputs:
     """The catalog domain's episodes of the chosen tasks (split per `toolshift.traces.split`), as timelines."""
-    same_domain, other = [], 0
+    same_domain, other = [], Counter[str]()
     for episode in episodes:
         if episode.domain == catalog.domain:
             same_domain.append(episode)
         else:
-            other += 1
-    inputs = Inputs(catalog, [], other_domains=other)
+            other[episode.domain] += 1
+    if not same_domain and other:
+        held = ", ".join(f"{n} of {d!r}" for d, n in other.most_common())
+        raise BadInputError(
+            f"no episode of the catalog's domain {catalog.domain!r} in these files (they hold {held}): "
+            "pass the catalog of their domain",
+            source=source,
+            field="domain",
+        )
+    inputs = Inputs(catalog, [], other_domains=sum(other.values()))
     if tasks != "all":
         split = split_tasks(e.task_id for e in same_domain)
         kept = [e for e in same_domain if split[e.task_id] == tasks]
@@ -60,4 +71,4 @@ def load_inputs(paths: Sequence[Path], catalog_path: Path, tasks: TaskSet = "all
         if not Path(path).exists():
             raise BadInputError("no such episode file", source=str(path))
         episodes.extend(iter_episodes(Path(path)))
-    return select(episodes, catalog, tasks)
+    return select(episodes, catalog, tasks, source=", ".join(map(str, paths)))
