@@ -27,6 +27,14 @@ def test_round_trip(tmp_path, flow):
     assert load_flow(path, AIRLINE) == flow
 
 
+def test_saved_file_has_the_mode_a_plain_open_gives(tmp_path, flow):
+    plain = tmp_path / "plain.json"
+    plain.write_text("{}")
+    saved = save_flow(flow, tmp_path / "f.json")
+    assert saved.stat().st_mode == plain.stat().st_mode
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
 @pytest.mark.parametrize("fmt", [0, 3, "2", None])
 def test_unknown_format_is_refused(tmp_path, flow, fmt):
     raw = json.loads(flow.model_dump_json())

@@ -8,8 +8,6 @@ tool catalog, rather than silently making fewer (or other) lookups than the flow
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolshift.errors import BadInputError
 from toolshift.flows.timeline import Catalog
+from toolshift.traces.store import write_text_atomic
 
 FLOW_KIND = "toolshift.flow"
 KNOWN_FORMATS = (1, 2)
@@ -148,17 +147,7 @@ class Flow(BaseModel):
 
 def save_flow(flow: Flow, path: Path) -> Path:
     """Write atomically, so a failed write leaves any earlier file intact."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(flow.model_dump_json(indent=1, exclude_defaults=False) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_text_atomic(path, flow.model_dump_json(indent=1, exclude_defaults=False) + "\n")
 
 
 def parse_flow(raw: Any, *, source: str = "flow") -> Flow:

@@ -12,9 +12,7 @@ every converter writes a catalog beside its episodes. Each label records its ori
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -23,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolshift.errors import BadInputError
 from toolshift.models import Effect
-from toolshift.traces.store import chmod_default
+from toolshift.traces.store import write_text_atomic
 
 CATALOG_FORMAT: Final = "toolshift.catalog/1"
 CATALOG_SUFFIX = ".catalog.json"
@@ -199,18 +197,7 @@ def catalog_path(directory: Path, domain: str) -> Path:
 
 def save_catalog(catalog: ToolCatalog, path: Path) -> Path:
     """Write atomically (temp file + rename), so a failed write leaves the old file intact."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        chmod_default(tmp)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(catalog.model_dump_json(indent=2) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_text_atomic(path, catalog.model_dump_json(indent=2) + "\n")
 
 
 def load_catalog(path: Path) -> ToolCatalog:

@@ -254,6 +254,22 @@ def chmod_default(path: str) -> None:
     os.chmod(path, 0o666 & ~umask)
 
 
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write a whole text file via a temp sibling and a rename: a failed write leaves the old file intact."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        chmod_default(tmp)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
 def _cut_torn_tail(path: Path) -> None:
     with path.open("rb+") as fh:
         fh.seek(0, os.SEEK_END)

@@ -42,7 +42,7 @@ from toolshift.errors import BadInputError
 from toolshift.traces.catalog import ToolCatalog, catalog_by_verb
 from toolshift.traces.conversion import Conversion
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall, Usage
-from toolshift.traces.store import chmod_default
+from toolshift.traces.store import write_text_atomic
 from toolshift.traces.tau_tools import TAU2_TOOLS, tau_catalog
 
 CONVERTER = "tau2"
@@ -421,16 +421,7 @@ def write_results(run: Tau2Run, path: Path, *, layout: Layout | None = None) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     if layout == "json":
         doc |= {"simulations": sims, "simulation_index": None}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            chmod_default(tmp)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh, ensure_ascii=False, indent=1)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return write_text_atomic(path, json.dumps(doc, ensure_ascii=False, indent=1))
     tmp_dir = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
     try:
         (tmp_dir / "simulations").mkdir()
