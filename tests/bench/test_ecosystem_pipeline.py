@@ -125,3 +125,30 @@ def test_an_ecosystem_of_other_tasks_is_refused(build):
             load_ecosystem(out)
     finally:
         tasks.write_text(original)
+
+
+def test_a_version_is_served_over_mcp_stdio(build):
+    import sys
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from toolshift.world.serve import parse_tool_result
+
+    out, _, _, records, _ = build
+    rec = next(r for r in records if r.version == VERSIONS and r.domain == DOMAINS[0])
+    want = load_history(out, DOMAINS[0]).versions[VERSIONS - 1].tools
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolshift", "bench", "serve", str(out), DOMAINS[0], "--version", str(VERSIONS)],
+    )
+
+    async def run():
+        async with Client(params) as client:
+            tools = (await client.list_tools()).tools
+            assert sorted(t.name for t in tools) == want
+            for name, args in rec.step.calls:
+                ok, payload = parse_tool_result(await client.call_tool(name, args))
+                assert ok, payload
+
+    anyio.run(run)

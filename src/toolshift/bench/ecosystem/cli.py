@@ -233,12 +233,45 @@ def evaluate(
         json_out.write_text(json.dumps(body, indent=1), encoding="utf-8")
 
 
+def serve(
+    build: Annotated[Path, typer.Argument(help="A bench build directory with an evolved ecosystem.")],
+    domain: Annotated[str, typer.Argument(help="A domain of the build.")],
+    version: Annotated[int, typer.Option(help="Ecosystem version to serve.")] = 1,
+    transport: Annotated[str, typer.Option(help="stdio or http (streamable HTTP).")] = "stdio",
+    host: Annotated[str, typer.Option()] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 8765,
+) -> None:
+    """Serve one domain's world at one ecosystem version over MCP (a world per session)."""
+    import anyio
+
+    from toolshift.bench.ecosystem.store import load_ecosystem, version_world
+    from toolshift.world.serve import WorldServer
+
+    eco = load_ecosystem(build)
+    if domain not in eco.domains:
+        raise BadInputError(
+            f"domain {domain!r} is not in ecosystem {eco.id}", source=str(build), field="domain"
+        )
+    if transport not in ("stdio", "http"):
+        raise BadInputError(f"unknown transport {transport!r} (stdio or http)", field="transport")
+    world, _ = version_world(build, domain, version)
+    server = WorldServer(world, name=f"toolshift-{domain}-v{version}")
+    if transport == "stdio":
+        anyio.run(server.run_stdio)
+        return
+    Console(stderr=True).print(
+        f"serving [bold]{domain}[/] v{version} of {eco.id} ({len(world.tools)} tools) at http://{host}:{port}/mcp"
+    )
+    server.run_http(host=host, port=port)
+
+
 def register(target: typer.Typer) -> None:
     """Add the ecosystem commands to another Typer app (the `toolshift bench` app)."""
     target.command("evolve")(evolve)
     target.command("reference")(reference)
     target.command("baseline")(baseline)
     target.command("eval")(evaluate)
+    target.command("serve")(serve)
 
 
 register(app)
