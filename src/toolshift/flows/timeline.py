@@ -15,7 +15,7 @@ from typing import Any
 from toolshift.errors import BadInputError
 from toolshift.flows.values import call_key, decode_output
 from toolshift.models import Effect
-from toolshift.traces.episode import Episode, paired_calls
+from toolshift.traces.episode import Episode, Message, paired_calls
 
 CHARS_PER_TOKEN = 4
 
@@ -150,7 +150,7 @@ def is_success(episode: Episode) -> bool:
     return outcome.reward is not None and outcome.reward >= 1.0
 
 
-def _text_len(message: Any) -> int:
+def _text_len(message: Message) -> int:
     size = len(message.content or "")
     for tc in message.tool_calls or ():
         size += len(tc.name) + len(json.dumps(tc.arguments, default=str))
@@ -168,27 +168,33 @@ def build_timeline(episode: Episode, catalog: Catalog) -> Timeline:
     results = {id(tc): result for _, tc, result in paired_calls(episode)}
     outputs: dict[int, tuple[str | None, bool]] = {}
     chars_so_far = 0
+
+    def add_calls(message: Message, position: int, turn: int, by_agent: bool) -> tuple[int, ...]:
+        """Append the message's tool calls (turn -1: another party's) and note their results."""
+        indices = []
+        for tc in message.tool_calls or ():
+            effect = catalog.effects.get(tc.name)
+            if effect is None:
+                raise BadInputError(
+                    f"tool {tc.name!r} is not in the {catalog.domain!r} catalog",
+                    source=episode.id,
+                    record=position,
+                    field="tool_calls",
+                )
+            index = len(calls)
+            calls.append(
+                Call(index, turn, tc.name, tc.arguments, call_key(tc.name, tc.arguments), effect,
+                     by_agent, None, None, False, 0.0)
+            )  # fmt: skip
+            indices.append(index)
+            result = results.get(id(tc))
+            if result is not None:
+                outputs[index] = (result.content, result.error)
+        return tuple(indices)
+
     for position, message in enumerate(episode.messages):
         if message.role == "assistant":
-            indices = []
-            for tc in message.tool_calls or ():
-                effect = catalog.effects.get(tc.name)
-                if effect is None:
-                    raise BadInputError(
-                        f"tool {tc.name!r} is not in the {catalog.domain!r} catalog",
-                        source=episode.id,
-                        record=position,
-                        field="tool_calls",
-                    )
-                index = len(calls)
-                calls.append(
-                    Call(index, len(turns), tc.name, tc.arguments, call_key(tc.name, tc.arguments), effect,
-                         True, None, None, False, 0.0)
-                )  # fmt: skip
-                indices.append(index)
-                result = results.get(id(tc))
-                if result is not None:
-                    outputs[index] = (result.content, result.error)
+            indices = add_calls(message, position, len(turns), by_agent=True)
             usage = message.usage
             if usage is not None and usage.prompt_tokens is not None and usage.completion_tokens is not None:
                 prompt_tokens.append(float(usage.prompt_tokens))
@@ -198,29 +204,10 @@ def build_timeline(episode: Episode, catalog: Catalog) -> Timeline:
                 prompt_tokens.append(chars_so_far / CHARS_PER_TOKEN)
                 completion_tokens.append(_text_len(message) / CHARS_PER_TOKEN)
             events.append(TurnEvent(len(turns)))
-            turns.append(tuple(indices))
+            turns.append(indices)
         elif message.role == "user":
             if message.tool_calls:
-                indices = []
-                for tc in message.tool_calls:
-                    effect = catalog.effects.get(tc.name)
-                    if effect is None:
-                        raise BadInputError(
-                            f"tool {tc.name!r} is not in the {catalog.domain!r} catalog",
-                            source=episode.id,
-                            record=position,
-                            field="tool_calls",
-                        )
-                    index = len(calls)
-                    calls.append(
-                        Call(index, -1, tc.name, tc.arguments, call_key(tc.name, tc.arguments), effect,
-                             False, None, None, False, 0.0)
-                    )  # fmt: skip
-                    indices.append(index)
-                    result = results.get(id(tc))
-                    if result is not None:
-                        outputs[index] = (result.content, result.error)
-                events.append(OtherCallsEvent(tuple(indices)))
+                events.append(OtherCallsEvent(add_calls(message, position, -1, by_agent=False)))
             if message.content:
                 events.append(UserEvent(message.content))
         chars_so_far += _text_len(message)
