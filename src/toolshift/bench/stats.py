@@ -24,6 +24,8 @@ class DomainStats:
     repeated: int = 0
     status: str = "ok"
     attempts: int = 0
+    used_tools: int = 0
+    """Distinct tools at least one task's gold path calls."""
     rejections: Counter[str] = field(default_factory=Counter)
     candidates: Counter[str] = field(default_factory=Counter)
 
@@ -46,6 +48,7 @@ def build_stats(out: str | Path) -> list[DomainStats]:
             s.rejections[_family(k)] += v
         for k, v in rep.candidates_passed_over.items():
             s.candidates[_family(k)] += v
+        s.used_tools = len({c.tool for t in tasks for c in t.gold_path})
         for t in tasks:
             s.path_lengths.append(len(t.gold_path))
             s.functions.append(len(set(t.base_functions)))
@@ -83,21 +86,23 @@ def markdown(stats: list[DomainStats], command: str, build_command: str = "") ->
         "more than one write; spliced = a second write joined on a row the path already found; repeated =",
         "the same change applied to 2–3 sibling records.",
         "",
-        "| domain | tools | tasks | train | test | path len (mean / min–max) | functions/task (mean) | multi-write | spliced | repeated |",
-        "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|",
+        "| domain | tools | tools used | tasks | train | test | path len (mean / min–max) | functions/task (mean) | multi-write | spliced | repeated |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|",
     ]
     for s in stats:
         lo, hi = (min(s.path_lengths), max(s.path_lengths)) if s.path_lengths else (0, 0)
         fmean = statistics.fmean(s.functions) if s.functions else 0.0
         multi = sum(1 for w in s.writes if w > 1)
         lines.append(
-            f"| {s.name} | {s.tools} | {s.tasks} | {s.train} | {s.test} | {s.mean_path:.2f} / {lo}–{hi} | "
+            f"| {s.name} | {s.tools} | {s.used_tools} | {s.tasks} | {s.train} | {s.test} | "
+            f"{s.mean_path:.2f} / {lo}–{hi} | "
             f"{fmean:.2f} | {multi} | {s.spliced} | {s.repeated} |"
         )
     allp = [v for s in stats for v in s.path_lengths]
     allf = [v for s in stats for v in s.functions]
     tot = (
-        f"| **total ({len(stats)} domains)** | {sum(s.tools for s in stats)} | {sum(s.tasks for s in stats)} | "
+        f"| **total ({len(stats)} domains)** | {sum(s.tools for s in stats)} | {sum(s.used_tools for s in stats)} | "
+        f"{sum(s.tasks for s in stats)} | "
         f"{sum(s.train for s in stats)} | {sum(s.test for s in stats)} | "
         f"{(statistics.fmean(allp) if allp else 0):.2f} / {min(allp, default=0)}–{max(allp, default=0)} | "
         f"{(statistics.fmean(allf) if allf else 0):.2f} | {sum(1 for s in stats for w in s.writes if w > 1)} | "

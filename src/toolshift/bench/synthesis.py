@@ -393,10 +393,15 @@ class Synthesizer:
             if not cr.steps:
                 raise Rejected(f"unreachable:{e.name}")
             phrase = f"the {noun} on {cr.phrase}"
+            steps = list(cr.steps)
+            getter = self.by_kind.get(("get", e.name))
+            if getter and self.rng.random() < 0.5:
+                # look the referenced row up by the key the child row holds
+                steps.append(Step(getter, {e.key: key}))
             facts = dict(cr.facts)
             if cr.sibling_fact is not None:
                 add_fact(facts, *cr.sibling_fact)
-            return Reach(cr.steps, facts, phrase, cr.start, list(cr.rows))
+            return Reach(steps, facts, phrase, cr.start, list(cr.rows))
         raise Rejected("no_option")
 
     # --- values ------------------------------------------------------------------------------------
