@@ -24,7 +24,8 @@ def test_proposes_the_bound_lookup_after_the_call():
     assert 0.3 <= lookups[0].score <= 1
     # The chain: after X's result, the next unopened reservation, scored with its parent's score.
     chained = session.after_lookup(lookups[0], '{"id": "X"}')
-    assert [lk.arguments for lk in chained] in ([{"reservation_id": "Y"}], [])
+    assert [lk.arguments for lk in chained] == [{"reservation_id": "Y"}]
+    assert 0.3 <= chained[0].score < lookups[0].score
 
 
 def test_threshold_above_every_score_proposes_nothing():
