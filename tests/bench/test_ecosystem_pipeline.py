@@ -152,3 +152,14 @@ def test_a_version_is_served_over_mcp_stdio(build):
                 assert ok, payload
 
     anyio.run(run)
+
+
+def test_baseline_runs_resume_and_refuse_foreign_files(build, tmp_path):
+    out, _, _, _, runs = build
+    path = runs / "frozen-v1.episodes.jsonl"
+    before = path.read_text().count("\n")
+    run_baseline(out, "frozen-v1", runs, split=None)  # everything is already there: nothing runs again
+    assert path.read_text().count("\n") == before
+    write_episodes(tmp_path / "oracle.episodes.jsonl", [], meta={"ecosystem": "eco-elsewhere"})
+    with pytest.raises(BadInputError, match="eco-elsewhere"):
+        run_baseline(out, "oracle", tmp_path, split=None)

@@ -33,7 +33,7 @@ from toolshift.bench.ecosystem.store import (
 from toolshift.errors import BadInputError
 from toolshift.models import GoldCall, Task
 from toolshift.traces.episode import Episode
-from toolshift.traces.store import write_episodes
+from toolshift.traces.store import EpisodeWriter, iter_episodes, read_header, write_episodes
 from toolshift.world.world import World
 
 Baseline = Literal["oracle", "frozen-v1", "embedded"]
@@ -158,6 +158,10 @@ def plan_baseline(
     return out
 
 
+def episode_key(baseline: str, p: PlannedEpisode) -> str:
+    return f"{baseline}:{p.task.id}:v{p.version}:{p.criterion}"
+
+
 async def _run_all(
     planned: list[PlannedEpisode],
     baseline: Baseline,
@@ -165,8 +169,8 @@ async def _run_all(
     eco_id: str,
     *,
     max_turns: int,
-    progress: Callable[[], None] | None,
-) -> list[Episode]:
+    on_episode: Callable[[Episode], None],
+) -> None:
     from toolshift.agents.loop import EpisodeLimits, run_episode
     from toolshift.agents.policies import oracle
     from toolshift.agents.users import ScriptedUser
@@ -176,7 +180,6 @@ async def _run_all(
         from toolshift.agents.embedded import EmbeddedModel
 
         model = EmbeddedModel()
-    episodes: list[Episode] = []
     for p in planned:
         agent = model if model is not None else oracle(p.task, _as_gold(p.calls or []))
         source: dict[str, Any] = {"baseline": baseline, "criterion": p.criterion}
@@ -187,16 +190,13 @@ async def _run_all(
             agent,  # type: ignore[arg-type]
             ScriptedUser(p.task.public_request, p.task.instruction),
             worlds.opener(p.task.domain, p.version),
-            episode_id=f"{baseline}:{p.task.id}:v{p.version}:{p.criterion}",
+            episode_id=episode_key(baseline, p),
             limits=EpisodeLimits(max_turns=max_turns),
             agent_name=baseline,
             source=source,
         )
         ep.ecosystem_version = f"{eco_id}/v{p.version}"
-        episodes.append(ep)
-        if progress:
-            progress()
-    return episodes
+        on_episode(ep)
 
 
 def run_baseline(
@@ -211,7 +211,10 @@ def run_baseline(
     progress_total: Callable[[int], None] | None = None,
     progress: Callable[[], None] | None = None,
 ) -> Path:
-    """Run one baseline on the evolved build and write its episodes to `out/<baseline>.episodes.jsonl`."""
+    """Run one baseline on the evolved build, appending its episodes to `out/<baseline>.episodes.jsonl`.
+
+    Resumable: episodes already in the file (by id) are not run again; a file of another ecosystem is refused.
+    """
     if baseline not in BASELINES:
         raise BadInputError(
             f"unknown baseline {baseline!r} (one of {', '.join(BASELINES)})", field="baseline"
@@ -221,11 +224,29 @@ def run_baseline(
     worlds = VersionWorlds(build)
     tasks = {t.id: t for d in eco.domains for t in worlds.tasks(d)}
     planned = plan_baseline(baseline, records, tasks, split=split, sample=sample, seed=seed)
-    if progress_total:
-        progress_total(len(planned))
-    turns = max_turns or (10 if baseline == "embedded" else 40)
-    episodes = asyncio.run(_run_all(planned, baseline, worlds, eco.id, max_turns=turns, progress=progress))
     path = Path(out) / f"{baseline}.episodes.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_episodes(path, episodes, meta={"ecosystem": eco.id, "build": eco.build, "baseline": baseline})
+    meta = {"ecosystem": eco.id, "build": eco.build, "baseline": baseline}
+    done: set[str] = set()
+    if path.exists():
+        recorded = read_header(path).meta.get("ecosystem")
+        if recorded != eco.id:
+            raise BadInputError(
+                f"holds episodes of ecosystem {recorded!r}, not {eco.id!r}; choose another --out",
+                source=str(path),
+            )
+        done = {ep.id for ep in iter_episodes(path, skip_bad=True)}
+    else:
+        write_episodes(path, [], meta=meta)
+    todo = [p for p in planned if episode_key(baseline, p) not in done]
+    if progress_total:
+        progress_total(len(todo))
+    turns = max_turns or (10 if baseline == "embedded" else 40)
+    with EpisodeWriter(path, meta=meta, append=True) as writer:
+
+        def keep(ep: Episode) -> None:
+            writer.write(ep)
+            if progress:
+                progress()
+
+        asyncio.run(_run_all(todo, baseline, worlds, eco.id, max_turns=turns, on_episode=keep))
     return path
