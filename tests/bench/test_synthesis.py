@@ -263,6 +263,15 @@ def test_cli_build_then_stats(tmp_path: Path):
     assert (out / "stats.png").read_bytes()[:4] == b"\x89PNG"
     text = md.read_text()
     assert "| library |" in text and "**total (1 domains)**" in text
+    res = runner.invoke(app, ["bench", "verify", str(out)])
+    assert res.exit_code == 0 and "every task replays" in res.output, res.output
+    path = out / "domains/library/tasks.jsonl"
+    tasks = read_tasks(path)
+    tasks[3].expected_changes = tasks[3].expected_changes[1:]  # a silently edited task
+    path.write_text("".join(t.model_dump_json() + "\n" for t in tasks))
+    res = runner.invoke(app, ["bench", "verify", str(out)])
+    assert res.exception is not None and "problem" in str(res.exception)
+    assert "library-0004: replayed changes differ" in res.output
     res = runner.invoke(app, ["bench", "build", "--out", str(out), "--domains", "no_such_domain"])
     assert isinstance(res.exception, BadInputError) and "no_such_domain" in str(res.exception)
 

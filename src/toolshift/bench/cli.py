@@ -192,6 +192,50 @@ def stats_cmd(
         console.print(f"markdown → {markdown_out}")
 
 
+@app.command("verify")
+def verify_cmd(
+    build_dir: Path = typer.Argument(..., help="A directory made by `toolshift bench build`."),
+    domains: str = typer.Option("", "--domains", help="Comma-separated domains (default: all in the build)."),
+) -> None:
+    """Re-check every task of a build: its gold path replays to exactly Δgold on a fresh world,
+    Δgold is non-empty, the path's reads alone do not reach it, and its history matches its content."""
+    from toolshift.bench.build import build_world, load_manifest, load_tasks, replay_problems
+
+    m = load_manifest(build_dir)
+    names = [d.strip() for d in domains.split(",") if d.strip()] or [e.name for e in m.domains]
+    table = Table(title=f"verify {build_dir}")
+    for col in ("domain", "tasks", "problems"):
+        table.add_column(col, justify="left" if col == "domain" else "right")
+    problems: list[str] = []
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), console=console
+    ) as bar:
+        job = bar.add_task("domains", total=len(names))
+        for name in names:
+            tasks = load_tasks(build_dir, domain=name)
+            world = build_world(build_dir, name)
+            found = 0
+            for t in tasks:
+                issues = replay_problems(world, t)
+                if (
+                    not t.history
+                    or t.history[-1].fingerprint != t.fingerprint()
+                    or t.history[-1].version != t.version
+                ):
+                    issues.append("history does not match the task's content or version")
+                found += bool(issues)
+                problems += [f"{t.id}: {i}" for i in issues]
+            table.add_row(name, str(len(tasks)), f"[{'red' if found else 'green'}]{found}[/]")
+            world.close()
+            bar.advance(job)
+    console.print(table)
+    for line in problems[:20]:
+        console.print(f"[red]{line}[/]", highlight=False)
+    if problems:
+        raise ToolshiftError(f"{len(problems)} problem(s) in {build_dir}")
+    console.print("every task replays to exactly its expected changes")
+
+
 @app.command("graph")
 def graph_cmd(
     domain: str = typer.Argument(..., help="A domain name or spec path."),
