@@ -163,3 +163,13 @@ def test_baseline_runs_resume_and_refuse_foreign_files(build, tmp_path):
     write_episodes(tmp_path / "oracle.episodes.jsonl", [], meta={"ecosystem": "eco-elsewhere"})
     with pytest.raises(BadInputError, match="eco-elsewhere"):
         run_baseline(out, "oracle", tmp_path, split=None)
+
+
+def test_evolve_resumes_from_finished_domains(build):
+    out, eco, *_ = build
+    path = out / "ecosystem" / "domains" / f"{DOMAINS[0]}.json"
+    stamp = path.stat().st_mtime_ns
+    again = evolve_build(out, EvolveConfig(versions=VERSIONS, seed=1))
+    assert again.id == eco.id and again.stats == eco.stats
+    assert again.rejected_by_reason == eco.rejected_by_reason
+    assert path.stat().st_mtime_ns == stamp  # reused, not rewritten

@@ -25,6 +25,24 @@ from toolshift.bench.ecosystem.store import (
 from toolshift.errors import BadInputError
 
 
+def domain_inputs(build: str | Path, domain: str, config: EvolveConfig) -> str:
+    """What a domain's evolution depends on: the config, its spec and its tasks."""
+    h = hashlib.sha256(config.model_dump_json().encode())
+    for part in ("spec.yaml", "tasks.jsonl"):
+        h.update((Path(build) / "domains" / domain / part).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _reusable(path: Path, inputs: str) -> DomainHistory | None:
+    if not path.is_file():
+        return None
+    try:
+        history = DomainHistory.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    return history if history.inputs == inputs else None
+
+
 def history_of(domain: str, states: list[VersionState]) -> DomainHistory:
     entries = []
     for s in states:
@@ -45,7 +63,7 @@ def history_of(domain: str, states: list[VersionState]) -> DomainHistory:
                 modified=modified,
             )
         )
-    return DomainHistory(domain=domain, versions=entries)
+    return DomainHistory(domain=domain, versions=entries, rejected=[r for s in states for r in s.rejected])
 
 
 def reason_category(reason: str) -> str:
@@ -124,17 +142,19 @@ def evolve_build(
     rejected_by_version: Counter[int] = Counter()
     by_reason: Counter[str] = Counter()
     for name in names:
-        tasks = domain_tasks(build, name)
-        evolver = DomainEvolver(compiled_domain(build, name), tasks, config)
-        states = evolver.run()
-        history = history_of(name, states)
-        atomic_write(out / "domains" / f"{name}.json", history.model_dump_json(indent=1) + "\n")
+        path = out / "domains" / f"{name}.json"
+        inputs = domain_inputs(build, name, config)
+        history = _reusable(path, inputs)
+        if history is None:  # resumable: a domain evolved from the same inputs is not evolved again
+            evolver = DomainEvolver(compiled_domain(build, name), domain_tasks(build, name), config)
+            history = history_of(name, evolver.run())
+            history.inputs = inputs
+            atomic_write(path, history.model_dump_json(indent=1) + "\n")
         histories.append(history)
-        for s in states:
-            for r in s.rejected:
-                rejected_lines.append(r.model_dump_json())
-                rejected_by_version[s.version] += 1
-                by_reason[reason_category(r.reason)] += 1
+        for r in history.rejected:
+            rejected_lines.append(r.model_dump_json())
+            rejected_by_version[r.version] += 1
+            by_reason[reason_category(r.reason)] += 1
         if progress:
             progress(name)
     atomic_write(out / "rejected.jsonl", "".join(line + "\n" for line in rejected_lines))

@@ -76,7 +76,10 @@ class VersionEntry(BaseModel):
 class DomainHistory(BaseModel):
     format: str = ECOSYSTEM_FORMAT
     domain: str
+    inputs: str = ""
+    """Digest of what the history was evolved from (config, spec, tasks): a rerun reuses a matching file."""
     versions: list[VersionEntry]
+    rejected: list[TransformRecord] = Field(default_factory=list)
 
 
 class TransitionStats(BaseModel):
