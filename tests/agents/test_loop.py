@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import mcp_types as types
@@ -126,7 +127,7 @@ def test_model_and_episode_timeouts(tasks):
     assert episode.duration < 5
 
 
-def _slow_tool_opener(delay: float):
+def _slow_tool_opener(delay: float, *, blocking: bool = False):
     """A real MCP server whose only tool sleeps: the world a timed-out tool call needs."""
     from contextlib import asynccontextmanager
 
@@ -140,7 +141,10 @@ def _slow_tool_opener(delay: float):
         )
 
     async def call_tool(ctx, params):
-        await asyncio.sleep(delay)
+        if blocking:
+            time.sleep(delay)  # a handler that blocks the event loop, as a runaway in-process action would
+        else:
+            await asyncio.sleep(delay)
         return types.CallToolResult(content=[types.TextContent(text="waited")])
 
     server = Server("slow", on_list_tools=list_tools, on_call_tool=call_tool)
@@ -192,3 +196,22 @@ def test_unknown_world_is_a_clear_error(domain):
 
     with pytest.raises(BadInputError, match="unknown domain"):
         world_opener(domain)
+
+
+def test_a_tool_that_blocks_the_loop_cannot_hang_the_run(tasks):
+    from toolshift.agents.loop import EpisodeHung, run_isolated
+
+    agent = ScriptedPolicy("waiter", [ScriptedCall("wait", {})])
+    opener = _slow_tool_opener(3, blocking=True)
+    limits = EpisodeLimits(tool_timeout=0.1, episode_timeout=0.2)
+
+    async def run() -> None:
+        await run_isolated(
+            lambda: run_episode(tasks[0], agent, _user(tasks[0]), opener, episode_id="h", limits=limits),
+            deadline=0.6,
+        )
+
+    start = time.perf_counter()
+    with pytest.raises(EpisodeHung):
+        asyncio.run(run())
+    assert time.perf_counter() - start < 2.5

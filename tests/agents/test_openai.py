@@ -122,11 +122,15 @@ def test_openai_compatible_endpoint_runs_a_task(endpoint, tasks_file: Path, tmp_
             "--out",
             str(out),
             "--no-check",
+            "--trials",
+            "3",
         ],
     )
     assert result.exit_code == 0, result.output
     (path,) = out.glob("run-*.episodes.jsonl")
-    (episode,) = list(iter_episodes(path))
+    episodes = list(iter_episodes(path))
+    assert len(episodes) == 3 and all(e.outcome.success for e in episodes)
+    episode = next(e for e in episodes if e.trial == 0)
     assert episode.outcome.success is True and episode.termination_reason == "user_stop"
     tools = [m for m in episode.messages if m.role == "tool"]
     assert [m.error for m in tools] == [True, False, False]

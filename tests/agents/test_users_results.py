@@ -115,3 +115,12 @@ def test_summary_flips_and_intervals():
     assert abs(results.pass_k[2].mean - 1 / 3) < 1e-12
     assert abs(results.flip_share.mean - 1 / 3) < 1e-12
     assert results.success.low <= results.success.mean <= results.success.high
+
+
+def test_an_abandoned_episode_is_a_timeout_not_charged_to_the_agent(tasks):
+    from toolshift.agents.loop import hung_episode
+
+    episode = hung_episode(tasks[0], episode_id="x", trial=0, agent_name="m", reason="blocked", seconds=31.0)
+    assert episode.termination_reason == "timeout" and episode.outcome.info["charged_to"] == "harness"
+    results = summarize([episode, _episode(tasks[0].id, 1, True)], trials=2)
+    assert results.not_charged == 1 and results.success.mean == 1.0

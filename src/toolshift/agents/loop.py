@@ -8,6 +8,7 @@ error, and the reason is recorded. The world diff since the session began judges
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -340,4 +341,72 @@ def _judge(
         agent_cost=conv.agent_cost,
         user_cost=conv.user_cost,
         source={"task_fingerprint": task.fingerprint(), **(source or {})},
+    )
+
+
+class EpisodeHung(Exception):
+    """An episode's own event loop stopped answering (a blocking tool or model): it is abandoned."""
+
+
+async def run_isolated(make: Callable[[], Any], *, deadline: float) -> Any:
+    """Run the coroutine `make()` on its own event loop in a daemon thread and wait at most `deadline` s.
+
+    In-process worlds run tool handlers on the episode's loop, where a handler that blocks can only be
+    timed out once it returns. Isolating each episode keeps the run's loop free: a hung episode is
+    abandoned (its thread left to finish or die with the process) and the run goes on.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not done.done():
+            if ok:
+                done.set_result(value)
+            else:
+                done.set_exception(value)
+
+    def hand_over(ok: bool, value: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the waiting loop is gone: the episode was abandoned
+            loop.call_soon_threadsafe(settle, ok, value)
+
+    def work() -> None:
+        try:
+            result = asyncio.run(make())
+        except BaseException as exc:  # handed to the waiting loop, raised there
+            hand_over(False, exc)
+        else:
+            hand_over(True, result)
+
+    import threading
+
+    threading.Thread(target=work, name="toolshift-episode", daemon=True).start()
+    try:
+        return await asyncio.wait_for(asyncio.shield(done), deadline)
+    except TimeoutError:
+        raise EpisodeHung(f"the episode did not finish within {deadline:g} s") from None
+
+
+def hung_episode(
+    task: Task, *, episode_id: str, trial: int, agent_name: str, reason: str, seconds: float
+) -> Episode:
+    """The record of an abandoned episode: a timeout not charged to the agent (its world or model blocked)."""
+    now = _now()
+    return Episode(
+        id=episode_id,
+        task_id=task.id,
+        trial=trial,
+        domain=task.domain,
+        agent=agent_name,
+        model=agent_name,
+        harness="toolshift.agents/1",
+        termination_reason="timeout",
+        outcome=Outcome(
+            success=None,
+            judged_by="delta-cover",
+            info={"timeout": "episode", "hung": reason, "charged_to": "harness", "turns": 0, "tool_calls": 0},
+        ),
+        start_time=now,
+        end_time=now,
+        duration=round(seconds, 4),
+        source={"task_fingerprint": task.fingerprint()},
     )

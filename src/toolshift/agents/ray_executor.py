@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Any
 
-from toolshift.agents.runner import DurableLog, EpisodeListener, RunPlan, done_key, episode_id
+from toolshift.agents.loop import hung_episode
+from toolshift.agents.runner import HUNG_GRACE, DurableLog, EpisodeListener, RunPlan, done_key, episode_id
 from toolshift.traces.episode import Episode
 
 _recorded_cache: dict[str, Any] = {}
@@ -94,27 +96,51 @@ def run_ray(
     key = plan.files.key
     pending = list(plan.todo)
     window = max(1, concurrency)
-    in_flight: list[Any] = []
+    in_flight: dict[Any, tuple[Any, int, float]] = {}
     done: list[Episode] = []
     meta = {"run": key, **config_json}
+    deadline = plan.config.episode_timeout + HUNG_GRACE
+
+    def record(episode: Episode, log: DurableLog) -> None:
+        log.write(episode)
+        plan.finished[done_key(episode)] = episode
+        done.append(episode)
+        if on_episode is not None:
+            on_episode(episode)
+
     with DurableLog(plan.files.episodes, meta) as log:
         try:
             while pending or in_flight:
                 while pending and len(in_flight) < window:
                     task, trial = pending.pop(0)
-                    in_flight.append(remote.remote(config_json, task.model_dump(mode="json"), trial, key))
-                ready, in_flight = ray.wait(in_flight, num_returns=1)
-                text, rate_limits = ray.get(ready[0])
+                    ref = remote.remote(config_json, task.model_dump(mode="json"), trial, key)
+                    in_flight[ref] = (task, trial, time.monotonic())
+                ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
+                if not ready:
+                    now = time.monotonic()
+                    for ref, (task, trial, started) in list(in_flight.items()):
+                        if now - started > deadline:  # the worker stopped answering: kill it, record the hang
+                            ray.cancel(ref, force=True)
+                            del in_flight[ref]
+                            hung = hung_episode(
+                                task,
+                                episode_id=episode_id(key, task.id, trial),
+                                trial=trial,
+                                agent_name=plan.config.model,
+                                reason=f"the Ray task did not finish within {deadline:g} s",
+                                seconds=now - started,
+                            )
+                            hung.source.update({"run": key, "executor": "ray"})
+                            record(hung, log)
+                    continue
+                ref = ready[0]
+                del in_flight[ref]
+                text, rate_limits = ray.get(ref)
                 if rate_limits:
                     window = max(1, window // 2)
                 elif window < concurrency:
                     window += 1
-                episode = Episode.model_validate_json(text)
-                log.write(episode)
-                plan.finished[done_key(episode)] = episode
-                done.append(episode)
-                if on_episode is not None:
-                    on_episode(episode)
+                record(Episode.model_validate_json(text), log)
         finally:
             for ref in in_flight:
                 ray.cancel(ref, force=True)

@@ -16,21 +16,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from toolshift.agents.chat import ChatModel
 from toolshift.agents.config import (
     RunConfig,
     load_recorded,
     make_agent,
     make_user,
-    shares_model,
 )
-from toolshift.agents.loop import run_episode
+from toolshift.agents.loop import EpisodeHung, hung_episode, run_episode, run_isolated
 from toolshift.agents.retry import AdaptiveLimiter
 from toolshift.agents.worlds import world_opener
 from toolshift.errors import BadInputError
@@ -39,6 +38,8 @@ from toolshift.traces.episode import Episode
 from toolshift.traces.store import EpisodeWriter, ReadReport, iter_episodes, write_episodes
 
 EpisodeListener = Callable[[Episode], None]
+HUNG_GRACE = 30.0
+"""Seconds past the episode timeout after which an episode whose loop stopped answering is abandoned."""
 
 
 @dataclass
@@ -161,29 +162,35 @@ async def run_local(
     if config.model == "replay" and recorded is None:
         raise BadInputError("--model replay needs --replay-from EPISODES_FILE", field="replay_from")
     opener = world_opener(config.world)
-    shared: ChatModel | None = None
-    if shares_model(config):
-        from toolshift.agents.config import make_model
-
-        shared = make_model(config.model, config, seed=config.seed, on_rate_limit=limiter.rate_limited)
     done: list[Episode] = []
 
     async def one(task: Task, trial: int, log: DurableLog) -> None:
         async with limiter:
-            agent = make_agent(
-                config, task, trial, recorded=recorded, shared=shared, on_rate_limit=limiter.rate_limited
-            )
+            # A fresh model client per episode: each episode runs on its own event loop (run_isolated).
+            agent = make_agent(config, task, trial, recorded=recorded, on_rate_limit=limiter.rate_limited)
             user = make_user(config, task, trial, on_rate_limit=limiter.rate_limited)
-            episode = await run_episode(
-                task,
-                agent,
-                user,
-                opener,
-                episode_id=episode_id(plan.files.key, task.id, trial),
-                trial=trial,
-                limits=config.limits(),
-                source={"run": plan.files.key},
-            )
+            eid = episode_id(plan.files.key, task.id, trial)
+            started = time.perf_counter()
+            try:
+                episode = await run_isolated(
+                    lambda: run_episode(
+                        task,
+                        agent,
+                        user,
+                        opener,
+                        episode_id=eid,
+                        trial=trial,
+                        limits=config.limits(),
+                        source={"run": plan.files.key},
+                    ),
+                    deadline=config.episode_timeout + HUNG_GRACE,
+                )
+            except EpisodeHung as exc:
+                episode = hung_episode(
+                    task, episode_id=eid, trial=trial, agent_name=agent.name, reason=str(exc),
+                    seconds=time.perf_counter() - started,
+                )  # fmt: skip
+                episode.source["run"] = plan.files.key
         log.write(episode)
         plan.finished[done_key(episode)] = episode
         done.append(episode)
