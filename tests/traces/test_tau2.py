@@ -175,3 +175,13 @@ def test_a_failed_dir_write_leaves_the_old_run(tmp_path):
         write_results(Tau2Run(info=bad.info, episodes=bad.episodes), run_dir, layout="dir")
     assert sorted(p.name for p in run_dir.rglob("*")) == before
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def test_dir_layout_refuses_ids_that_cannot_name_a_file(tmp_path):
+    run = read_results(TELECOM)
+    run.episodes[0] = run.episodes[0].model_copy(update={"id": "tau-bench-v1/airline/gpt-4o/task0/trial0"})
+    with pytest.raises(BadInputError) as err:
+        write_results(run, tmp_path / "run", layout="dir")
+    assert (err.value.record, err.value.field) == (0, "id") and "--layout json" in str(err.value)
+    assert list(tmp_path.iterdir()) == []
+    assert write_results(run, tmp_path / "run.json", layout="json").is_file()

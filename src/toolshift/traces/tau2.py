@@ -422,6 +422,17 @@ def write_results(run: Tau2Run, path: Path, *, layout: Layout | None = None) -> 
     if layout == "json":
         doc |= {"simulations": sims, "simulation_index": None}
         return write_text_atomic(path, json.dumps(doc, ensure_ascii=False, indent=1))
+    for index, sim in enumerate(sims):
+        # τ²'s loader requires each `simulations/<id>.json` stem to equal its id, so the id must be a file name.
+        sim_id = str(sim["id"])
+        if not sim_id or sim_id in (".", "..") or any(ch in sim_id for ch in "/\\\0"):
+            raise BadInputError(
+                f"id {sim_id!r} cannot name a file, and the dir layout names each simulation file by its id; "
+                "write --layout json instead",
+                source=str(path),
+                record=index,
+                field="id",
+            )
     tmp_dir = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
     try:
         (tmp_dir / "simulations").mkdir()
