@@ -196,7 +196,6 @@ class Synthesizer:
         self.rng = stable_rng("synthesis", seed, self.spec.name)
         self.ent: dict[str, EntitySpec] = {e.name: e for e in self.spec.entities}
         self._tool_names = sorted(self.sigs, key=len, reverse=True)
-        self._rows_cache: dict[str, list[dict[str, Any]]] = {}
         self.by_kind: dict[tuple[str, str], str] = {}
         for s in self.sigs.values():
             if s.kind in ("get", "list", "search", "create", "update", "delete") and s.entity:
@@ -214,11 +213,6 @@ class Synthesizer:
     def rows(self, entity: str) -> list[dict[str, Any]]:
         """Rows of an entity in the current state of the world (key order)."""
         return self.world.runtime.find(entity)
-
-    def base_rows(self, entity: str) -> list[dict[str, Any]]:
-        if entity not in self._rows_cache:
-            self._rows_cache[entity] = self.rows(entity)
-        return self._rows_cache[entity]
 
     def run(self, draft: Draft, step: Step) -> Any:
         res = self.world.call(step.tool, step.args)
@@ -263,19 +257,21 @@ class Synthesizer:
         options: list[tuple[float, str, Any]] = []
         if e.key in e.lookup and ("get", entity) in self.by_kind:
             options.append((3.0 if depth else 1.0, "direct", None))
+        current = self.rows(entity)
         search = self.by_kind.get(("search", entity))
         if search:
             sig = self.sigs[search]
             for p in sig.params:
                 if p.vtype.startswith("lookup:") and row.get(p.name) not in (None, ""):
                     val = row[p.name]
-                    if sum(1 for r in self.base_rows(entity) if r.get(p.name) == val) == 1:
+                    if sum(1 for r in current if r.get(p.name) == val) == 1:
                         options.append((3.0 if depth else 1.2, "search", p.name))
         lst = self.by_kind.get(("list", entity))
         if lst and self.sigs[lst].query_start and e.lookup:
-            idx = next(i for i, r in enumerate(self.rows(entity)) if str(r[e.key]) == key)
+            idx = next(i for i, r in enumerate(current) if str(r[e.key]) == key)
             lab = e.label or e.lookup[0]
-            if idx < 100 and row.get(lab) not in (None, ""):
+            unique = sum(1 for r in current if r.get(lab) == row.get(lab)) == 1
+            if idx < 100 and row.get(lab) not in (None, "") and unique:
                 options.append((1.5 if depth else 0.6, "list", (idx, lab)))
         if depth < MAX_DEPTH:
             for rel in self.relations_into.get(entity, []):
