@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from toolshift.bench.synthesis import Draft
 
 _MOTIVATIONS = (
+    "A colleague is waiting on this before they can carry on.",
+    "The records are wrong and someone noticed in a report.",
     "It has to be sorted out before the end of the week.",
     "Your manager asked you to get this done today.",
     "You promised the other party an answer this afternoon.",
@@ -122,22 +124,34 @@ def make_instruction(spec: DomainSpec, draft: Draft, rng: random.Random) -> tupl
     motivation = f"You deal with {spec.title.lower()} matters. " + rng.choice(_MOTIVATIONS)
     first = draft.intents[0]
     noun = first.noun
+    plural = first.repeat > 1
     if first.kind == "update":
-        request = rng.choice(
-            [
-                f"Hi, I need some details of {_article(noun)} changed.",
-                f"Hello, can you update {_article(noun)} for me?",
-            ]
-        )
+        options = [
+            f"Hi, I need some details of {_article(noun)} changed.",
+            f"Hello, can you update {_article(noun)} for me?",
+            f"Some information on {_article(noun)} is out of date and needs correcting.",
+        ]
     elif first.kind == "create":
-        request = rng.choice([f"Hi, I need a new {noun} set up.", f"Hello, I'd like to record a new {noun}."])
+        options = [
+            f"Hi, I need a new {noun} set up.",
+            f"Hello, I'd like to record a new {noun}.",
+            f"Could you add a new {noun} to the system for me?",
+        ]
     elif first.kind == "delete":
-        request = f"Hi, I need {_article(noun)} removed from the records."
+        options = [
+            f"Hi, I need {_article(noun)} removed from the records.",
+            f"Please delete {_article(noun)} for me.",
+        ]
     else:
         phrase = action_request_phrase(first.verb, noun)
-        request = rng.choice(
-            [f"Hi, I need to {phrase} — can you help?", f"Hello, I'd like help to {phrase}."]
-        )
+        options = [
+            f"Hi, I need to {phrase} — can you help?",
+            f"Hello, I'd like help to {phrase}.",
+            f"Can you help me {phrase}, please?",
+        ]
+    if plural:
+        options = [f"Hi, I have several {noun} records that all need the same change."]
+    request = rng.choice(options)
     if len(draft.intents) > 1:
         request += " There is one more thing after that, too."
     return UserInstruction(
