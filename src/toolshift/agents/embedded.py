@@ -343,11 +343,11 @@ class EmbeddedModel:
                 'Answer with JSON only: {"reply": TEXT} to answer the agent, or {"tool": NAME, "arguments": {}}.',
             ]
         else:
-            lines = [
-                "You are a customer-service agent. Call a tool whenever the request needs records looked up or changed.",
+            lines = [  # wording and order chosen by trying variants: this one makes SmolLM2 call tools
+                "You are a customer-service agent. Always answer the customer's request by calling one of the tools first.",
+                "Policy: " + _clip(" ".join(system.split("# Policy", 1)[-1].split()), self.policy_chars),
                 "Tools:",
                 *(_signature(t) for t in tools),
-                "Policy: " + _clip(" ".join(system.split("# Policy", 1)[-1].split()), self.policy_chars),
                 'Answer with JSON only: {"tool": NAME, "arguments": {...}} to call a tool, '
                 'or {"reply": TEXT} to talk to the customer.',
             ]
