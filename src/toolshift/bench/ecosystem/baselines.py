@@ -210,6 +210,7 @@ def run_baseline(
     max_turns: int | None = None,
     progress_total: Callable[[int], None] | None = None,
     progress: Callable[[], None] | None = None,
+    command: str = "",
 ) -> Path:
     """Run one baseline on the evolved build, appending its episodes to `out/<baseline>.episodes.jsonl`.
 
@@ -225,7 +226,7 @@ def run_baseline(
     tasks = {t.id: t for d in eco.domains for t in worlds.tasks(d)}
     planned = plan_baseline(baseline, records, tasks, split=split, sample=sample, seed=seed)
     path = Path(out) / f"{baseline}.episodes.jsonl"
-    meta = {"ecosystem": eco.id, "build": eco.build, "baseline": baseline}
+    meta = {"ecosystem": eco.id, "build": eco.build, "baseline": baseline, "command": command}
     done: set[str] = set()
     if path.exists():
         recorded = read_header(path).meta.get("ecosystem")

@@ -136,7 +136,9 @@ def reference(
         markdown.parent.mkdir(parents=True, exist_ok=True)
         figure = markdown.parent / f"{markdown.stem}_drift.png"
         shutil.copyfile(png, figure)
-        markdown.write_text(ecosystem_markdown(eco, header, rows, figure, _command()), encoding="utf-8")
+        markdown.write_text(
+            ecosystem_markdown(eco, header, rows, figure, _command(), build), encoding="utf-8"
+        )
         console.print(f"wrote {markdown}")
 
 
@@ -185,6 +187,7 @@ def baseline(
             max_turns=max_turns,
             progress_total=lambda n: bar.update(task, total=n),
             progress=lambda: bar.advance(task),
+            command=_command(),
         )
     console.print(f"wrote {path}")
 

@@ -27,7 +27,7 @@ from toolshift.bench.metrics import (
 from toolshift.errors import BadInputError
 from toolshift.models import Task
 from toolshift.traces.episode import Episode
-from toolshift.traces.store import iter_episodes
+from toolshift.traces.store import iter_episodes, read_header
 
 
 @dataclass
@@ -36,6 +36,8 @@ class AgentEval:
 
     agent: str
     scores: list[InstanceScore] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    """The commands that recorded the agent's episode files (from their headers), where known."""
     excluded: Counter[str] = field(default_factory=Counter)
     summary: Summary | None = None
 
@@ -112,7 +114,11 @@ def evaluate(
     # (agent, task, version) -> {criterion: path}
     paths: dict[tuple[str, str, int], dict[str, AgentPath]] = defaultdict(dict)
     excluded: dict[str, Counter[str]] = defaultdict(Counter)
+    commands: dict[str, list[str]] = defaultdict(list)
     for f in episode_files(runs):
+        meta = read_header(f).meta
+        if meta.get("command") and meta.get("baseline"):
+            commands[str(meta["baseline"])].append(str(meta["command"]))
         for k, ep in enumerate(iter_episodes(f)):
             version = parse_version(ep, eco, str(f), k)
             agent = str(ep.source.get("baseline") or ep.agent or ep.model or "agent")
@@ -141,6 +147,7 @@ def evaluate(
         evals.setdefault(agent, AgentEval(agent)).excluded.update(counts)
     for ev in evals.values():
         ev.summary = summarise(ev.scores, resamples=resamples)
+        ev.commands = commands.get(ev.agent, [])
     return eco, sorted(evals.values(), key=lambda e: e.agent)
 
 
@@ -177,6 +184,8 @@ def results_markdown(eco: EcosystemManifest, evals: list[AgentEval], command: st
     for ev in evals:
         assert ev.summary is not None
         lines += [f"## {ev.agent}", ""]
+        if ev.commands:
+            lines += ["Recorded by:", "", "```", *ev.commands, "```", ""]
         excl = ", ".join(f"{k}: {v}" for k, v in sorted(ev.excluded.items()))
         lines += [f"Scored instances: {len(ev.scores)}" + (f"; excluded: {excl}" if excl else ""), ""]
         lines += ["| version | " + " | ".join(METRICS) + " |", "|---|" + "---|" * len(METRICS)]
