@@ -152,3 +152,19 @@ def test_replay_reexecutes_a_recorded_run(tasks_file, tmp_path):
     original = {e.task_id: e for e in iter_episodes(recorded)}
     assert {k: e.world_diff for k, e in replayed.items()} == {k: e.world_diff for k, e in original.items()}
     assert replayed["cancel-apt3"].outcome.success is True and replayed["cancel-apt3"].model == "replay"
+
+
+def test_results_command_reprints_a_run_folder(tasks_file, tmp_path):
+    out = tmp_path / "run"
+    assert (
+        _invoke(
+            "run", "--world", "clinic", "--tasks", str(tasks_file), "--model", "oracle", "--out", str(out)
+        ).exit_code
+        == 0
+    )
+    result = _invoke("agents", "results", str(out))
+    assert result.exit_code == 0, result.output
+    (config,) = [p for p in out.glob("run-*.json") if not p.name.endswith(".results.json")]
+    assert json.loads(config.read_text())["key"] in result.output and "oracle on clinic" in result.output
+    empty = _invoke("agents", "results", str(tmp_path))
+    assert isinstance(empty.exception, BadInputError)

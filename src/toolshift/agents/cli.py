@@ -44,6 +44,35 @@ def models() -> None:
     console.print(table)
 
 
+@app.command("results")
+def results(folder: Path = typer.Argument(..., help="A run folder (toolshift run --out).")) -> None:
+    """Print the results table of every run in a folder, recomputed from its episodes."""
+    from toolshift.agents.results import results_table, summarize
+    from toolshift.traces.store import iter_episodes
+
+    configs = sorted(Path(folder).glob("run-*.json"))
+    configs = [c for c in configs if not c.name.endswith(".results.json")]
+    if not configs:
+        raise BadInputError("no run-<key>.json files here", source=str(folder))
+    for path in configs:
+        run_info = json.loads(path.read_text(encoding="utf-8"))
+        key, config = run_info["key"], run_info["config"]
+        episodes_path = path.with_name(f"run-{key}.episodes.jsonl")
+        if not episodes_path.exists():
+            continue
+        latest = {(e.task_id, e.trial): e for e in iter_episodes(episodes_path, skip_bad=True)}
+        episodes = list(latest.values())
+        stored = path.with_name(f"run-{key}.results.json")
+        invalid = set(json.loads(stored.read_text())["invalid_tasks"]) if stored.exists() else set()
+        trials = 1 + max((e.trial for e in episodes), default=0)
+        console.print(
+            results_table(
+                f"{key}: {config['model']} on {config['world']}",
+                summarize(episodes, trials=trials, invalid_tasks=invalid),
+            )
+        )
+
+
 def run(
     world: str = typer.Option(..., "--world", help="Built-in domain, spec YAML path, or http(s) MCP URL."),
     tasks: Path = typer.Option(..., "--tasks", help="Task file (toolshift.tasks/1 JSONL)."),
