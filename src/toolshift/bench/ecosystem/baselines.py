@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from toolshift.bench.ecosystem.catalog import DomainCatalog
 from toolshift.bench.ecosystem.paths import ReferenceRecord, load_references
@@ -36,8 +36,10 @@ from toolshift.traces.episode import Episode
 from toolshift.traces.store import EpisodeWriter, iter_episodes, read_header, write_episodes
 from toolshift.world.world import World
 
-Baseline = Literal["oracle", "frozen-v1", "embedded"]
-BASELINES: tuple[str, ...] = ("oracle", "frozen-v1", "embedded")
+Baseline = str
+"""`oracle`, `frozen-v1`, `embedded`, or a model of `toolshift.agents` (`openai:<name>`, `anthropic:<name>`)."""
+SCRIPTED: tuple[str, ...] = ("oracle", "frozen-v1")
+BASELINES: tuple[str, ...] = ("oracle", "frozen-v1", "embedded", "openai:<model>", "anthropic:<model>")
 
 
 @dataclass
@@ -170,16 +172,18 @@ async def _run_all(
     *,
     max_turns: int,
     on_episode: Callable[[Episode], None],
+    base_url: str | None = None,
 ) -> None:
     from toolshift.agents.loop import EpisodeLimits, run_episode
     from toolshift.agents.policies import oracle
     from toolshift.agents.users import ScriptedUser
 
     model = None
-    if baseline == "embedded":
-        from toolshift.agents.embedded import EmbeddedModel
+    if baseline not in SCRIPTED:
+        from toolshift.agents.config import RunConfig, make_model
 
-        model = EmbeddedModel()
+        config = RunConfig(world=str(worlds.build), model=baseline, max_turns=max_turns, base_url=base_url)
+        model = make_model(baseline, config, seed=0)
     for p in planned:
         agent = model if model is not None else oracle(p.task, _as_gold(p.calls or []))
         source: dict[str, Any] = {"baseline": baseline, "criterion": p.criterion}
@@ -211,21 +215,29 @@ def run_baseline(
     progress_total: Callable[[int], None] | None = None,
     progress: Callable[[], None] | None = None,
     command: str = "",
+    base_url: str | None = None,
 ) -> Path:
     """Run one baseline on the evolved build, appending its episodes to `out/<baseline>.episodes.jsonl`.
 
     Resumable: episodes already in the file (by id) are not run again; a file of another ecosystem is refused.
     """
-    if baseline not in BASELINES:
-        raise BadInputError(
-            f"unknown baseline {baseline!r} (one of {', '.join(BASELINES)})", field="baseline"
-        )
+    if baseline not in SCRIPTED:
+        from toolshift.agents.config import check_model_spec
+
+        try:
+            check_model_spec(baseline)
+        except BadInputError:
+            raise BadInputError(
+                f"unknown agent {baseline!r} (one of {', '.join(BASELINES)})", field="agent"
+            ) from None
+        if baseline in ("replay", "scripted"):
+            raise BadInputError(f"{baseline!r} cannot run as an ecosystem baseline", field="agent")
     eco = load_ecosystem(build)
     _, records = load_references(build)
     worlds = VersionWorlds(build)
     tasks = {t.id: t for d in eco.domains for t in worlds.tasks(d)}
     planned = plan_baseline(baseline, records, tasks, split=split, sample=sample, seed=seed)
-    path = Path(out) / f"{baseline}.episodes.jsonl"
+    path = Path(out) / f"{baseline.replace(':', '_').replace('/', '_')}.episodes.jsonl"
     meta = {"ecosystem": eco.id, "build": eco.build, "baseline": baseline, "command": command}
     done: set[str] = set()
     if path.exists():
@@ -241,7 +253,7 @@ def run_baseline(
     todo = [p for p in planned if episode_key(baseline, p) not in done]
     if progress_total:
         progress_total(len(todo))
-    turns = max_turns or (10 if baseline == "embedded" else 40)
+    turns = max_turns or (40 if baseline in SCRIPTED else 10 if baseline == "embedded" else 30)
     with EpisodeWriter(path, meta=meta, append=True) as writer:
 
         def keep(ep: Episode) -> None:
@@ -249,5 +261,7 @@ def run_baseline(
             if progress:
                 progress()
 
-        asyncio.run(_run_all(todo, baseline, worlds, eco.id, max_turns=turns, on_episode=keep))
+        asyncio.run(
+            _run_all(todo, baseline, worlds, eco.id, max_turns=turns, on_episode=keep, base_url=base_url)
+        )
     return path

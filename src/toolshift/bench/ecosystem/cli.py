@@ -161,7 +161,9 @@ def drift_table(rows: list[dict]) -> Table:
 
 def baseline(
     build: Annotated[Path, typer.Argument(help="A bench build directory with reference paths.")],
-    agent: Annotated[str, typer.Option(help="oracle, frozen-v1 or embedded.")] = "oracle",
+    agent: Annotated[
+        str, typer.Option(help="oracle, frozen-v1, embedded, openai:<model> or anthropic:<model>.")
+    ] = "oracle",
     out: Annotated[Path, typer.Option(help="Folder for <agent>.episodes.jsonl.")] = Path("runs/baselines"),
     split: Annotated[str, typer.Option(help="test, train or all.")] = "test",
     sample: Annotated[
@@ -169,8 +171,11 @@ def baseline(
     ] = None,
     seed: Annotated[int, typer.Option(help="Sampling seed for --sample.")] = 0,
     max_turns: Annotated[int | None, typer.Option(help="Turn limit per episode.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible endpoint for openai:<model>.")
+    ] = None,
 ) -> None:
-    """Run a baseline on every version over MCP and record its episodes."""
+    """Run a baseline or a model on every version over MCP and record its episodes (resumable)."""
     from toolshift.bench.ecosystem.baselines import run_baseline
 
     if split not in ("test", "train", "all"):
@@ -188,6 +193,7 @@ def baseline(
             progress_total=lambda n: bar.update(task, total=n),
             progress=lambda: bar.advance(task),
             command=_command(),
+            base_url=base_url,
         )
     console.print(f"wrote {path}")
 
