@@ -23,7 +23,7 @@ def _steps() -> list[tuple[str, object]]:
         ("Traces: a tool catalog over MCP, a τ²-bench run through the episode store and back", traces_demo),
         ("Flows: lookups learned from recorded runs, replayed on held-out ones", flows_demo),
         ("Agent runs: the embedded model and the oracle over MCP, judged by the world diff", agents_demo),
-        ("Evolving ecosystem: 3 versions, reference paths, oracle / frozen-v1 / embedded scored", ecosystem_demo),
+        ("Evolving ecosystem: 3 versions, reference paths, three baselines scored", ecosystem_demo),
     ]
 
 
