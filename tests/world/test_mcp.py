@@ -115,3 +115,37 @@ def test_stdio_subprocess_round_trip():
             assert parse_tool_result(r)[1]["status"] == "cancelled"
 
     anyio.run(run)
+
+
+def test_a_blocking_tool_does_not_stall_the_client_in_process(clinic):
+    """Tool handlers run off the event loop, so an in-process client's own timeout fires on time."""
+    import time
+
+    from toolshift.world import Tool
+
+    released = []
+
+    def blocking(runtime, args):
+        time.sleep(1.5)
+        released.append(True)
+        return {"slept": True}
+
+    clinic.add_tool(
+        Tool(
+            name="slow_read",
+            description="Blocks for a while.",
+            effect="read",
+            input_schema={"type": "object", "properties": {}},
+            handler=blocking,
+        )
+    )
+
+    async def main() -> float:
+        async with in_memory_session(clinic) as session:
+            start = time.monotonic()
+            with anyio.move_on_after(0.2):
+                await session.call_tool("slow_read", {})
+            return time.monotonic() - start
+
+    waited = anyio.run(main)
+    assert waited < 1.0, f"the client's timeout waited {waited:.2f} s for a blocking handler"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -93,10 +92,7 @@ class DurableLog:
 
     def write(self, episode: Episode) -> None:
         self._writer.write(episode)
-        handle = self._writer._fh  # the store's open append handle: flushed and synced per episode
-        assert handle is not None
-        handle.flush()
-        os.fsync(handle.fileno())
+        self._writer.sync()
 
     def __exit__(self, *exc: object) -> None:
         self._writer.__exit__(*exc)

@@ -231,6 +231,12 @@ class EpisodeWriter:
         self._fh.write(episode.model_dump_json(exclude_none=True) + "\n")
         self.count += 1
 
+    def sync(self) -> None:
+        """Flush and fsync what was written: a crash after this loses none of it (resumable runs)."""
+        assert self._fh is not None, "use EpisodeWriter as a context manager"
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
     def write_all(self, episodes: Iterable[Episode]) -> int:
         for episode in episodes:
             self.write(episode)

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp import Client, ClientSession
 from mcp.server.context import ServerRequestContext
@@ -144,7 +145,9 @@ class WorldServer:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         world = self.world_for(ctx)
-        return mcp_result(world.call(params.name, params.arguments or {}))
+        # Off the event loop: a custom action that blocks cannot stall the client's timeouts in-process.
+        result = await anyio.to_thread.run_sync(world.call, params.name, params.arguments or {})
+        return mcp_result(result)
 
     # --- transports -----------------------------------------------------------------------------
 
