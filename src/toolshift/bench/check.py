@@ -49,6 +49,9 @@ def check_spec(spec_ref: str, *, target: int = 20, console: Console | None = Non
     )
     if rep.rejections:
         console.print("rejections: " + ", ".join(f"{k} {v}" for k, v in rep.rejections.most_common()))
+    for reason, example in sorted(synth.error_examples.items()):
+        if reason.startswith("call_error:"):
+            console.print(f"[yellow]{reason}[/] (a spec bug?) e.g. {example}", highlight=False)
     unused = sorted({t.name for t in compiled.tools} - set(used))
     if unused:
         console.print("tools no task uses: " + ", ".join(unused))

@@ -201,6 +201,14 @@ class Synthesizer:
             if s.kind in ("get", "list", "search", "create", "update", "delete") and s.entity:
                 self.by_kind[(s.kind, s.entity)] = s.name
         self.candidate_rejections: Counter[str] = Counter()
+        self.policy_codes: dict[str, tuple[str, ...]] = {
+            t.name: tuple(t.meta.get("preconditions", ())) for t in world.tools
+        }
+        for act in self.spec.actions:
+            name = self.spec.tool_prefix + act.name
+            self.policy_codes[name] = self.policy_codes.get(name, ()) + tuple(_FAIL_CALL.findall(act.code))
+        self.error_examples: dict[str, str] = {}
+        """First message seen for each failure reason (a `call_error:*` usually means a spec bug)."""
         self.managed = managed_fields(self.spec)
         """Fields custom actions change: plain updates and creates leave them to the actions' policies."""
         self.relations_into: dict[str, list[ToolSignature]] = {}
@@ -218,7 +226,11 @@ class Synthesizer:
         res = self.world.call(step.tool, step.args)
         if not res.ok:
             err = res.error or {}
-            raise Rejected(f"precondition:{err.get('code', 'error')}" if err else "step_failed")
+            code = err.get("code", "error")
+            policy = code in self.policy_codes.get(step.tool, ())
+            reason = f"precondition:{code}" if policy else f"call_error:{code}"
+            self.error_examples.setdefault(reason, f"{step.tool}: {err.get('message', '')}")
+            raise Rejected(reason)
         step.result = res.result
         draft.steps.append(step)
         return res.result
@@ -448,7 +460,8 @@ class Synthesizer:
             return round(v) if st == "int" else round(v, 2)
         if st not in ("money",):
             gen = self._from_gen(p.name, entity)
-            if gen is not None and (st not in ("int", "float") or isinstance(gen, int | float)):
+            numeric = st in ("int", "float")
+            if gen is not None and (isinstance(gen, int | float) if numeric else isinstance(gen, str)):
                 return gen
         if st == "money":
             base = [
@@ -867,6 +880,7 @@ class Synthesizer:
 
 
 _UPDATE_CALL = re.compile(r"""update\(\s*["']([a-z][a-z0-9_]*)["']\s*,([^)]*)\)""", re.S)
+_FAIL_CALL = re.compile(r"""fail\(\s*["']([A-Za-z0-9_]+)["']""")
 _KWARG = re.compile(r"\b([a-z][a-z0-9_]*)\s*=(?!=)")
 
 
