@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -33,8 +32,19 @@ def _progress() -> Progress:
     )
 
 
-def _command() -> str:
-    return "toolshift " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+def _command(ctx: typer.Context) -> str:
+    """The running command as a user would type it (arguments, and options that differ from defaults)."""
+    parts = ["toolshift", *ctx.command_path.split()[1:]]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if param.param_type_name == "argument":
+            parts += [str(v) for v in (value if isinstance(value, list | tuple) else [value])]
+        elif value is not None and value != param.default:
+            if isinstance(value, bool):
+                parts.append(param.opts[0] if value else (param.secondary_opts or param.opts)[0])
+            else:
+                parts += [param.opts[0], str(value)]
+    return " ".join(shlex.quote(p) for p in parts)
 
 
 def version_table(stats: list) -> Table:  # list[TransitionStats]
@@ -106,6 +116,7 @@ def evolve(
 
 
 def reference(
+    ctx: typer.Context,
     build: Annotated[Path, typer.Argument(help="A bench build directory with an evolved ecosystem.")],
     validate: Annotated[bool, typer.Option(help="Replay every reference path to Δgold.")] = True,
     markdown: Annotated[
@@ -137,7 +148,7 @@ def reference(
         figure = markdown.parent / f"{markdown.stem}_drift.png"
         shutil.copyfile(png, figure)
         markdown.write_text(
-            ecosystem_markdown(eco, header, rows, figure, _command(), build), encoding="utf-8"
+            ecosystem_markdown(eco, header, rows, figure, _command(ctx), build), encoding="utf-8"
         )
         console.print(f"wrote {markdown}")
 
@@ -160,6 +171,7 @@ def drift_table(rows: list[dict]) -> Table:
 
 
 def baseline(
+    ctx: typer.Context,
     build: Annotated[Path, typer.Argument(help="A bench build directory with reference paths.")],
     agent: Annotated[
         str, typer.Option(help="oracle, frozen-v1, embedded, openai:<model> or anthropic:<model>.")
@@ -192,13 +204,14 @@ def baseline(
             max_turns=max_turns,
             progress_total=lambda n: bar.update(task, total=n),
             progress=lambda: bar.advance(task),
-            command=_command(),
+            command=_command(ctx),
             base_url=base_url,
         )
     console.print(f"wrote {path}")
 
 
 def evaluate(
+    ctx: typer.Context,
     runs: Annotated[list[Path], typer.Argument(help="Episode files or folders of *.episodes.jsonl.")],
     build: Annotated[Path, typer.Option(help="The bench build the runs were recorded on.")],
     markdown: Annotated[Path | None, typer.Option(help="Write the tables as markdown here.")] = None,
@@ -225,7 +238,7 @@ def evaluate(
             console.print("excluded: " + ", ".join(f"{k}: {v}" for k, v in sorted(ev.excluded.items())))
     if markdown:
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(results_markdown(eco, evals, _command()), encoding="utf-8")
+        markdown.write_text(results_markdown(eco, evals, _command(ctx)), encoding="utf-8")
         console.print(f"wrote {markdown}")
     if json_out:
         body = {
