@@ -131,7 +131,8 @@ def test_a_version_is_served_over_mcp_stdio(build):
     import sys
 
     import anyio
-    from mcp import Client, StdioServerParameters
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
 
     from toolshift.world.serve import parse_tool_result
 
@@ -144,11 +145,16 @@ def test_a_version_is_served_over_mcp_stdio(build):
     )
 
     async def run():
-        async with Client(params) as client:
-            tools = (await client.list_tools()).tools
+        # errlog given explicitly: the client's default is whatever sys.stderr was when mcp was imported
+        async with (
+            stdio_client(params, errlog=sys.__stderr__) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            tools = (await session.list_tools()).tools
             assert sorted(t.name for t in tools) == want
             for name, args in rec.step.calls:
-                ok, payload = parse_tool_result(await client.call_tool(name, args))
+                ok, payload = parse_tool_result(await session.call_tool(name, args))
                 assert ok, payload
 
     anyio.run(run)
