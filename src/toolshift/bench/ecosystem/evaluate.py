@@ -129,7 +129,8 @@ def evaluate(
                 )
             ref = refs.get((ep.task_id, version))
             if ref is None or not ref.valid:
-                excluded[agent]["reference path failed replay" if ref else "no reference path"] += 1
+                has_paths = ref is not None and ref.step is not None and ref.cost is not None
+                excluded[agent]["reference path failed replay" if has_paths else "no reference path"] += 1
                 continue
             criterion = str(ep.source.get("criterion") or "both")
             path = agent_path(ep, task.expected_changes, costs[(task.domain, version)])
