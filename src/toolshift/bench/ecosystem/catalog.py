@@ -151,7 +151,8 @@ class DomainCatalog:
         single = self.single_function_impls()
         return sorted({f for f in self.base_function.values() if f not in single})
 
-    def _add(self, impl: Impl, new_tools: Sequence[Tool]) -> None:
+    def add(self, impl: Impl, new_tools: Sequence[Tool]) -> None:
+        """Activate a new implementation and its tools."""
         for t in new_tools:
             self.tools[t.name] = t
         self.impls[impl.id] = impl

@@ -178,7 +178,7 @@ def apply_record(cat: DomainCatalog, rec: TransformRecord) -> tuple[Impl | None,
     if rec.retire_source or rec.in_place:
         for sid in dict.fromkeys(s.id for s in srcs):
             retired += cat.retire_impl(sid)
-    cat._add(impl, tools)
+    cat.add(impl, tools)
     rec.retired_tools = [t for t in retired if t not in cat.tools]
     return impl, tools
 
