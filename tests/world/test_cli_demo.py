@@ -74,6 +74,11 @@ def test_compile_writes_the_file(tmp_path):
     assert meta["seed"] == "5"
 
 
+def test_compile_to_a_folder_is_bad_input(tmp_path):
+    proc = _toolshift("compile", "clinic", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "--out" in proc.stderr and "Traceback" not in proc.stderr
+
+
 @pytest.mark.slow
 def test_world_demo_step_runs_a_real_mcp_session():
     buf = io.StringIO()

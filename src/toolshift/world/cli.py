@@ -73,6 +73,8 @@ def compile_cmd(
     from toolshift.world.registry import load_domain
     from toolshift.world.world import World
 
+    if out.is_dir():
+        raise BadInputError("is a folder; give the SQLite file to write", source=str(out), field="--out")
     world = World(load_domain(domain, seed=seed))
     world.save(out)
     counts = world.row_counts()
