@@ -160,3 +160,13 @@ def test_catalog_world_matches_the_worlds_tools(tmp_path):
 
     catalog = load_catalog(tmp_path / "clinic.catalog.json")
     assert catalog.effects() == {t.name: t.effect for t in world_mod.World.load("clinic").tools}
+
+
+def test_export_with_a_missing_policy_and_catalog_of_a_dead_server_are_one_line(tmp_path):
+    _ok("traces", "convert", "tau2", str(EXAMPLE_RUN), "--out", str(tmp_path))
+    episodes = str(tmp_path / "airline.episodes.jsonl")
+    policy = _cli("traces", "export-tau2", episodes, "--out", str(tmp_path / "r.json"), "--policy", "nope.md")
+    assert policy.returncode == 2 and "--policy" in policy.stderr and "Traceback" not in policy.stderr
+    dead = _cli("traces", "catalog-mcp", "http://127.0.0.1:9/mcp", "--domain", "x", "--out", str(tmp_path))
+    assert dead.returncode == 1 and dead.stderr.strip().count("\n") == 0
+    assert "ConnectError" in dead.stderr and "TaskGroup" not in dead.stderr

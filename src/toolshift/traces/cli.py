@@ -243,7 +243,10 @@ def export_tau2(
     domains = {e.domain for e in episodes}
     if len(domains) > 1:
         raise BadInputError(f"a τ²-bench Results holds one domain; these files hold {sorted(domains)}")
-    policy_text = policy.read_text(encoding="utf-8") if policy else ""
+    try:
+        policy_text = policy.read_text(encoding="utf-8") if policy else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"cannot read policy: {exc}", source=str(policy), field="--policy") from None
     path = write_results(run_from_episodes(episodes, policy=policy_text), out, layout=layout)  # type: ignore[arg-type]
     console.print(f"wrote {len(episodes)} simulations to {path}")
 

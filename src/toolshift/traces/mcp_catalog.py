@@ -29,5 +29,12 @@ async def catalog_from_mcp_server(server: Any, domain: str, *, neither: Iterable
     try:
         tools = await list_mcp_tools(server)
     except Exception as exc:  # connection refused, protocol errors: report, do not trace back
-        raise ToolshiftError(f"cannot list tools of MCP server {server}: {exc}") from exc
+        raise ToolshiftError(f"cannot list tools of MCP server {server}: {_root_cause(exc)}") from exc
     return catalog_from_mcp_tools(domain, tools, neither=neither, source=f"MCP tools/list of {server}")
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The first leaf of an exception group (anyio task groups wrap a refused connection), as `Type: message`."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
