@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
 
 class ToolshiftError(Exception):
     """A failure the user can act on: the CLI prints its message on one line and exits non-zero.
@@ -35,3 +39,28 @@ class BadInputError(ToolshiftError):
         self.source, self.record, self.field = source, record, field
         self.detail = message
         super().__init__(f"{': '.join(where)}: {message}" if where else message)
+
+
+def report_file_errors(app: Any) -> None:
+    """Make every command of a typer app report a file it cannot read or write as one-line bad input.
+
+    An `OSError` naming a file (a missing input, an `--out` under a regular file, a folder where a file is
+    wanted) becomes a `BadInputError` naming that file (exit 2); any other `OSError` a `ToolshiftError`.
+    Call once, after the app's commands are defined.
+    """
+    for command in app.registered_commands:
+        command.callback = _reporting_file_errors(command.callback)
+
+
+def _reporting_file_errors(callback: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(callback)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return callback(*args, **kwargs)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            if exc.filename is not None:
+                raise BadInputError(f"cannot use this path: {reason}", source=str(exc.filename)) from exc
+            raise ToolshiftError(reason) from exc
+
+    return run

@@ -76,6 +76,10 @@ def test_refusals(files, monkeypatch, capsys):
 
     for argv, message in (
         (
+            ["learn", str(episodes), "--catalog", str(catalog), "--out", str(flow / "under-a-file.json")],
+            f"{flow}: cannot use this path",
+        ),
+        (
             ["learn", str(episodes), "--catalog", str(elsewhere_path), "--out", str(tmp / "f.json")],
             "no episode of the catalog's domain 'email'",
         ),

@@ -170,3 +170,11 @@ def test_export_with_a_missing_policy_and_catalog_of_a_dead_server_are_one_line(
     dead = _cli("traces", "catalog-mcp", "http://127.0.0.1:9/mcp", "--domain", "x", "--out", str(tmp_path))
     assert dead.returncode == 1 and dead.stderr.strip().count("\n") == 0
     assert "ConnectError" in dead.stderr and "TaskGroup" not in dead.stderr
+
+
+def test_an_output_path_under_a_regular_file_is_one_line_bad_input(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    result = _cli("traces", "convert", "tau2", str(EXAMPLE_RUN), "--out", str(blocker / "out"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{blocker}" in result.stderr and "cannot use this path" in result.stderr

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from toolshift.errors import BadInputError
+from toolshift.errors import BadInputError, report_file_errors
 
 app = typer.Typer(
     no_args_is_help=True, help="Learn an agent's lookups, decide them ahead of it, replay what they save."
@@ -286,3 +286,6 @@ def report(
 
     path = write_report(out, data or default_data_dir(), console=console)
     console.print(f"wrote {path}")
+
+
+report_file_errors(app)

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from toolshift.errors import BadInputError
+from toolshift.errors import BadInputError, report_file_errors
 from toolshift.models import Effect
 from toolshift.traces.anatomy import GROUP_KEYS, Anatomy, anatomy, total
 from toolshift.traces.catalog import catalog_path, load_catalog
@@ -314,3 +314,6 @@ def catalog_world(
     path = save_catalog(catalog, catalog_path(out, name))
     effects = list(catalog.effects().values())
     console.print(f"wrote {path}: {effects.count('read')} read, {effects.count('write')} write")
+
+
+report_file_errors(app)

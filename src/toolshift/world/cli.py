@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from toolshift.errors import BadInputError, ToolshiftError
+from toolshift.errors import BadInputError, ToolshiftError, report_file_errors
 
 app = typer.Typer(no_args_is_help=True, help="Stateful tool worlds: compile, serve over MCP, call.")
 console = Console()
@@ -173,3 +173,6 @@ def serve_cmd(
         + (" with shared state" if shared_state else ", one world per session")
     )
     server.run_http(host=host, port=port)
+
+
+report_file_errors(app)
