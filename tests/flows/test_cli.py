@@ -72,9 +72,12 @@ def test_refusals(files, monkeypatch, capsys):
     elsewhere = json.loads(catalog.read_text()) | {"domain": "email"}
     elsewhere_path = tmp / "email.catalog.json"
     elsewhere_path.write_text(json.dumps(elsewhere))
+    empty = tmp / "empty.episodes.jsonl"
+    write_episodes(empty, [])
     from toolshift.cli import main
 
     for argv, message in (
+        (["replay", str(empty), "--catalog", str(catalog), "--flow", str(flow)], "no episode left to use"),
         (
             ["learn", str(episodes), "--catalog", str(catalog), "--out", str(flow / "under-a-file.json")],
             f"{flow}: cannot use this path",

@@ -64,11 +64,19 @@ def select(
 
 
 def load_inputs(paths: Sequence[Path], catalog_path: Path, tasks: TaskSet = "all") -> Inputs:
-    """Episode files (`toolshift.episodes/1` JSONL) and a catalog file (`toolshift.catalog/1`)."""
+    """Episode files (`toolshift.episodes/1` JSONL) and a catalog file (`toolshift.catalog/1`).
+
+    Files with no usable episode of the catalog's domain (empty, all excluded, or none in the chosen split)
+    are refused: every command would otherwise print empty tables.
+    """
     catalog = Catalog.of(load_catalog(catalog_path))
     episodes: list[Episode] = []
     for path in paths:
         if not Path(path).exists():
             raise BadInputError("no such episode file", source=str(path))
         episodes.extend(iter_episodes(Path(path)))
-    return select(episodes, catalog, tasks, source=", ".join(map(str, paths)))
+    source = ", ".join(map(str, paths))
+    inputs = select(episodes, catalog, tasks, source=source)
+    if not inputs.timelines:
+        raise BadInputError(f"no episode left to use: {inputs.describe()}", source=source)
+    return inputs
