@@ -76,7 +76,9 @@ def test_refusals(files, monkeypatch, capsys):
     write_episodes(empty, [])
     from toolshift.cli import main
 
+    (tmp / "empty-log.jsonl").write_text("")
     for argv, message in (
+        (["calibrate", str(tmp / "empty-log.jsonl")], "no decision log rows"),
         (["replay", str(empty), "--catalog", str(catalog), "--flow", str(flow)], "no episode left to use"),
         (
             ["learn", str(episodes), "--catalog", str(catalog), "--out", str(flow / "under-a-file.json")],

@@ -199,6 +199,9 @@ def calibrate(
                 used.append(bool(row["used"]))
             except (ValueError, KeyError, TypeError) as exc:
                 raise BadInputError(f"not a decision log row: {exc}", source=str(path), record=i) from exc
+    if not by_decider:
+        raise BadInputError("no decision log rows (write them with `replay --explore 0 --log FILE`)",
+                            source=", ".join(map(str, logs)))  # fmt: skip
     table = Table(title="calibration: score vs used before the next write")
     for col in ("decider", "weighed", "used", "ECE", "Brier", "AUC"):
         table.add_column(col)
