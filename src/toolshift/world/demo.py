@@ -79,7 +79,9 @@ async def _session(
         diff = session_world.diff(server.base, session_world)
         async with Client(url) as other:
             seen = parse_tool_result(await other.call_tool("get_patient", {"patient_id": "PAT-00001"}))[1]
-        own = {"phone": seen["phone"], "note": "its own copy of the world"}
+        written = next(args["phone"] for tool, args in reversed(SCRIPT) if tool == "update_patient")
+        isolated = seen["phone"] != written
+        own = {"phone": seen["phone"], "note": "its own copy of the world" if isolated else "sees the write"}
         out.append(("get_patient (a second, concurrent session)", {"patient_id": "PAT-00001"}, True, own))
     return out, diff
 
@@ -88,6 +90,7 @@ def run(console: Console) -> None:
     """Compile, serve clinic over MCP (streamable HTTP on loopback), script a session, show calls and diff."""
     compile_all(console)
     server = WorldServer(load_domain("clinic"))
+    seeded = server.base.snapshot()
     with http_server_thread(server) as url:
         console.print(f"serving [bold]clinic[/] over streamable HTTP at {url} (one world per MCP session)")
         calls, diff = anyio.run(_session, server, url)
@@ -103,5 +106,4 @@ def run(console: Console) -> None:
         table.add_row(str(i), tool, _summary(args, 60) if args else "", outcome)
     console.print(table)
     console.print(changes_table(diff, title="State diff of the session's world against the seeded world"))
-    untouched = server.base.diff(server.base.snapshot())
-    console.print(f"base world unchanged by the session: {not untouched}")
+    console.print(f"base world unchanged by the session: {not server.base.changes_since(seeded)}")
