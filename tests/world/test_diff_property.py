@@ -43,11 +43,12 @@ def test_diff_conventions_for_insert_update_delete(tiny):
 
 
 def test_diff_of_a_world_against_its_fork(tiny):
+    before = tiny.snapshot()
     fork = tiny.fork()
     fork.call("update_customer", {"customer_id": "C003", "name": "Forked"})
     changes = tiny.diff(tiny, fork)
     assert [(c.key, c.field, c.after) for c in changes] == [("C003", "name", "Forked")]
-    assert tiny.changes_since(tiny.snapshot()) == []
+    assert tiny.changes_since(before) == []
 
 
 PATIENTS = [f"PAT-{n:05d}" for n in range(1, 21)]
