@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,21 @@ def test_bad_input_is_one_clear_line(tasks_file, tmp_path):
         "run", "--world", "clinic", "--tasks", str(tasks_file), "--model", "gpt4", "--out", str(tmp_path)
     )
     assert isinstance(r.exception, BadInputError) and "unknown model" in str(r.exception)
+    base = ["run", "--world", "clinic", "--tasks", str(tasks_file), "--out", str(tmp_path / "never")]
+    r = _invoke(*base, "--model", "scripted")  # a user simulator is not an agent
+    assert isinstance(r.exception, BadInputError) and r.exception.field == "model"
+    r = _invoke(*base, "--model", "oracle", "--user", "oracle")  # nor is a scripted policy a user
+    assert isinstance(r.exception, BadInputError) and r.exception.field == "user"
+    with socket.socket() as s:  # a port nobody listens on once the socket is closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = _invoke("run", "--world", f"http://127.0.0.1:{port}/mcp", "--tasks", str(tasks_file),
+                "--model", "oracle", "--out", str(tmp_path / "never"))  # fmt: skip
+    assert isinstance(r.exception, BadInputError) and r.exception.field == "world"
+    assert "cannot open an MCP session" in str(r.exception)
+    assert not (tmp_path / "never").exists() or not list((tmp_path / "never").glob("run-*"))
+    r = _invoke(*base[:-1], str(tasks_file), "--model", "oracle")
+    assert isinstance(r.exception, BadInputError) and r.exception.field == "out"
 
 
 def test_task_file_errors_name_record_and_field(tasks_file, tmp_path):

@@ -141,13 +141,17 @@ def run(
         concurrency = 1
     task_list = load_tasks(tasks)[:limit]
     world_opener(world)  # an unknown domain fails here, before anything is written
+    if out.exists() and not out.is_dir():
+        raise BadInputError("--out must be a folder, and this is a file", source=str(out), field="out")
+    out.mkdir(parents=True, exist_ok=True)
+    # Opens the world once: an unreachable MCP URL fails here, before a run file is written.
+    asyncio.run(write_catalog(world, {t.domain for t in task_list}, out))
     plan = plan_run(config, task_list, trials, out)
     console.print(
         f"run [bold]{plan.files.key}[/] · {len(task_list)} tasks × {trials} trials · "
         f"{len(plan.todo)} to run, {len(task_list) * trials - len(plan.todo)} already done · {plan.files.episodes}"
     )
     remote_world = world.startswith(("http://", "https://"))
-    asyncio.run(write_catalog(world, {t.domain for t in task_list}, plan.files.folder))
     invalid: set[str] = set()
     if check and model != "oracle" and not remote_world:
         invalid = asyncio.run(find_invalid_tasks(world, task_list, plan.files.folder))

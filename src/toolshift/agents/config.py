@@ -20,6 +20,7 @@ from toolshift.traces.episode import Episode
 RUN_FORMAT = "toolshift.run/1"
 SCRIPTED_MODELS = ("oracle", "replay")
 MODEL_KINDS = ("embedded", "oracle", "replay", "openai:<model>", "anthropic:<model>")
+USER_KINDS = ("scripted", "embedded", "openai:<model>", "anthropic:<model>")
 
 
 class RunConfig(BaseModel):
@@ -45,10 +46,16 @@ class RunConfig(BaseModel):
     base_url: str | None = None
     replay_from: str | None = None
 
-    @field_validator("model", "user")
+    @field_validator("model")
     @classmethod
     def _known_model(cls, value: str) -> str:
-        check_model_spec(value)
+        check_model_spec(value, role="model")
+        return value
+
+    @field_validator("user")
+    @classmethod
+    def _known_user(cls, value: str) -> str:
+        check_model_spec(value, role="user")
         return value
 
     def limits(self) -> EpisodeLimits:
@@ -67,13 +74,16 @@ class RunConfig(BaseModel):
         return hashlib.sha256(body.encode()).hexdigest()[:12]
 
 
-def check_model_spec(spec: str) -> None:
-    if spec in ("embedded", "oracle", "replay", "scripted"):
-        return
+def check_model_spec(spec: str, role: Literal["model", "user", "any"] = "any") -> None:
+    """Refuse a spec that names no agent (`role="model"`), no user simulator (`"user"`), or neither."""
     kind, _, name = spec.partition(":")
-    if kind in ("openai", "anthropic") and name:
+    if (kind in ("openai", "anthropic") and name) or spec == "embedded":
         return
-    raise BadInputError(f"unknown model {spec!r}: use one of {', '.join(MODEL_KINDS)}", field="model")
+    if (spec in ("oracle", "replay") and role != "user") or (spec == "scripted" and role != "model"):
+        return
+    kinds = {"model": MODEL_KINDS, "user": USER_KINDS}.get(role, (*MODEL_KINDS, "scripted"))
+    what = "user simulator" if role == "user" else "model"
+    raise BadInputError(f"unknown {what} {spec!r}: use one of {', '.join(kinds)}", field=role)
 
 
 def episode_seed(config: RunConfig, task_id: str, trial: int) -> int:

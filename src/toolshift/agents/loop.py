@@ -277,7 +277,7 @@ async def run_episode(
                 config_error = exc
             diff = await world.diff(None if toolbox.unreported else toolbox.reported)
     except Exception as exc:  # the world could not be opened, listed or diffed: the harness's failure
-        leaf = _leaf(exc)
+        leaf = leaf_error(exc)
         conv.reason = "world_error"
         conv.info["world_failure"] = f"{type(leaf).__name__}: {leaf}"
     if config_error is not None:
@@ -287,7 +287,7 @@ async def run_episode(
     )
 
 
-def _leaf(exc: BaseException) -> BaseException:
+def leaf_error(exc: BaseException) -> BaseException:
     """The first real error inside (nested) exception groups, as task groups wrap them."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]

@@ -10,10 +10,11 @@ world reports with each call (`_meta["toolshift/changes"]`), or is unknown for o
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from toolshift.errors import BadInputError
 from toolshift.models import RowChange
 
 
@@ -83,7 +84,16 @@ def remote(url: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
     async def open_world() -> AsyncIterator[RemoteSession]:
         from mcp import Client
 
-        async with Client(url, mode="legacy") as client:
+        from toolshift.agents.loop import leaf_error
+
+        async with AsyncExitStack() as stack:
+            try:
+                client = await stack.enter_async_context(Client(url, mode="legacy"))
+            except Exception as exc:  # refused, unreachable, not MCP: anyio wraps these in exception groups
+                leaf = leaf_error(exc)
+                raise BadInputError(
+                    f"cannot open an MCP session: {type(leaf).__name__}: {leaf}", source=url, field="world"
+                ) from None
             info = client.server_info
             title = (info.title or info.name) if info is not None else url
             yield RemoteSession(client, client.instructions or "", title or url)
