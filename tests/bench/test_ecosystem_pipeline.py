@@ -166,6 +166,13 @@ def test_baseline_runs_resume_and_refuse_foreign_files(build, tmp_path):
     before = path.read_text().count("\n")
     run_baseline(out, "frozen-v1", runs, split=None)  # everything is already there: nothing runs again
     assert path.read_text().count("\n") == before
+    with pytest.raises(BadInputError, match="max_turns 40, not 5"):  # another setting is never mixed in
+        run_baseline(out, "frozen-v1", runs, split=None, max_turns=5)
+    assert path.read_text().count("\n") == before
+    with pytest.raises(BadInputError, match="--sample"):
+        run_baseline(out, "oracle", tmp_path / "sampled", sample=0)
+    with pytest.raises(BadInputError, match="folder"):
+        run_baseline(out, "oracle", path)
     write_episodes(tmp_path / "oracle.episodes.jsonl", [], meta={"ecosystem": "eco-elsewhere"})
     with pytest.raises(BadInputError, match="eco-elsewhere"):
         run_baseline(out, "oracle", tmp_path, split=None)

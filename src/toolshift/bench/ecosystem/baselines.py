@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import zlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -174,24 +175,29 @@ async def _run_all(
     on_episode: Callable[[Episode], None],
     base_url: str | None = None,
 ) -> None:
+    from toolshift.agents.config import RunConfig, make_model
     from toolshift.agents.loop import EpisodeLimits, run_episode
     from toolshift.agents.policies import oracle
     from toolshift.agents.users import ScriptedUser
 
-    model = None
+    config, shared = None, None
     if baseline not in SCRIPTED:
-        from toolshift.agents.config import RunConfig, make_model
-
         config = RunConfig(world=str(worlds.build), model=baseline, max_turns=max_turns, base_url=base_url)
-        model = make_model(baseline, config, seed=0)
+        if baseline != "embedded":  # an API client holds no per-episode state
+            shared = make_model(baseline, config, seed=0)
     for p in planned:
-        agent = model if model is not None else oracle(p.task, _as_gold(p.calls or []))
+        if config is None:
+            agent: Any = oracle(p.task, _as_gold(p.calls or []))
+        elif shared is not None:
+            agent = shared
+        else:  # the embedded model samples per turn: seeded by the episode, the same whether resumed or not
+            agent = make_model(baseline, config, seed=zlib.crc32(episode_key(baseline, p).encode()))
         source: dict[str, Any] = {"baseline": baseline, "criterion": p.criterion}
         if p.exposed is not None:
             source["exposed_tools"] = sorted(set(p.exposed))
         ep = await run_episode(
             p.task,
-            agent,  # type: ignore[arg-type]
+            agent,
             ScriptedUser(p.task.public_request, p.task.instruction),
             worlds.opener(p.task.domain, p.version),
             episode_id=episode_key(baseline, p),
@@ -232,28 +238,44 @@ def run_baseline(
             ) from None
         if baseline in ("replay", "scripted"):
             raise BadInputError(f"{baseline!r} cannot run as an ecosystem baseline", field="agent")
+    if sample is not None and sample < 1:
+        raise BadInputError("--sample must be at least 1", field="sample")
+    if Path(out).exists() and not Path(out).is_dir():
+        raise BadInputError("--out must be a folder, and this is a file", source=str(out), field="out")
     eco = load_ecosystem(build)
     _, records = load_references(build)
     worlds = VersionWorlds(build)
     tasks = {t.id: t for d in eco.domains for t in worlds.tasks(d)}
     planned = plan_baseline(baseline, records, tasks, split=split, sample=sample, seed=seed)
     path = Path(out) / f"{baseline.replace(':', '_').replace('/', '_')}.episodes.jsonl"
-    meta = {"ecosystem": eco.id, "build": eco.build, "baseline": baseline, "command": command}
+    turns = max_turns or (40 if baseline in SCRIPTED else 10 if baseline == "embedded" else 30)
+    # What changes an episode besides its task and version: a file holds episodes of one setting only.
+    setting = {"max_turns": turns, "base_url": base_url if baseline.startswith("openai:") else None}
+    meta = {"ecosystem": eco.id, "build": eco.build, "baseline": baseline, "command": command, **setting}
     done: set[str] = set()
     if path.exists():
-        recorded = read_header(path).meta.get("ecosystem")
+        header = read_header(path).meta
+        recorded = header.get("ecosystem")
         if recorded != eco.id:
             raise BadInputError(
                 f"holds episodes of ecosystem {recorded!r}, not {eco.id!r}; choose another --out",
                 source=str(path),
             )
+        for name, value in setting.items():
+            if name in header and header[name] != value:
+                raise BadInputError(
+                    f"holds episodes recorded with {name} {header[name]!r}, not {value!r}; "
+                    "choose another --out",
+                    source=str(path),
+                    field=name,
+                )
         done = {ep.id for ep in iter_episodes(path, skip_bad=True)}
     else:
+        Path(out).mkdir(parents=True, exist_ok=True)
         write_episodes(path, [], meta=meta)
     todo = [p for p in planned if episode_key(baseline, p) not in done]
     if progress_total:
         progress_total(len(todo))
-    turns = max_turns or (40 if baseline in SCRIPTED else 10 if baseline == "embedded" else 30)
     with EpisodeWriter(path, meta=meta, append=True) as writer:
 
         def keep(ep: Episode) -> None:
