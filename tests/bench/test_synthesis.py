@@ -337,3 +337,41 @@ def test_build_is_identical_across_processes_and_hash_seeds(built: Path, tmp_pat
         subprocess.run(cmd, env=env, check=True, capture_output=True)
         got = (out / "domains/customer_support/tasks.jsonl").read_bytes()
         assert got == (built / "domains/customer_support/tasks.jsonl").read_bytes()
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["amount", "reason", "order number"]), st.text(min_size=1)), max_size=12
+    )
+)
+def test_add_fact_never_overwrites_a_different_value(pairs):
+    from toolshift.bench.synthesis import add_fact
+
+    facts: dict[str, str] = {}
+    for name, value in pairs:
+        key = add_fact(facts, name, value)
+        assert facts[key] == value and key.startswith(name)
+    assert set(facts.values()) == {v for _, v in pairs}
+
+
+def test_managed_fields_come_from_action_bodies():
+    from toolshift.bench.synthesis import managed_fields
+    from toolshift.world.registry import load_domain
+
+    managed = managed_fields(load_domain("customer_support").spec)
+    assert managed["order"] == {"status"}
+    assert {"status", "priority", "assigned_agent_id", "resolution"} <= managed["ticket"]
+    assert "email" not in managed.get("customer", set())
+
+
+def test_instruction_phrasing_helpers():
+    from toolshift.bench.instructions import action_request_phrase, attribute_phrase, fact_key, field_words
+
+    assert field_words("order_id") == "order number"
+    assert fact_key("order", "order number") == "order number"
+    assert fact_key("network alert", "alert number") == "network alert number"
+    assert fact_key("customer", "email") == "customer email"
+    assert attribute_phrase("placed on", "2026-03-04") == "placed on 2026-03-04"
+    assert attribute_phrase("status", "open") == "whose status is open"
+    assert action_request_phrase("implement design change", "design change") == "implement a design change"
+    assert action_request_phrase("grant store credit", "customer") == "grant store credit"
