@@ -78,3 +78,38 @@ def test_embedded_episode_on_a_real_world(tasks):
     for m in episode.messages:
         for call in m.tool_calls or []:
             assert isinstance(call.arguments, dict)
+
+
+def test_the_process_exits_cleanly_after_using_the_model(tmp_path):
+    """The models are freed at exit, before teardown, so no finalizer error reaches stderr."""
+    import subprocess
+    import sys
+
+    script = (
+        "import asyncio\n"
+        "from toolshift.agents.chat import ToolDef\n"
+        "from toolshift.agents.embedded import EmbeddedModel, _models\n"
+        "tools = [ToolDef('get_appointment', 'Look up an appointment.', {'type': 'object'})]\n"
+        "for role in ('agent', 'user'):\n"
+        "    asyncio.run(EmbeddedModel(role=role, max_tokens=8).complete(\n"
+        "        [{'role': 'user', 'content': 'Cancel APT-00003.'}], tools))\n"
+        "assert len(_models) == 2\n"
+        "print('used both')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "used both"
+    assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_closing_frees_both_models_and_a_later_call_reloads():
+    from toolshift.agents import embedded
+
+    tools = [ToolDef("get_appointment", "Look up an appointment.", {"type": "object"})]
+    messages = [{"role": "user", "content": "Cancel APT-00003."}]
+    asyncio.run(EmbeddedModel(max_tokens=8).complete(messages, tools))
+    (llm, _lock) = next(iter(embedded._models.values()))
+    embedded._close_models()
+    assert embedded._models == {} and llm._ctx.ctx is None and llm._model.model is None
+    reply = asyncio.run(EmbeddedModel(max_tokens=8).complete(messages, tools))
+    assert reply.completion_tokens > 0 and len(embedded._models) == 1

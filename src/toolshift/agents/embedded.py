@@ -92,11 +92,21 @@ def load_llama(n_ctx: int = 2048, n_threads: int = 1, slot: str = "agent") -> tu
 
 
 def _close_models() -> None:
-    """Free the models before interpreter teardown (llama-cpp-python's finalizers fail once ctypes is gone)."""
+    """Free the models at exit, before interpreter teardown: llama-cpp-python's `Llama.__del__` fails once
+    its ctypes bindings are gone ("Exception ignored in ... Llama.__del__ ... 'NoneType' object is not callable").
+
+    Registered with `atexit` when the first model loads. A model still decoding in an abandoned
+    episode's thread is waited for briefly, never freed under that thread.
+    """
     with _load_lock:
-        for llm, _lock in _models.values():
-            llm.close()
+        loaded = list(_models.values())
         _models.clear()
+    for llm, lock in loaded:
+        if lock.acquire(timeout=5.0):
+            try:
+                llm.close()
+            finally:
+                lock.release()
 
 
 def _bounded(schema: Any, depth: int = 0) -> dict[str, Any]:
