@@ -91,3 +91,38 @@ def test_anthropic_messages_with_tool_use_solve_a_task(tasks, monkeypatch):
     assert seen[1]["messages"][-1]["content"][0]["tool_use_id"] == "tu_1"
     assistant = [m for m in episode.messages if m.role == "assistant"]
     assert assistant[0].cost == pytest.approx((50 * 1.0 + 7 * 5.0) / 1e6)
+
+
+def test_anthropic_rate_limits_are_retried_and_a_wrong_model_is_named():
+    from toolshift.agents.anthropic_backend import AnthropicChatModel
+    from toolshift.agents.chat import ModelConfigError
+    from toolshift.agents.retry import RetryPolicy
+
+    calls: list[str] = []
+
+    def handler(body: dict) -> JSONResponse:
+        calls.append(body["model"])
+        if body["model"] != "claude-haiku-4-5":
+            return JSONResponse({"type": "error", "error": {"type": "not_found_error", "message": "no such model"}},
+                                status_code=404)  # fmt: skip
+        if len(calls) == 1:
+            return JSONResponse({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}},
+                                status_code=429, headers={"retry-after": "0"})  # fmt: skip
+        return JSONResponse({"id": "msg", "type": "message", "role": "assistant", "model": body["model"],
+                             "content": [{"type": "text", "text": "hello"}], "stop_reason": "end_turn",
+                             "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}})  # fmt: skip
+
+    server, url = _serve(handler)
+    seen_limits: list[float | None] = []
+    try:
+        fast = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.05)
+        model = AnthropicChatModel("claude-haiku-4-5", base_url=url, api_key="test", retry=fast,
+                                   on_rate_limit=lambda: seen_limits.append(None))  # fmt: skip
+        reply = asyncio.run(model.complete([{"role": "user", "content": "hi"}], []))
+        assert reply.text == "hello" and calls == ["claude-haiku-4-5"] * 2 and len(seen_limits) == 1
+        wrong = AnthropicChatModel("claude-nope", base_url=url, api_key="test", retry=fast)
+        with pytest.raises(ModelConfigError, match="'claude-nope' not found"):
+            asyncio.run(wrong.complete([{"role": "user", "content": "hi"}], []))
+        assert calls[-1] == "claude-nope" and calls.count("claude-nope") == 1  # not retried
+    finally:
+        server.should_exit = True

@@ -7,16 +7,10 @@ import os
 import time
 from typing import Any
 
-from toolshift.agents.chat import (
-    ModelConfigError,
-    ModelError,
-    ModelReply,
-    ProposedCall,
-    RetryableModelError,
-    ToolDef,
-)
+from toolshift.agents.chat import ModelConfigError, ModelReply, ProposedCall, ToolDef
 from toolshift.agents.openai_backend import turn_cost
 from toolshift.agents.retry import RateLimitListener, RetryPolicy, with_retries
+from toolshift.agents.sdk_errors import send
 
 
 def to_anthropic(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
@@ -96,22 +90,6 @@ class AnthropicChatModel:
         )
         self._reached = False
 
-    def _classify(self, exc: Exception) -> Exception:
-        sdk = self._sdk
-        if isinstance(exc, sdk.RateLimitError):
-            return RetryableModelError(f"rate limited by {self.where}", rate_limited=True)
-        if isinstance(exc, sdk.APITimeoutError | sdk.APIConnectionError):
-            return RetryableModelError(f"cannot reach {self.where}: {exc}")
-        if isinstance(exc, sdk.AuthenticationError | sdk.PermissionDeniedError):
-            return ModelConfigError(f"{self.where} refused the API key: {exc.message}")
-        if isinstance(exc, sdk.NotFoundError):
-            return ModelConfigError(f"model {self.model!r} not found at {self.where}: {exc.message}")
-        if isinstance(exc, sdk.APIStatusError):
-            if exc.status_code in (408, 409, 429, 529) or exc.status_code >= 500:
-                return RetryableModelError(f"{self.where} answered {exc.status_code}: {exc.message}")
-            return ModelError(f"{self.where} answered {exc.status_code}: {exc.message}")
-        return exc
-
     async def _once(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> Any:
         system, turns = to_anthropic(messages)
         kwargs: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": turns}
@@ -123,14 +101,13 @@ class AnthropicChatModel:
             ]
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
-        try:
-            response = await self._client.messages.create(**kwargs)
-        except self._sdk.APIConnectionError as exc:
-            if not self._reached and not isinstance(exc, self._sdk.APITimeoutError):
-                raise ModelConfigError(f"cannot reach the model endpoint {self.where}: {exc}") from exc
-            raise self._classify(exc) from exc
-        except self._sdk.AnthropicError as exc:
-            raise self._classify(exc) from exc
+        response = await send(
+            self._sdk,
+            self._client.messages.create(**kwargs),
+            reached=self._reached,
+            where=self.where,
+            model=self.model,
+        )
         self._reached = True
         return response
 

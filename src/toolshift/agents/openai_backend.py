@@ -7,15 +7,9 @@ import os
 import time
 from typing import Any
 
-from toolshift.agents.chat import (
-    ModelConfigError,
-    ModelError,
-    ModelReply,
-    ProposedCall,
-    RetryableModelError,
-    ToolDef,
-)
+from toolshift.agents.chat import ModelConfigError, ModelError, ModelReply, ProposedCall, ToolDef
 from toolshift.agents.retry import RateLimitListener, RetryPolicy, with_retries
+from toolshift.agents.sdk_errors import send
 
 PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
     "gpt-4o": (2.50, 10.00),
@@ -100,35 +94,6 @@ class OpenAIChatModel:
     def where(self) -> str:
         return self.base_url or "https://api.openai.com/v1"
 
-    def _classify(self, exc: Exception) -> Exception:
-        oa = self._openai
-        if isinstance(exc, oa.RateLimitError):
-            after = exc.response.headers.get("retry-after") if exc.response is not None else None
-            try:
-                retry_after = float(after) if after is not None else None
-            except ValueError:
-                retry_after = None
-            return RetryableModelError(
-                f"rate limited by {self.where}", rate_limited=True, retry_after=retry_after
-            )
-        if isinstance(exc, oa.APITimeoutError):
-            return RetryableModelError(f"request to {self.where} timed out")
-        if isinstance(exc, oa.APIConnectionError):
-            return RetryableModelError(f"cannot reach {self.where}: {exc.__cause__ or exc}")
-        if isinstance(exc, oa.AuthenticationError | oa.PermissionDeniedError):
-            return ModelConfigError(f"{self.where} refused the API key: {exc.message}")
-        if isinstance(exc, oa.NotFoundError):
-            return ModelConfigError(
-                f"model {self.model!r} (or the chat-completions route) not found at {self.where}: {exc.message}"
-            )
-        if isinstance(exc, oa.APIStatusError):
-            if exc.status_code in (408, 409, 425) or exc.status_code >= 500:
-                return RetryableModelError(f"{self.where} answered {exc.status_code}: {exc.message}")
-            if "model" in str(exc.message).lower() and exc.status_code in (400, 422):
-                return ModelConfigError(f"{self.where} rejected model {self.model!r}: {exc.message}")
-            return ModelError(f"{self.where} answered {exc.status_code}: {exc.message}")
-        return exc
-
     async def _once(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> Any:
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
         if tools:
@@ -137,16 +102,14 @@ class OpenAIChatModel:
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
-        try:
-            response = await self._client.chat.completions.create(**kwargs)
-        except self._openai.APIConnectionError as exc:
-            if not self._reached and not isinstance(exc, self._openai.APITimeoutError):
-                raise ModelConfigError(
-                    f"cannot reach the model endpoint {self.where}: {exc.__cause__ or exc}"
-                ) from exc
-            raise self._classify(exc) from exc
-        except self._openai.OpenAIError as exc:
-            raise self._classify(exc) from exc
+        response = await send(
+            self._openai,
+            self._client.chat.completions.create(**kwargs),
+            reached=self._reached,
+            where=self.where,
+            model=self.model,
+            route=" (or the chat-completions route)",
+        )
         self._reached = True
         return response
 
