@@ -67,7 +67,7 @@ def test_taubench_pairs_results_and_keeps_ground_truth(tau):
         for _, call, result in paired_calls(episode):
             assert result is not None and result.name == call.name
     first = tau.episodes[0]
-    assert first.id == "tau-bench-v1/airline/gpt-4o/task0/trial0" and first.model == "gpt-4o"
+    assert first.id == "tau-bench-v1.airline.gpt-4o.task0.trial0" and first.model == "gpt-4o"
     assert first.outcome.info["gold_actions"][0]["name"] == "book_reservation"
     assert first.outcome.reward == 0.0 and first.outcome.success is False
     first_call = next(m for m in first.messages if m.tool_calls).tool_calls[0]
@@ -184,7 +184,7 @@ def test_workbench_labels_and_ground_truth(wb):
                 assert effect == "write", name
         assert all(t.effect == "neither" for t in catalog.tools if not t.exists)
     assert wb.catalogs["analytics"].get("python").exists is False
-    first = next(e for e in wb.episodes if e.id == "workbench/email/gpt-4_all/0")
+    first = next(e for e in wb.episodes if e.id == "workbench.email.gpt-4_all.0")
     assert first.messages[0].content == "Delete my last email from nadia"
     assert [c.name for _, c, _ in paired_calls(first)] == ["email.search_emails", "email.delete_email"]
     assert first.messages[-1].role == "assistant" and first.messages[-1].tool_calls is None
@@ -270,3 +270,17 @@ def test_taubench_retail_catalog_from_the_file_name(tmp_path):
         "calculate",
         "transfer_to_human_agents",
     }
+
+
+@pytest.mark.shared
+def test_converted_runs_export_to_the_tau2_dir_layout_and_back(tau, tmp_path):
+    """Converted ids name files, so τ²-bench's dir layout (one file per simulation id) holds them."""
+    from toolshift.traces.tau2 import read_results, run_from_episodes, write_results
+
+    episodes = tau.episodes[:5]
+    path = write_results(run_from_episodes(episodes), tmp_path / "run", layout="dir")
+    names = sorted(p.stem for p in (path.parent if path.is_file() else path).rglob("simulations/*.json"))
+    assert names == sorted(e.id for e in episodes)
+    back = read_results(tmp_path / "run")  # the dir layout reads simulations in file-name order
+    assert sorted(e.id for e in back.episodes) == sorted(e.id for e in episodes)
+    assert {e.id: len(e.messages) for e in back.episodes} == {e.id: len(e.messages) for e in episodes}

@@ -204,7 +204,7 @@ def _episode(record: Any, path: Path, index: int, domain: str, model: str | None
     )
     user_cost = info.get("user_cost")
     return Episode(
-        id=f"tau-bench-v1/{domain}/{model or 'agent'}/task{task_id}/trial{trial}",
+        id=f"tau-bench-v1.{domain}.{model or 'agent'}.task{task_id}.trial{trial}",
         task_id=str(task_id),
         trial=trial,
         domain=domain,

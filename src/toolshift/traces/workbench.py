@@ -330,7 +330,7 @@ def _row_episode(
     if answer is not None:
         info["gold_calls"] = answer
     return Episode(
-        id=f"workbench/{domain}/{model}_{toolset}/{task_index}",
+        id=f"workbench.{domain}.{model}_{toolset}.{task_index}",
         task_id=str(task_index),
         domain=domain,
         agent=model,
