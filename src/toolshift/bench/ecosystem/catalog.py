@@ -99,6 +99,27 @@ def pending_drafts(world: World) -> dict[str, dict[str, Any]]:
 # --- the catalog ----------------------------------------------------------------------------------
 
 
+def _one_tool_impl(
+    src: Impl,
+    vid: str,
+    new_name: str,
+    kind: str,
+    *,
+    args: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    decode: Decode | None = None,
+) -> Impl:
+    """An implementation that calls the new tool `new_name` wherever `src` called its one tool, with
+    `args` mapping the arguments and `decode` reading the new outputs (default: as `src` reads them)."""
+    return Impl(
+        vid,
+        src.covers,
+        (new_name,),
+        kind,
+        plan=lambda block: [(new_name, args(a) if args else a) for _, a in src.plan(block)],
+        decode=decode or src.decode,
+    )
+
+
 @dataclass
 class DomainCatalog:
     """The active tools and implementations of one domain in one version."""
@@ -184,14 +205,7 @@ class DomainCatalog:
             destructive=old.destructive,
             meta={**old.meta, "wraps": old.name, "transform": "rename_tool"},
         )
-        impl = Impl(
-            vid,
-            src.covers,
-            (new_name,),
-            "rename_tool",
-            plan=lambda block, _s=src: [(new_name, a) for _, a in _s.plan(block)],
-            decode=src.decode,
-        )
+        impl = _one_tool_impl(src, vid, new_name, "rename_tool")
         return impl, [tool]
 
     def rename_param(
@@ -223,15 +237,8 @@ class DomainCatalog:
             destructive=old.destructive,
             meta={**old.meta, "wraps": old.name, "transform": "rename_param"},
         )
-        impl = Impl(
-            vid,
-            src.covers,
-            (new_name,),
-            "rename_param",
-            plan=lambda block, _s=src: [
-                (new_name, rename_args(a, old_param, new_param)) for _, a in _s.plan(block)
-            ],
-            decode=src.decode,
+        impl = _one_tool_impl(
+            src, vid, new_name, "rename_param", args=lambda a: rename_args(a, old_param, new_param)
         )
         return impl, [tool]
 
@@ -288,14 +295,7 @@ class DomainCatalog:
             destructive=old.destructive,
             meta={**old.meta, "wraps": old.name, "transform": "add_param", "param": param},
         )
-        impl = Impl(
-            vid,
-            src.covers,
-            (new_name,),
-            "add_param",
-            plan=lambda block, _s=src: [(new_name, a) for _, a in _s.plan(block)],
-            decode=src.decode,
-        )
+        impl = _one_tool_impl(src, vid, new_name, "add_param")
         return impl, [tool]
 
     def format(self, src: Impl, codec_name: str, new_name: str, vid: str) -> tuple[Impl, list[Tool]]:
@@ -310,13 +310,8 @@ class DomainCatalog:
             destructive=old.destructive,
             meta={**old.meta, "wraps": old.name, "transform": "format", "codec": codec_name},
         )
-        impl = Impl(
-            vid,
-            src.covers,
-            (new_name,),
-            "format",
-            plan=lambda block, _s=src: [(new_name, a) for _, a in _s.plan(block)],
-            decode=lambda results, _s=src: _s.decode([c.decode(r) for r in results]),
+        impl = _one_tool_impl(
+            src, vid, new_name, "format", decode=lambda results: src.decode([c.decode(r) for r in results])
         )
         return impl, [tool]
 

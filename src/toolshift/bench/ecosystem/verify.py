@@ -139,9 +139,13 @@ class Verifier:
             old.close()
         return snap
 
-    def run(self, tools: Mapping[str, Tool], impl: Impl, sample: GoldSample) -> PlanRun:
-        """Run `impl`'s plan for the sample's block with catalog `tools`, from the state before the block."""
-        self.world.restore(self.state_before(sample))
+    def run(
+        self, tools: Mapping[str, Tool], impl: Impl, sample: GoldSample, *, restore: bool = True
+    ) -> PlanRun:
+        """Run `impl`'s plan for the sample's block with catalog `tools`, from the state before the block
+        (`restore`), or on from the current state (the later parts of a merge)."""
+        if restore:
+            self.world.restore(self.state_before(sample))
         self.world.set_tools(tools.values())
         block = sample.task.gold_path[sample.start : sample.end]
         out = PlanRun(ok=True)
@@ -177,7 +181,7 @@ class Verifier:
             failed = ""
             for part in sources:
                 part_sample = GoldSample(sample.task, at, at + len(part.covers))
-                run = self._run_continuing(before, part, part_sample, first=part is sources[0])
+                run = self.run(before, part, part_sample, restore=part is sources[0])
                 if not run.ok:
                     failed = run.error
                     break
@@ -206,25 +210,6 @@ class Verifier:
         if not checked:
             return CheckResult(False, "the source fails on every sampled gold input", 0)
         return CheckResult(True, "", checked, measures)
-
-    def _run_continuing(
-        self, tools: Mapping[str, Tool], impl: Impl, sample: GoldSample, *, first: bool
-    ) -> PlanRun:
-        """Run the parts of a merge one after another on the same state (the first from the gold state)."""
-        if first:
-            self.world.restore(self.state_before(sample))
-        self.world.set_tools(tools.values())
-        block = sample.task.gold_path[sample.start : sample.end]
-        out = PlanRun(ok=True)
-        changes: list[RowChange] = []
-        for name, args in impl.plan(block):
-            r = self.world.call(name, args)
-            if not r.ok:
-                return PlanRun(ok=False, error=f"{name}: {r.error}")
-            out.results.append(r.result)
-            changes += r.changes
-        out.changes = compose_changes(changes)
-        return out
 
     def measure_gold(self) -> ToolCosts:
         """Base tool costs: replay every task's gold path once and measure each call."""
