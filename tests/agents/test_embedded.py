@@ -38,6 +38,8 @@ def test_tool_choice_keeps_the_tools_the_conversation_names():
     assert len(picked) == 8 and "cancel_appointment" in {t.name for t in picked}
     schema = action_schema(picked)
     assert len(schema["anyOf"]) == 9 and schema["anyOf"][-1]["required"] == ["reply"]
+    calls_only = action_schema(picked, can_reply=False)
+    assert len(calls_only["anyOf"]) == 8 and all("tool" in o["properties"] for o in calls_only["anyOf"])
 
 
 def test_constrained_output_is_always_a_valid_action():
@@ -72,6 +74,8 @@ def test_embedded_episode_on_a_real_world(tasks):
     assert episode.termination_reason in ("user_stop", "agent_stop", "max_turns")
     assert episode.outcome.success in (True, False)
     assert 1 <= episode.outcome.info["turns"] <= 4
+    assert episode.outcome.info["tool_calls"] >= 1  # its first action is a call, sent to the world over MCP
+    assert any(m.role == "tool" for m in episode.messages)
     assert episode.world_diff is not None
     assistant = [m for m in episode.messages if m.role == "assistant"]
     assert all(m.usage.prompt_tokens for m in assistant)

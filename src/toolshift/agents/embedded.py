@@ -143,8 +143,8 @@ def _bounded(schema: Any, depth: int = 0) -> dict[str, Any]:
     return {"type": "string", "maxLength": 40}
 
 
-def action_schema(tools: list[ToolDef], reply_chars: int = 160) -> dict[str, Any]:
-    """The JSON Schema of one agent action: a call of one listed tool, or a reply."""
+def action_schema(tools: list[ToolDef], reply_chars: int = 160, *, can_reply: bool = True) -> dict[str, Any]:
+    """The JSON Schema of one agent action: a call of one listed tool, or (`can_reply`) a reply."""
     options: list[dict[str, Any]] = [
         {
             "type": "object",
@@ -157,14 +157,15 @@ def action_schema(tools: list[ToolDef], reply_chars: int = 160) -> dict[str, Any
         }
         for t in tools
     ]
-    options.append(
-        {
-            "type": "object",
-            "properties": {"reply": {"type": "string", "maxLength": reply_chars}},
-            "required": ["reply"],
-            "additionalProperties": False,
-        }
-    )
+    if can_reply or not options:
+        options.append(
+            {
+                "type": "object",
+                "properties": {"reply": {"type": "string", "maxLength": reply_chars}},
+                "required": ["reply"],
+                "additionalProperties": False,
+            }
+        )
     return {"anyOf": options}
 
 
@@ -399,7 +400,9 @@ class EmbeddedModel:
         shown = pick_tools(
             tools, opening, self.max_tools
         )  # chosen once per episode: the prompt prefix stays cached
-        grammar = _grammar(action_schema(shown))
+        # An agent's first action is a tool call: left free to reply, SmolLM2 answers in text and never calls.
+        called = any(m["role"] == "tool" for m in messages)
+        grammar = _grammar(action_schema(shown, can_reply=self.role == "user" or called))
         llm, lock = load_llama(self.n_ctx, self.n_threads, self.role)
         chat = self.prompt(messages, shown)
         with lock:
