@@ -79,6 +79,7 @@ def test_agent_path_from_episode():
             Message(role="tool", tool_call_id="1", name="get_order", content="{}"),
             Message(role="assistant", tool_calls=[ToolCall(name="close_order", arguments={"id": "O-1"})]),
             Message(role="assistant", tool_calls=[ToolCall(name="gone_tool")]),
+            Message(role="assistant", tool_calls=[ToolCall(name="end_conversation")]),  # harness, not a step
         ],
         world_diff=GOLD,
     )

@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from toolshift.agents.users import END_CONVERSATION
 from toolshift.bench.reference import CALL_COST, Criterion
 from toolshift.models import RowChange, covers
 from toolshift.report.intervals import Interval, bootstrap_mean
@@ -175,7 +176,8 @@ def score_instance(
 
 
 def world_tool_calls(episode: Episode, catalog: Iterable[str] | None = None) -> list[str]:
-    """The names of the tools an episode's assistant called, in order (user-side calls excluded)."""
+    """The names of the tools an episode's assistant called, in order (user-side calls excluded; given the
+    version's `catalog`, harness tools such as the agent's own `end_conversation` are not steps)."""
     names = [
         call.name
         for msg in episode.messages
@@ -185,7 +187,7 @@ def world_tool_calls(episode: Episode, catalog: Iterable[str] | None = None) -> 
     ]
     if catalog is not None:
         allowed = set(catalog)
-        harness = {"think", "transfer_to_human_agents", "done", "list_tools"}
+        harness = {"think", "transfer_to_human_agents", "done", "list_tools", END_CONVERSATION}
         names = [n for n in names if n in allowed or n not in harness]
     return names
 
