@@ -75,6 +75,8 @@ def test_oracle_scores_full_marks_and_frozen_v1_does_not(build):
         for m in ("Step-IDR", "Step-DAR", "Cost-IDR", "Cost-DAR"):
             iv = oracle.by_version[v][m]
             assert iv.n == 0 or iv.mean == 1.0
+    moved = [oracle.by_version[v][m].n for v in range(2, VERSIONS + 1) for m in ("Step-IDR", "Cost-DAR")]
+    assert sum(moved) > 0  # the frontier moved, so the IDR/DAR checks above are not vacuous
     frozen = by["frozen-v1"].summary
     assert frozen.by_version[1]["SR"].mean == 1.0
     assert frozen.by_version[1]["Step-SPE"].mean == 1.0
@@ -186,3 +188,42 @@ def test_evolve_resumes_from_finished_domains(build):
     assert again.id == eco.id and again.stats == eco.stats
     assert again.rejected_by_reason == eco.rejected_by_reason
     assert path.stat().st_mtime_ns == stamp  # reused, not rewritten
+
+
+def test_metrics_come_from_what_the_episode_did(build, tmp_path):
+    """Off the reference path the same scoring drops: a repeated call costs Step-SPE, a missing write SR."""
+    import asyncio
+
+    from toolshift.agents.loop import run_episode
+    from toolshift.agents.policies import ScriptedCall, ScriptedPolicy
+    from toolshift.agents.users import ScriptedUser
+    from toolshift.bench.ecosystem.baselines import VersionWorlds
+
+    out, eco, _, records, _ = build
+    rec = next(r for r in records if r.version == 2 and r.valid and r.step.calls == r.cost.calls)
+    worlds = VersionWorlds(out)
+    task = next(t for t in worlds.tasks(rec.domain) if t.id == rec.task_id)
+    calls = [ScriptedCall(name, args) for name, args in rec.step.calls]
+    variants = {"padded": [calls[0], *calls], "short": calls[:-1]}
+    episodes = []
+    for name, script in variants.items():
+        ep = asyncio.run(
+            run_episode(
+                task,
+                ScriptedPolicy(name, script),
+                ScriptedUser(task.public_request, task.instruction),
+                worlds.opener(rec.domain, 2),
+                episode_id=f"{name}:{task.id}",
+                source={"baseline": name, "criterion": "both"},
+            )
+        )
+        ep.ecosystem_version = f"{eco.id}/v2"
+        episodes.append(ep)
+    write_episodes(tmp_path / "variants.episodes.jsonl", episodes)
+    _, evals = evaluate(out, [tmp_path / "variants.episodes.jsonl"], resamples=50)
+    by = {e.agent: e.scores for e in evals}
+    (padded,) = by["padded"]
+    (short,) = by["short"]
+    assert padded.success and padded.step_spe == pytest.approx(rec.step.steps / (rec.step.steps + 1))
+    assert padded.cost_spe < 1.0
+    assert not short.success and short.step_spe == 0.0 and short.cost_spe == 0.0
