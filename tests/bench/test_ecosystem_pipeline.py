@@ -227,3 +227,22 @@ def test_metrics_come_from_what_the_episode_did(build, tmp_path):
     assert padded.success and padded.step_spe == pytest.approx(rec.step.steps / (rec.step.steps + 1))
     assert padded.cost_spe < 1.0
     assert not short.success and short.step_spe == 0.0 and short.cost_spe == 0.0
+
+
+def test_frozen_v1_sends_the_v1_calls_on_every_version(build):
+    _, _, _, records, runs = build
+    v1 = {r.task_id: r.step.calls for r in records if r.version == 1}
+    later = {r.task_id: r.step.calls for r in records if r.version == VERSIONS}
+    seen = 0
+    for ep in iter_episodes(runs / "frozen-v1.episodes.jsonl"):
+        sent = [
+            [c.name, c.arguments]
+            for m in ep.messages
+            if m.role == "assistant"
+            for c in m.tool_calls or []
+            if c.requestor == "assistant"
+        ]
+        assert sent == [list(c) for c in v1[ep.task_id]], ep.id
+        seen += ep.ecosystem_version.endswith(f"/v{VERSIONS}")
+    assert seen == len(later)
+    assert any(later[t] != v1[t] for t in later)  # the frozen path is really stale somewhere
