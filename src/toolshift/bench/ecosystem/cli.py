@@ -34,7 +34,12 @@ def _progress() -> Progress:
 
 def _command(ctx: typer.Context) -> str:
     """The running command as a user would type it (arguments, and options that differ from defaults)."""
-    parts = ["toolshift", *ctx.command_path.split()[1:]]
+    names: list[str] = []
+    at: typer.Context | None = ctx
+    while at is not None and at.parent is not None:  # the root's name may be "python -m toolshift"
+        names.append(at.info_name or "")
+        at = at.parent  # type: ignore[assignment]
+    parts = ["toolshift", *reversed(names)]
     for param in ctx.command.params:
         value = ctx.params.get(param.name or "")
         if param.param_type_name == "argument":
