@@ -1,4 +1,6 @@
-"""Benchmark: per-call decision latency of the incremental decider, fed τ-bench airline's real calls live."""
+"""Benchmark: per-call decision latency of the incremental decider, fed τ-bench airline's real calls live.
+
+Timed for the format-2 flow and for the format-3 flow with walks (walk ranks 3, as cross-validation chose)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,12 @@ def main() -> None:
     conv = convert_taubench_v1(DATA / "tau-bench" / "gpt-4o-airline.trials-0-1.json")
     catalog = Catalog.of(conv.catalogs["airline"])
     tl = timelines(conv.episodes, catalog)
-    flow = learn_flow(tl, catalog, learn_from_all=True)
+    for walk_ranks in (0, 3):
+        time_flow(tl, catalog, walk_ranks)
+
+
+def time_flow(tl, catalog, walk_ranks: int) -> None:
+    flow = learn_flow(tl, catalog, learn_from_all=True, walk_ranks=walk_ranks)
     started = time.perf_counter()
     decider = Decider(flow, "reach", 0.1, catalog)
     compile_ms = (time.perf_counter() - started) * 1000
@@ -48,8 +55,9 @@ def main() -> None:
     latencies.sort()
     p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
     record(
-        "bench_flows_decide",
+        "bench_flows_decide" if walk_ranks == 0 else "bench_flows_decide (format 3, walks)",
         [
+            ("flow format", str(flow.format), ""),
             ("decisions timed", f"{len(latencies):,}", ""),
             ("lookups proposed", f"{proposed:,}", ""),
             ("compile the flow (ms)", f"{compile_ms:.2f}", ""),
@@ -58,7 +66,7 @@ def main() -> None:
             ("latency mean (µs)", f"{statistics.fmean(latencies):.1f}", ""),
         ],
         note=NOTE
-        + " Each call: JSON-decode its result, index its paths, weigh the site's lookups (reach, θ = 0.1).",
+        + f" Each call: JSON-decode its result, index its paths, weigh the site's lookups (reach, θ = 0.1; walk ranks {walk_ranks}).",
     )
 
 

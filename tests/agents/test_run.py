@@ -184,3 +184,14 @@ def test_results_command_reprints_a_run_folder(tasks_file, tmp_path):
     assert json.loads(config.read_text())["key"] in result.output and "oracle on clinic" in result.output
     empty = _invoke("agents", "results", str(tmp_path))
     assert isinstance(empty.exception, BadInputError)
+    config.write_text('{"key": ')  # a torn configuration file is named, not a traceback
+    torn = _invoke("agents", "results", str(out))
+    assert isinstance(torn.exception, BadInputError) and torn.exception.source == str(config)
+
+
+def test_tasks_of_another_domain_are_refused(tasks_file, tmp_path):
+    r = _invoke("run", "--world", "procurement", "--tasks", str(tasks_file), "--model", "oracle",
+                "--out", str(tmp_path / "run"))  # fmt: skip
+    assert isinstance(r.exception, BadInputError)
+    assert r.exception.record == 0 and r.exception.field == "domain" and "'clinic' task" in str(r.exception)
+    assert not (tmp_path / "run").exists()

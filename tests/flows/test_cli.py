@@ -61,6 +61,26 @@ def test_learn_replay_ceiling_calibrate_price_repeats(files):
         assert r.exit_code == 0, r.output
 
 
+def test_crossval_then_learn_with_the_chosen_walk_ranks(files):
+    tmp, episodes, catalog = files
+    r = run("crossval", str(episodes), "--catalog", str(catalog), "--tasks", "train")
+    assert r.exit_code == 0, r.output
+    assert "leave-one-task-out" in r.output and "chosen for reach: --walk-ranks" in r.output
+    flow = tmp / "walk.json"
+    r = run("learn", str(episodes), "--catalog", str(catalog), "--out", str(flow), "--tasks", "train",
+            "--walk-ranks", "2")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    raw = json.loads(flow.read_text())
+    assert (
+        raw["format"] == 3 and raw["tools"]["get_reservation_details"]["walk"]["argument"] == "reservation_id"
+    )
+    summary = tmp / "summary.json"
+    r = run("replay", str(episodes), "--catalog", str(catalog), "--flow", str(flow), "--tasks", "test",
+            "--json", str(summary))  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert json.loads(summary.read_text())["reach"]["lookups_made"] > 0
+
+
 def test_refusals(files, monkeypatch, capsys):
     tmp, episodes, catalog = files
     flow = tmp / "flow.json"
@@ -90,7 +110,7 @@ def test_refusals(files, monkeypatch, capsys):
         ),
         (["replay", str(episodes), "--catalog", str(other_path), "--flow", str(flow)], "catalog"),
         (
-            ["learn", str(episodes), "--catalog", str(catalog), "--out", str(flow), "--format", "3"],
+            ["learn", str(episodes), "--catalog", str(catalog), "--out", str(flow), "--format", "4"],
             "--format",
         ),
         (

@@ -47,6 +47,7 @@ def models() -> None:
 @app.command("results")
 def results(folder: Path = typer.Argument(..., help="A run folder (toolshift run --out).")) -> None:
     """Print the results table of every run in a folder, recomputed from its episodes."""
+    from toolshift.agents.config import RUN_FORMAT
     from toolshift.agents.results import results_table, summarize
     from toolshift.traces.store import iter_episodes
 
@@ -55,22 +56,30 @@ def results(folder: Path = typer.Argument(..., help="A run folder (toolshift run
     if not configs:
         raise BadInputError("no run-<key>.json files here", source=str(folder))
     for path in configs:
-        run_info = json.loads(path.read_text(encoding="utf-8"))
-        key, config = run_info["key"], run_info["config"]
+        try:
+            run_info = json.loads(path.read_text(encoding="utf-8"))
+            key, config = run_info["key"], run_info["config"]
+            label = f"{key}: {config['model']} on {config['world']}"
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise BadInputError(
+                f"not a run configuration ({RUN_FORMAT}): {type(exc).__name__}: {exc}", source=str(path)
+            ) from None
         episodes_path = path.with_name(f"run-{key}.episodes.jsonl")
         if not episodes_path.exists():
             continue
         latest = {(e.task_id, e.trial): e for e in iter_episodes(episodes_path, skip_bad=True)}
         episodes = list(latest.values())
         stored = path.with_name(f"run-{key}.results.json")
-        invalid = set(json.loads(stored.read_text())["invalid_tasks"]) if stored.exists() else set()
+        invalid: set[str] = set()
+        if stored.exists():
+            try:
+                invalid = set(json.loads(stored.read_text(encoding="utf-8"))["invalid_tasks"])
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise BadInputError(
+                    f"unreadable results file: {type(exc).__name__}: {exc}", source=str(stored)
+                ) from None
         trials = 1 + max((e.trial for e in episodes), default=0)
-        console.print(
-            results_table(
-                f"{key}: {config['model']} on {config['world']}",
-                summarize(episodes, trials=trials, invalid_tasks=invalid),
-            )
-        )
+        console.print(results_table(label, summarize(episodes, trials=trials, invalid_tasks=invalid)))
 
 
 def run(
@@ -141,6 +150,18 @@ def run(
         concurrency = 1
     task_list = load_tasks(tasks)[:limit]
     world_opener(world)  # an unknown domain fails here, before anything is written
+    if not world.startswith(("http://", "https://")):
+        from toolshift.world import load_domain
+
+        name = load_domain(world).spec.name
+        for k, t in enumerate(task_list):
+            if t.domain != name:
+                raise BadInputError(
+                    f"task {t.id!r} is a {t.domain!r} task, but --world {world} is domain {name!r}",
+                    source=str(tasks),
+                    record=k,
+                    field="domain",
+                )
     if out.exists() and not out.is_dir():
         raise BadInputError("--out must be a folder, and this is a file", source=str(out), field="out")
     out.mkdir(parents=True, exist_ok=True)

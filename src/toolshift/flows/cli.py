@@ -1,4 +1,4 @@
-"""The `toolshift flows` commands: learn, replay, ceiling, calibrate, price, repeats and report."""
+"""The `toolshift flows` commands: learn, crossval, replay, ceiling, calibrate, price, repeats and report."""
 
 from __future__ import annotations
 
@@ -49,8 +49,19 @@ def learn(
     ] = False,
     flow_format: Annotated[
         int | None,
-        typer.Option("--format", help="1 (no list bindings) or 2; default: 2 only if lists were learned."),
+        typer.Option(
+            "--format",
+            help="1 (no list bindings), 2 (no walks) or 3; default: the lowest that holds what was learned.",
+        ),
     ] = None,
+    walk_ranks: Annotated[
+        int,
+        typer.Option(
+            "--walk-ranks",
+            help="Learn walks over listings with this many rank buckets (0: none; "
+            "`flows crossval` chooses it).",
+        ),
+    ] = 0,
     tasks: TasksOpt = "all",
 ) -> None:
     """Learn a flow: the habit at each site and each read's bindings."""
@@ -58,12 +69,13 @@ def learn(
     from toolshift.flows.learn import learn_flow
     from toolshift.flows.model import save_flow
 
-    if flow_format not in (None, 1, 2):
-        raise BadInputError(f"--format is 1 or 2, not {flow_format}", field="format")
+    if flow_format not in (None, 1, 2, 3):
+        raise BadInputError(f"--format is 1, 2 or 3, not {flow_format}", field="format")
     inputs = load_inputs(episodes, catalog, _tasks(tasks))
     console.print(inputs.describe())
     flow = learn_flow(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, constants=constants,
-                      flow_format=flow_format, excluded=inputs.excluded, source=", ".join(map(str, episodes)))  # fmt: skip
+                      flow_format=flow_format, excluded=inputs.excluded, source=", ".join(map(str, episodes)),
+                      walk_ranks=walk_ranks)  # fmt: skip
     save_flow(flow, out)
     table = Table(title=f"flow {out} (format {flow.format}, {flow.learned_from.episodes} episodes)")
     for col in ("tool", "calls", "required", "bound from", "binding chance"):
@@ -76,9 +88,62 @@ def learn(
         bound += [f"{a}: unbound" for a in tool.unbound]
         if tool.bare is not None:
             bound.append(f"bare {tool.bare.bare}/{tool.bare.calls}")
+        if tool.walk is not None:
+            bound.append(f"walk on {tool.walk.argument} at {len(tool.walk.sites)} sites")
         table.add_row(name, str(tool.calls), ", ".join(tool.required) or "—", "; ".join(bound) or "—",
                       f"{tool.binding_chance():.2f}")  # fmt: skip
     console.print(table)
+
+
+@app.command()
+def crossval(
+    episodes: EpisodesArg,
+    catalog: CatalogOpt,
+    tasks: TasksOpt = "train",
+    learn_from_all: Annotated[
+        bool, typer.Option("--learn-from-all", help="Learn from every run, not only successful ones.")
+    ] = False,
+    max_detours: Annotated[
+        float, typer.Option("--max-detours", help="The detour budget per episode a choice must keep.")
+    ] = 0.6,
+) -> None:
+    """Choose walk ranks and each decider's θ by leave-one-task-out over the training tasks only."""
+    from rich.progress import track
+
+    from toolshift.flows.crossval import crossval as run_crossval
+    from toolshift.flows.inputs import load_inputs
+
+    chosen = _tasks(tasks)
+    if chosen != "train":
+        console.print(f"[yellow]cross-validating on --tasks {chosen}: choose on training tasks only[/yellow]")
+    inputs = load_inputs(episodes, catalog, chosen)
+    console.print(inputs.describe())
+    n_tasks = len({t.task_id for t in inputs.timelines})
+    steps = iter(track(range(n_tasks), description="folds", console=console, transient=True))
+    cv = run_crossval(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, max_detours=max_detours,
+                      progress=lambda: next(steps, None))  # fmt: skip
+    table = Table(title=f"leave-one-task-out over {cv.folds} tasks ({cv.episodes} episodes): share of the "
+                  "ceiling / detours per episode")  # fmt: skip
+    table.add_column("decider")
+    table.add_column("walk ranks")
+    for th in cv.thetas:
+        table.add_column(f"θ={th:g}")
+    for d in cv.deciders:
+        for k in cv.walk_ranks:
+            cells = [cv.row(d, k, th) for th in cv.thetas]
+            table.add_row(
+                d, str(k), *(f"{_pct(c.share_of_ceiling)} / {c.detours_per_episode:.2f}" for c in cells)
+            )
+    console.print(table)
+    sel = cv.select()
+    for d, th in sel.theta.items():
+        b = sel.best.get(d)
+        figures = (
+            f"{_pct(b.share_of_ceiling)} of the ceiling at {b.detours_per_episode:.2f} detours"
+            if b
+            else "none within budget"
+        )
+        console.print(f"chosen for {d}: --walk-ranks {sel.walk_ranks}, θ = {th:g} ({figures})")
 
 
 @app.command()

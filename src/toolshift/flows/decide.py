@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from toolshift.flows.model import START_SITE, USER_SITE, Flow
-from toolshift.flows.outputs import OutputIndex, PathKey, pick_unopened
+from toolshift.flows.model import START_SITE, USER_SITE, Flow, Walk
+from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog
 from toolshift.flows.values import call_key, decode_output
 
@@ -42,6 +42,8 @@ class _CompiledTool:
     lists: tuple[tuple[str, PathKey], ...]
     constants: tuple[tuple[str, Any], ...]
     chance: float
+    walk: tuple[str, PathKey, Walk, float] | None = None
+    """Format 3: the walk's argument, its path, the walk, and the chance of the other arguments."""
 
 
 class Decider:
@@ -60,13 +62,24 @@ class Decider:
             chance = tool.binding_chance()
             if chance <= 0.0:
                 continue
+            walk = None
+            if tool.walk is not None and tool.walk.argument in tool.bindings:
+                b = tool.bindings[tool.walk.argument]
+                walk = (
+                    tool.walk.argument,
+                    (b.source, b.path),
+                    tool.walk,
+                    tool.binding_chance(without=tool.walk.argument),
+                )
             self._tools[name] = _CompiledTool(
                 tool=name,
                 bindings=tuple((a, (b.source, b.path)) for a, b in sorted(tool.bindings.items())),
                 lists=tuple((a, (b.source, b.path)) for a, b in sorted(tool.lists.items())),
                 constants=tuple(sorted((a, c.value) for a, c in tool.constants.items())),
                 chance=chance,
+                walk=walk,
             )
+        self._walkers = tuple(c for c in self._tools.values() if c.walk is not None)
         self._weighed: dict[str, tuple[tuple[float, _CompiledTool], ...]] = {}
         self._made: dict[str, tuple[tuple[float, _CompiledTool], ...]] = {}
         for site, habit in flow.sites.items():
@@ -74,7 +87,7 @@ class Decider:
             scored = []
             for name, count in counts.items():
                 compiled = self._tools.get(name)
-                if compiled is None or habit.occurrences == 0:
+                if compiled is None or habit.occurrences == 0 or compiled.walk is not None:
                     continue
                 score = count / habit.occurrences * compiled.chance
                 if score > 0:
@@ -82,6 +95,22 @@ class Decider:
             scored.sort(key=lambda sc: (-sc[0], sc[1].tool))
             self._weighed[site] = tuple(scored)
             self._made[site] = tuple(sc for sc in scored if sc[0] >= threshold)
+        self._fallback: dict[tuple[str, str], float] = {}
+        """Walk tools' format-2 scores per (site, tool), where a walk has no count for the site and rank."""
+        for site, habit in flow.sites.items():
+            counts = habit.reach if kind == "reach" else habit.next
+            for compiled in self._walkers:
+                count = counts.get(compiled.tool, 0)
+                if count and habit.occurrences:
+                    self._fallback[(site, compiled.tool)] = count / habit.occurrences * compiled.chance
+
+    def walk_score(self, site: str, compiled: _CompiledTool, rank: int) -> float:
+        """A walk tool's score at `site` with `rank` of the listing's values passed (before any chain prior)."""
+        assert compiled.walk is not None
+        chance = compiled.walk[2].chance(site, rank, self.kind)
+        if chance is None:
+            return self._fallback.get((site, compiled.tool), 0.0)
+        return chance * compiled.walk[3]
 
     def session(self) -> DecisionSession:
         """A fresh per-episode state."""
@@ -152,6 +181,30 @@ class DecisionSession:
             if key in self.answered:
                 continue
             out.append(Lookup(compiled.tool, arguments, key, score, site))
+        if self.decider._walkers:
+            out = self._weigh_walks(site, out, weigh_all=weigh_all, prior=prior)
+        return out
+
+    def _weigh_walks(self, site: str, out: list[Lookup], *, weigh_all: bool, prior: float) -> list[Lookup]:
+        """Add the walk tools' lookups, scored by the walk chance at this site and rank; best first."""
+        latest = self.index.latest
+        for compiled in self.decider._walkers:
+            argument, path, _, _ = compiled.walk  # type: ignore[misc]
+            held = latest.get(path)
+            if held is None:
+                continue
+            rank = listing_rank(held[0], self.opened.get((compiled.tool, argument), frozenset()))
+            score = self.decider.walk_score(site, compiled, rank) * prior
+            if score <= 0.0 or (score < self.decider.threshold and not weigh_all):
+                continue
+            arguments = self._bind(compiled)
+            if arguments is None:
+                continue
+            key = call_key(compiled.tool, arguments)
+            if key in self.answered:
+                continue
+            out.append(Lookup(compiled.tool, arguments, key, score, site))
+        out.sort(key=lambda lk: (-lk.score, lk.tool))
         return out
 
     def propose(self, site: str, *, prior: float = 1.0) -> list[Lookup]:

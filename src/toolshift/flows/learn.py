@@ -16,10 +16,12 @@ from toolshift.flows.model import (
     Constant,
     Flow,
     LearnedFrom,
+    RankCount,
     SiteHabit,
     ToolFlow,
+    Walk,
 )
-from toolshift.flows.outputs import OutputIndex, PathKey, pick_unopened
+from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog, Excluded, OtherCallsEvent, Timeline, TurnEvent, UserEvent
 
 REQUIRED_SHARE = 0.9
@@ -121,22 +123,106 @@ def _walk_calls(timeline: Timeline):
                 index.observe(timeline.calls[i].tool, timeline.calls[i].output)
 
 
+def walk_argument(tool: ToolFlow) -> str | None:
+    """The argument a walk scores: the string binding at a `[*]` path with the highest chance (then name)."""
+    best = None
+    for name, binding in sorted(tool.bindings.items()):
+        if "[*]" in binding.path and (best is None or binding.chance > tool.bindings[best].chance):
+            best = name
+    return best
+
+
+def _walks(timelines: Sequence[Timeline], tools: dict[str, ToolFlow], ranks: int) -> dict[str, Walk]:
+    """For each tool with a `[*]` binding: per site and rank, how often the walk's next value was the agent's."""
+    walkers = {}
+    for name, tool in tools.items():
+        argument = walk_argument(tool)
+        if argument is not None and not tool.unbound:
+            b = tool.bindings[argument]
+            walkers[name] = (argument, (b.source, b.path))
+    counts: dict[str, dict[str, list[list[int]]]] = {name: {} for name in walkers}
+    for timeline in timelines:
+        calls = timeline.calls
+        index = OutputIndex()
+        opened: dict[tuple[str, str], set[str]] = defaultdict(set)
+        events = timeline.events
+        for position, event in enumerate(events):
+            if isinstance(event, OtherCallsEvent):
+                for i in event.calls:
+                    index.observe(calls[i].tool, calls[i].output, track_holders=False)
+                continue
+            if not isinstance(event, TurnEvent) or not timeline.turns[event.turn]:
+                continue
+            turn = timeline.turns[event.turn]
+            for i in turn:
+                for arg, value in calls[i].arguments.items():
+                    if isinstance(value, str):
+                        opened[(calls[i].tool, arg)].add(value)
+                index.observe(calls[i].tool, calls[i].output, track_holders=False)
+            last = turn[-1]
+            limit = timeline.next_agent_write[last]
+            following = None
+            for later in events[position + 1 :]:
+                if isinstance(later, UserEvent):
+                    break
+                if isinstance(later, TurnEvent) and timeline.turns[later.turn]:
+                    following = calls[timeline.turns[later.turn][0]]
+                    break
+            for name, (argument, key) in walkers.items():
+                held = index.latest.get(key)
+                if held is None:
+                    continue
+                done = opened[(name, argument)]
+                value = pick_unopened(held[0], done)
+                rank = min(listing_rank(held[0], done), ranks - 1)
+                reached = any(
+                    calls[j].arguments.get(argument) == value
+                    for j in timeline.agent_calls_by_tool.get(name, ())
+                    if last < j < limit
+                )
+                nxt = (
+                    following is not None
+                    and following.tool == name
+                    and following.arguments.get(argument) == value
+                )
+                for i in turn:
+                    row = counts[name].setdefault(calls[i].tool, [[0, 0, 0] for _ in range(ranks)])
+                    row[rank][0] += 1
+                    row[rank][1] += nxt
+                    row[rank][2] += reached
+    return {
+        name: Walk(
+            argument=walkers[name][0],
+            sites={
+                site: [RankCount(n=n, next=x, reach=r) for n, x, r in row]
+                for site, row in sorted(sites.items())
+            },
+        )
+        for name, sites in counts.items()
+        if sites
+    }
+
+
 def learn_flow(
     timelines: Iterable[Timeline],
     catalog: Catalog,
     *,
     learn_from_all: bool = False,
     constants: bool = False,
-    flow_format: Literal[1, 2] | None = None,
+    flow_format: Literal[1, 2, 3] | None = None,
     excluded: Excluded | None = None,
     source: str = "episodes",
     count_bare: bool = True,
+    walk_ranks: int = 0,
 ) -> Flow:
     """Fit the habit on successful runs (every run with `learn_from_all`) and learn each read's bindings.
 
     `flow_format` 1 leaves list bindings out; None writes 2 only when the flow has list bindings.
     `count_bare=False` drops the bare-call count (only to show what it prevents: searches made with no filter).
+    `walk_ranks` > 0 learns walks (format 3) with that many rank buckets (the last: that rank or more).
     """
+    if walk_ranks < 0:
+        raise BadInputError(f"walk ranks is 0 (no walks) or more, not {walk_ranks}", field="walk_ranks")
     chosen = [t for t in timelines if learn_from_all or t.success]
     if not chosen:
         raise BadInputError(
@@ -242,7 +328,14 @@ def learn_flow(
                 flow_tool.bare = Bare(bare=bare, calls=s.calls)
         tools[tool] = flow_tool
 
-    fmt: Literal[1, 2] = flow_format if flow_format is not None else (2 if has_lists else 1)
+    has_walks = False
+    if walk_ranks and flow_format in (None, 3):
+        for name, walk in _walks(chosen, tools, walk_ranks).items():
+            tools[name].walk = walk
+            has_walks = True
+    fmt: Literal[1, 2, 3] = (
+        flow_format if flow_format is not None else (3 if has_walks else 2 if has_lists else 1)
+    )
     return Flow(
         format=fmt,
         domain=catalog.domain,

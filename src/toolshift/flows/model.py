@@ -1,4 +1,4 @@
-"""The flow file: a learned habit per site and a binding per lookup, versioned (format 1, or 2 with lists).
+"""The flow file: a learned habit per site and a binding per lookup, versioned (1; 2 with lists; 3 with walks).
 
 Counts are stored, not chances, so a reader can see how much evidence each number rests on; the chances
 are derived on load. A reader refuses a format it does not know, and a flow learned for another domain or
@@ -18,7 +18,7 @@ from toolshift.flows.timeline import Catalog
 from toolshift.traces.store import write_text_atomic
 
 FLOW_KIND = "toolshift.flow"
-KNOWN_FORMATS = (1, 2)
+KNOWN_FORMATS = (1, 2, 3)
 START_SITE = "<start>"
 USER_SITE = "<user>"
 
@@ -71,6 +71,41 @@ class Bare(BaseModel):
         return (self.bare + 1) / (self.calls + 2)
 
 
+class RankCount(BaseModel):
+    """At one site, with `rank` values of the listing already passed: how often the walk's next value was
+    in view (`n`), the agent's next call (`next`), and called before the agent's next write (`reach`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int
+    next: int
+    reach: int
+
+
+class Walk(BaseModel):
+    """Format 3: how far the agent walks a listing, for a lookup whose `argument` binds to a `[*]` path.
+
+    `sites[site][r]` counts the training sites where the listing was the most recent output at the binding's
+    path and r of its values had been passed for the argument (the last entry: r >= len - 1). Where a site and
+    rank were seen, the lookup's score there is the walk chance (count + 1) / (n + 2), in place of the site's
+    tool chance × this argument's binding chance; elsewhere the format-2 score holds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    argument: str
+    sites: dict[str, list[RankCount]]
+
+    def chance(self, site: str, rank: int, kind: str) -> float | None:
+        """The walk chance at `site` with `rank` values passed, or None where training never saw it."""
+        row = self.sites.get(site)
+        if not row:
+            return None
+        count = row[min(rank, len(row) - 1)]
+        if count.n == 0:
+            return None
+        return ((count.reach if kind == "reach" else count.next) + 1) / (count.n + 2)
+
+
 class ToolFlow(BaseModel):
     """How to make one read tool's lookup: its required arguments and where each comes from."""
 
@@ -83,16 +118,21 @@ class ToolFlow(BaseModel):
     """Format 2: list arguments bound to every value at a `[*]` path."""
     constants: dict[str, Constant] = Field(default_factory=dict)
     bare: Bare | None = None
+    walk: Walk | None = None
+    """Format 3: a walk over the listing one argument is bound to (see `Walk`)."""
     unbound: list[str] = Field(default_factory=list)
     """Required arguments no path or constant gave: the lookup is never made."""
 
-    def binding_chance(self) -> float:
-        """The chance the bound arguments are the agent's own (0 when an argument cannot be bound)."""
+    def binding_chance(self, *, without: str | None = None) -> float:
+        """The chance the bound arguments are the agent's own (0 when an argument cannot be bound).
+
+        `without` leaves one string binding out (the walk's argument, which the walk chance scores)."""
         if self.unbound:
             return 0.0
         chance = 1.0
-        for binding in self.bindings.values():
-            chance *= binding.chance
+        for name, binding in self.bindings.items():
+            if name != without:
+                chance *= binding.chance
         for binding in self.lists.values():
             chance *= binding.chance
         for name in self.required:
@@ -115,12 +155,12 @@ class LearnedFrom(BaseModel):
 
 
 class Flow(BaseModel):
-    """A learned flow (`toolshift.flow`, format 1 or 2)."""
+    """A learned flow (`toolshift.flow`, format 1, 2 or 3)."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["toolshift.flow"] = FLOW_KIND
-    format: Literal[1, 2]
+    format: Literal[1, 2, 3]
     domain: str
     catalog: str
     """The catalog fingerprint (`Catalog.fingerprint`) the flow was learned against."""
@@ -146,8 +186,14 @@ class Flow(BaseModel):
 
 
 def save_flow(flow: Flow, path: Path) -> Path:
-    """Write atomically, so a failed write leaves any earlier file intact."""
-    return write_text_atomic(path, flow.model_dump_json(indent=1, exclude_defaults=False) + "\n")
+    """Write atomically, so a failed write leaves any earlier file intact.
+
+    A tool without a walk is written without the `walk` key, so format 1 and 2 files stay as they were."""
+    raw = json.loads(flow.model_dump_json(exclude_defaults=False))
+    for tool in raw["tools"].values():
+        if tool.get("walk") is None:
+            tool.pop("walk", None)
+    return write_text_atomic(path, json.dumps(raw, indent=1, ensure_ascii=False) + "\n")
 
 
 def parse_flow(raw: Any, *, source: str = "flow") -> Flow:
@@ -168,6 +214,11 @@ def parse_flow(raw: Any, *, source: str = "flow") -> Flow:
         t.get("lists") for t in (raw.get("tools") or {}).values() if isinstance(t, dict)
     ):
         raise BadInputError("format 1 flows have no list bindings; this one has (it is format 2)",
+                            source=source, field="format")  # fmt: skip
+    if raw["format"] in (1, 2) and any(
+        t.get("walk") for t in (raw.get("tools") or {}).values() if isinstance(t, dict)
+    ):
+        raise BadInputError(f"format {raw['format']} flows have no walks; this one has (it is format 3)",
                             source=source, field="format")  # fmt: skip
     try:
         return Flow.model_validate(raw)

@@ -50,3 +50,8 @@ def pick_unopened(values: list[str], opened: set[str] | frozenset[str]) -> str:
         if value not in opened:
             return value
     return values[0]
+
+
+def listing_rank(values: list[str], opened: set[str] | frozenset[str]) -> int:
+    """How many of a listing's values were already passed for the argument (a walk's rank)."""
+    return sum(1 for value in values if value in opened)

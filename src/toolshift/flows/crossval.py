@@ -1,0 +1,137 @@
+"""Choose a flow's walk ranks and each decider's θ by cross-validation over training tasks, never the test set.
+
+Leave one task out: for each training task, learn on the other tasks' episodes and replay that task's
+episodes; sum saved turns and detours over the folds. The selection is fixed in advance: per decider, the
+(walk ranks, θ) with the largest share of the ceiling among those within the detour budget (ties: fewer
+detours, then fewer ranks, then the higher θ); one walk-ranks value serves both deciders (the flow file is
+shared), the one whose two deciders' best shares average highest (ties: fewer ranks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from toolshift.errors import BadInputError
+from toolshift.flows.ceiling import anatomy
+from toolshift.flows.decide import DECIDERS, Decider
+from toolshift.flows.learn import learn_flow
+from toolshift.flows.replay import replay
+from toolshift.flows.timeline import Catalog, Timeline
+
+WALK_RANKS = (0, 1, 2, 3, 4)
+THETAS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
+MAX_DETOURS = 0.6
+
+
+@dataclass(frozen=True)
+class CrossvalRow:
+    """One candidate's figures summed over the folds."""
+
+    decider: str
+    walk_ranks: int
+    theta: float
+    saved: int
+    ceiling: int
+    detours: int
+    episodes: int
+
+    @property
+    def share_of_ceiling(self) -> float:
+        return self.saved / self.ceiling if self.ceiling else 0.0
+
+    @property
+    def detours_per_episode(self) -> float:
+        return self.detours / self.episodes if self.episodes else 0.0
+
+
+@dataclass
+class Selection:
+    """What cross-validation chose: walk ranks for the flow, θ per decider, and the rows behind it."""
+
+    walk_ranks: int
+    theta: dict[str, float]
+    best: dict[str, CrossvalRow]
+    within_budget: bool
+    """Whether every decider had a candidate within the detour budget."""
+
+
+@dataclass
+class Crossval:
+    rows: list[CrossvalRow]
+    folds: int
+    episodes: int
+    max_detours: float = MAX_DETOURS
+    walk_ranks: tuple[int, ...] = WALK_RANKS
+    thetas: tuple[float, ...] = THETAS
+    deciders: tuple[str, ...] = field(default=DECIDERS)
+
+    def row(self, decider: str, walk_ranks: int, theta: float) -> CrossvalRow:
+        for r in self.rows:
+            if (r.decider, r.walk_ranks, r.theta) == (decider, walk_ranks, theta):
+                return r
+        raise KeyError((decider, walk_ranks, theta))
+
+    def best(self, decider: str, walk_ranks: int) -> CrossvalRow | None:
+        """The decider's best θ at these walk ranks within the detour budget (None if none is)."""
+        ok = [r for r in self.rows if r.decider == decider and r.walk_ranks == walk_ranks
+              and r.detours_per_episode <= self.max_detours]  # fmt: skip
+        return min(ok, key=lambda r: (-r.share_of_ceiling, r.detours_per_episode, -r.theta), default=None)
+
+    def select(self) -> Selection:
+        def mean_best(ranks: int) -> float:
+            bests = [self.best(d, ranks) for d in self.deciders]
+            return sum(b.share_of_ceiling if b else 0.0 for b in bests) / len(bests)
+
+        ranks = min(self.walk_ranks, key=lambda k: (-mean_best(k), k))
+        best = {d: b for d in self.deciders if (b := self.best(d, ranks)) is not None}
+        fallback = min(self.thetas, key=lambda th: abs(th - 0.3))
+        return Selection(
+            walk_ranks=ranks,
+            theta={d: best[d].theta if d in best else fallback for d in self.deciders},
+            best=best,
+            within_budget=len(best) == len(self.deciders),
+        )
+
+
+def crossval(
+    timelines: Sequence[Timeline],
+    catalog: Catalog,
+    *,
+    walk_ranks: Sequence[int] = WALK_RANKS,
+    thetas: Sequence[float] = THETAS,
+    deciders: Sequence[str] = DECIDERS,
+    max_detours: float = MAX_DETOURS,
+    learn_from_all: bool = False,
+    progress: Callable[[], None] | None = None,
+) -> Crossval:
+    """Leave-one-task-out over `timelines` (the training tasks): every candidate's summed figures."""
+    tasks = sorted({t.task_id for t in timelines})
+    if len(tasks) < 2:
+        raise BadInputError(f"cross-validation needs at least 2 training tasks, got {len(tasks)}")
+    _, per_episode = anatomy(timelines)
+    ceiling = episodes = 0
+    sums: dict[tuple[str, int, float], list[int]] = {
+        (d, k, th): [0, 0] for d in deciders for k in walk_ranks for th in thetas
+    }
+    folds = 0
+    for task in tasks:
+        rest = [t for t in timelines if t.task_id != task]
+        held = [t for t in timelines if t.task_id == task]
+        if not any(learn_from_all or t.success for t in rest):
+            continue
+        folds += 1
+        ceiling += sum(per_episode[t.episode_id].ceiling for t in held)
+        episodes += len(held)
+        for k in walk_ranks:
+            flow = learn_flow(rest, catalog, learn_from_all=learn_from_all, walk_ranks=k)
+            for d in deciders:
+                for th in thetas:
+                    r = replay(held, Decider(flow, d, th))  # type: ignore[arg-type]
+                    acc = sums[(d, k, th)]
+                    acc[0] += r.saved
+                    acc[1] += r.detours
+        if progress is not None:
+            progress()
+    rows = [CrossvalRow(d, k, th, s, ceiling, det, episodes) for (d, k, th), (s, det) in sums.items()]
+    return Crossval(rows, folds, episodes, max_detours, tuple(walk_ranks), tuple(thetas), tuple(deciders))
