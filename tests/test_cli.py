@@ -1,0 +1,43 @@
+"""The top-level CLI: usage errors and bad input end in a short message and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def _toolshift(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolshift", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("run", "--world", "clinic"),  # missing --tasks
+        ("world", "tools"),  # missing DOMAIN
+        ("bench", "evolve", "x", "--versions", "abc"),  # not an integer
+        ("no-such-command",),
+    ],
+)
+def test_usage_errors_exit_2_without_a_traceback(args):
+    done = _toolshift(*args)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "Usage" in done.stderr or "Error" in done.stderr
+
+
+def test_help_exits_0():
+    done = _toolshift("--help")
+    assert done.returncode == 0 and "world" in done.stdout
+
+
+def test_bad_input_is_one_line_naming_the_thing(tmp_path):
+    spec = tmp_path / "broken.yaml"
+    spec.write_text("name: [unclosed\n")
+    done = _toolshift("world", "tools", str(spec))
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and "broken.yaml" in done.stderr
