@@ -67,7 +67,7 @@ def main() -> None:
             ("tool calls / failed calls", f"{calls} / {failed}", "—"),
         ],
         note="One llama.cpp thread (n_ctx 2048, ≤64 new tokens/turn, ≤8 tools shown), JSON-schema grammar over "
-        "call-or-reply. 2 cores shared with 7 other helpers working at the same time.",
+        "call-or-reply.",
     )
 
 

@@ -83,8 +83,7 @@ def main() -> None:
     record(
         "agents: runner overhead and throughput",
         rows,
-        note="Clinic world, demo tasks, scripted user. 2 cores shared with 7 other helpers working at the same "
-        "time, so figures are noisy lower bounds. Local runs asyncio in one process (one core for the GIL); "
+        note="Clinic world, demo tasks, scripted user. Local runs asyncio in one process (one core for the GIL); "
         "Ray spreads episodes over 2 worker processes, one Ray task per episode.",
     )
 

@@ -60,9 +60,8 @@ def main() -> None:
         ],
         note=(
             f"`toolshift bench build --out DIR --seed {args.seed} --per-domain {args.per_domain}` from scratch, "
-            "single process (synthesis, independent replay of every task, writes). Machine: 2 cores shared "
-            "with 7 other helpers working at the same time, so wall time is an upper bound; CPU time is the "
-            "build's own work."
+            "single process (synthesis, independent replay of every task, writes). Wall time is an upper bound on a "
+            "loaded machine (see the load average); CPU time is the build's own work."
         ),
     )
 

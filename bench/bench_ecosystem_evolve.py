@@ -66,7 +66,7 @@ def main() -> None:
     record(
         "bench_ecosystem_evolve",
         rows,
-        note="Single process; the machine's 2 cores are shared with 7 other helpers' jobs, so wall times are upper bounds.",
+        note="Single process; wall times are upper bounds on a loaded machine (see the load average).",
     )
 
 

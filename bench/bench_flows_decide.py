@@ -16,7 +16,7 @@ from toolshift.flows.timeline import Catalog, TurnEvent, timelines
 from toolshift.report.benchlog import record
 
 DATA = Path(os.environ.get("TOOLSHIFT_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "data"
-NOTE = "2 cores shared with 7 other helpers at the time; single process."
+NOTE = "Single process."
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ from toolshift.report.benchlog import record
 
 DATA = Path(os.environ.get("TOOLSHIFT_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "data"
 N = 10_000
-NOTE = "2 cores shared with 7 other helpers at the time; single process."
+NOTE = "Single process."
 
 
 def synthesise(n: int):

@@ -15,7 +15,7 @@ from toolshift.report.benchlog import record
 
 DATA = Path(os.environ.get("TOOLSHIFT_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "data"
 ROUNDS = 10
-NOTE = "2 cores shared with 7 other helpers at the time; single process; every lookup weighed is logged."
+NOTE = "Single process; every lookup weighed is logged."
 
 
 def _rate(tl, flow, kind: str) -> float:

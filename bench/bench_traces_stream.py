@@ -79,8 +79,7 @@ def main() -> None:
             ("peak traced memory, large file", f"{peak_large / 2**20:.2f} MiB ({n_large:,} episodes)", ""),
             ("peak ratio large / small", f"{peak_large / peak_small:.2f}", "≈ 1 (constant memory)"),
         ],
-        note="2 cores shared with 7 other helpers working at the same time; wall-clock figures. "
-        "Memory: tracemalloc peak while streaming the whole file.",
+        note="Wall-clock figures. Memory: tracemalloc peak while streaming the whole file.",
     )
 
 

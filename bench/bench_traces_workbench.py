@@ -40,7 +40,7 @@ def main(shared: Path = DEFAULT_SHARED) -> None:
             ("load (validate every episode)", f"{t3 - t2:.2f} s ({loaded / (t3 - t2):,.0f} episodes/s)", ""),
             ("total", f"{t3 - t0:.2f} s", "< 10 s"),
         ],
-        note="2 cores shared with 7 other helpers working at the same time; wall-clock figures.",
+        note="Wall-clock figures.",
     )
 
 

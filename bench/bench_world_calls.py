@@ -54,8 +54,7 @@ def main() -> None:
             ("update_patient writes/s (savepoint + change capture)", f"{writes:,.0f}", ""),
             ("pay_invoice custom action writes/s (preconditions + code)", f"{actions:,.0f}", ""),
         ],
-        note=f"Each figure: as many calls as fit in {SECONDS:.0f} s, one thread, argument validation on. "
-        "2 cores shared with 7 other helpers' jobs, so figures are noisy.",
+        note=f"Each figure: as many calls as fit in {SECONDS:.0f} s, one thread, argument validation on.",
     )
 
 

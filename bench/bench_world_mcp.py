@@ -151,7 +151,7 @@ def main() -> None:
             ("direct World.call get_patient mean ms", f"{direct_ms:.3f}", ""),
         ],
         note=f"{CALLS} sequential calls after {WARMUP} warm-up calls, one client session, official mcp SDK "
-        "client and server (uvicorn, loopback, JSON responses); HTTP measured twice: server thread in the benchmark process, and `toolshift world serve` in its own process. 2 cores shared with 7 other helpers' jobs.",
+        "client and server (uvicorn, loopback, JSON responses); HTTP measured twice: server thread in the benchmark process, and `toolshift world serve` in its own process.",
     )
 
 

@@ -57,8 +57,7 @@ def main() -> None:
             ("snapshot + restore ms (max)", f"{max(both_ms):.2f}", ""),
             ("full diff ms (median, all tables)", f"{med(diff_ms):.2f}", ""),
         ],
-        note=f"{REPEATS} repeats on the clinic spec scaled to ~{TARGET_ROWS:,} rows; in-memory SQLite, backup API. "
-        "2 cores shared with 7 other helpers' jobs.",
+        note=f"{REPEATS} repeats on the clinic spec scaled to ~{TARGET_ROWS:,} rows; in-memory SQLite, backup API.",
     )
 
 

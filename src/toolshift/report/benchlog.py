@@ -14,7 +14,7 @@ DEFAULT_LOG = Path(__file__).resolve().parents[3] / "docs" / "benchmarks.md"
 
 
 def machine_description() -> str:
-    """CPU model, cores, memory and Python: enough to tell two machines' figures apart."""
+    """CPU model, cores, memory, Python, commit and load: enough to tell two runs' conditions apart."""
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -38,8 +38,14 @@ def machine_description() -> str:
             check=False,
             cwd=Path(__file__).parent,
         ).stdout.strip()
-    return f"{cpu}, {os.cpu_count()} cores{mem}, Python {platform.python_version()}" + (
-        f", commit {commit}" if commit else ""
+    load = ""
+    with contextlib.suppress(OSError, AttributeError):
+        one, five, _ = os.getloadavg()
+        load = f", load average {one:.2f} (1 min) / {five:.2f} (5 min) when recorded (the benchmark itself adds about 1)"
+    return (
+        f"{cpu}, {os.cpu_count()} cores{mem}, Python {platform.python_version()}"
+        + (f", commit {commit}" if commit else "")
+        + load
     )
 
 
