@@ -40,6 +40,16 @@ class BadInputError(ToolshiftError):
         self.detail = message
         super().__init__(f"{': '.join(where)}: {message}" if where else message)
 
+    @classmethod
+    def from_validation(
+        cls, exc: Any, *, source: str | None = None, record: int | str | None = None, prefix: str = ""
+    ) -> BadInputError:
+        """The first error of a pydantic `ValidationError`, its location dot-joined as the field."""
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        field = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or None)
+        return cls(err["msg"], source=source, record=record, field=field)
+
 
 def report_file_errors(app: Any) -> None:
     """Make every command of a typer app report a file it cannot read or write as one-line bad input.

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from toolshift.agents.tasks import task_from_path, write_tasks
+from toolshift.agents.tasks import task_from_path
 from toolshift.models import RowChange, Task, UserInstruction
+from toolshift.taskfile import write_tasks
 
 
 def clinic_tasks() -> list[Task]:

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from toolshift.agents.config import RunConfig
 from toolshift.agents.runner import plan_run, run_local
-from toolshift.agents.tasks import load_tasks
 from toolshift.cli import app
 from toolshift.errors import BadInputError
+from toolshift.taskfile import read_tasks
 from toolshift.traces.store import iter_episodes
 
 runner = CliRunner()
@@ -144,11 +144,11 @@ def test_task_file_errors_name_record_and_field(tasks_file, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join([lines[0], lines[1], json.dumps(broken)]) + "\n")
     with pytest.raises(BadInputError) as err:
-        load_tasks(bad)
+        read_tasks(bad)
     assert err.value.record == 1 and err.value.field == "public_request"
     bad.write_text(lines[1] + "\n" + lines[1] + "\n")
     with pytest.raises(BadInputError, match="repeats"):
-        load_tasks(bad)
+        read_tasks(bad)
 
 
 def test_replay_reexecutes_a_recorded_run(tasks_file, tmp_path):

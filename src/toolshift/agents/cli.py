@@ -121,8 +121,8 @@ def run(
     from toolshift.agents.config import RunConfig
     from toolshift.agents.results import results_table, summarize
     from toolshift.agents.runner import find_invalid_tasks, plan_run, run_local, write_catalog
-    from toolshift.agents.tasks import load_tasks
     from toolshift.agents.worlds import world_opener
+    from toolshift.taskfile import read_tasks
 
     if executor not in ("local", "ray"):
         raise BadInputError(f"unknown executor {executor!r}: use local or ray", field="executor")
@@ -143,12 +143,11 @@ def run(
             replay_from=str(replay_from.resolve()) if replay_from else None,
         )
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise BadInputError(err["msg"], field=".".join(map(str, err["loc"]))) from None
+        raise BadInputError.from_validation(exc) from None
     if executor == "local" and "embedded" in (model, user) and concurrency > 1:
         console.print("[dim]embedded model: one episode at a time in this process (it keeps one KV cache)[/]")
         concurrency = 1
-    task_list = load_tasks(tasks)[:limit]
+    task_list = read_tasks(tasks)[:limit]
     world_opener(world)  # an unknown domain fails here, before anything is written
     if not world.startswith(("http://", "https://")):
         from toolshift.world import load_domain

@@ -23,6 +23,7 @@ from toolshift.bench.instructions import paraphrase
 from toolshift.bench.synthesis import Synthesizer
 from toolshift.errors import BadInputError, ToolshiftError
 from toolshift.models import Task, TaskRevision, covers
+from toolshift.taskfile import read_tasks as read_task_file
 from toolshift.world.compiler import compile_domain
 from toolshift.world.registry import resolve_spec_path
 from toolshift.world.spec import load_spec
@@ -151,19 +152,8 @@ def replay_problems(world: World, task: Task) -> list[str]:
 
 
 def read_tasks(path: Path) -> list[Task]:
-    out: list[Task] = []
-    if not path.is_file():
-        return out
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            out.append(Task.model_validate_json(line))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"])
-            raise BadInputError(err["msg"], source=str(path), record=i, field=loc) from None
-    return out
+    """A domain's tasks in a build; none when the domain has no task file yet or kept no task."""
+    return read_task_file(path, missing_ok=True, allow_empty=True)
 
 
 def _read_report(path: Path) -> DomainReport | None:
@@ -317,10 +307,7 @@ def load_manifest(out: str | Path) -> Manifest:
     try:
         return Manifest.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise BadInputError(
-            err["msg"], source=str(path), field=".".join(str(p) for p in err["loc"])
-        ) from None
+        raise BadInputError.from_validation(exc, source=str(path)) from None
 
 
 def iter_domain_tasks(out: str | Path) -> Iterator[tuple[str, list[Task]]]:

@@ -223,8 +223,7 @@ def parse_flow(raw: Any, *, source: str = "flow") -> Flow:
     try:
         return Flow.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise BadInputError(err["msg"], source=source, field=".".join(map(str, err["loc"]))) from exc
+        raise BadInputError.from_validation(exc, source=source) from exc
 
 
 def load_flow(path: Path, catalog: Catalog | None = None) -> Flow:

@@ -64,9 +64,8 @@ def _open_text(path: Path, mode: str, *, gz: bool | None = None) -> IO[str]:
 
 
 def _validation_error(exc: ValidationError, path: Path, index: int) -> BadInputError:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"]) or None
-    return BadInputError(f"invalid episode: {err['msg']}", source=str(path), record=index, field=loc)
+    bad = BadInputError.from_validation(exc, source=str(path), record=index)
+    return BadInputError(f"invalid episode: {bad.detail}", source=str(path), record=index, field=bad.field)
 
 
 def read_header(path: Path) -> StoreHeader:
@@ -102,10 +101,7 @@ def _parse_header(line: bytes | str, path: Path) -> StoreHeader:
     try:
         return StoreHeader.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise BadInputError(
-            err["msg"], source=str(path), record="header", field=".".join(map(str, err["loc"]))
-        ) from exc
+        raise BadInputError.from_validation(exc, source=str(path), record="header") from exc
 
 
 def iter_episodes(

@@ -196,8 +196,7 @@ def _message(
     try:
         return [Message(**fields)]
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise _bad(err["msg"], file, index, f"{where}.{'.'.join(map(str, err['loc']))}") from exc
+        raise BadInputError.from_validation(exc, source=file, record=index, prefix=where) from exc
 
 
 def _episode(
@@ -268,8 +267,7 @@ def _episode(
             },
         )
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise _bad(err["msg"], file, index, ".".join(map(str, err["loc"]))) from exc
+        raise BadInputError.from_validation(exc, source=file, record=index) from exc
 
 
 def _info_without_policy(info: dict[str, Any]) -> dict[str, Any]:

@@ -156,10 +156,7 @@ def load_ecosystem(build: str | Path) -> EcosystemManifest:
     try:
         manifest = EcosystemManifest.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise BadInputError(
-            err["msg"], source=str(path), field=".".join(str(p) for p in err["loc"])
-        ) from None
+        raise BadInputError.from_validation(exc, source=str(path)) from None
     current = build_fingerprint(build)
     if manifest.build != current:
         raise BadInputError(
@@ -177,10 +174,7 @@ def load_history(build: str | Path, domain: str) -> DomainHistory:
     try:
         return DomainHistory.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise BadInputError(
-            err["msg"], source=str(path), field=".".join(str(p) for p in err["loc"])
-        ) from None
+        raise BadInputError.from_validation(exc, source=str(path)) from None
 
 
 def domain_tasks(build: str | Path, domain: str) -> list[Task]:
