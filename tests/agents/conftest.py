@@ -6,36 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from toolshift.agents.tasks import task_from_path
-from toolshift.models import RowChange, Task, UserInstruction
+from toolshift.agents.demo import demo_tasks
+from toolshift.models import RowChange, Task
 from toolshift.taskfile import write_tasks
 
 
 def clinic_tasks() -> list[Task]:
-    cancel = task_from_path(
-        "clinic",
-        "cancel-apt3",
-        "I need to cancel my appointment.",
-        UserInstruction(intent="Cancel appointment APT-00003.", facts={"appointment id": "APT-00003"}),
-        [
-            ("get_appointment", {"appointment_id": "APT-00003"}),
-            ("cancel_appointment", {"appointment_id": "APT-00003"}),
-        ],
-    )
-    email = task_from_path(
-        "clinic",
-        "email-pat1",
-        "Please change the email on my file.",
-        UserInstruction(
-            intent="Change my email to ana@new.example.",
-            facts={"full name": "Ana Abbott", "new email": "ana@new.example", "patient id": "PAT-00001"},
-        ),
-        [
-            ("search_patients", {"full_name": "Ana Abbott"}),
-            ("update_patient", {"patient_id": "PAT-00001", "email": "ana@new.example"}),
-        ],
-    )
-    return [cancel, email]
+    """The demo's first two clinic tasks (cancel an appointment, change an email), Δgold recorded by replay."""
+    return demo_tasks()[:2]
 
 
 def impossible_task() -> Task:

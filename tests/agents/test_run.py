@@ -167,7 +167,7 @@ def test_replay_reexecutes_a_recorded_run(tasks_file, tmp_path):
     replayed = {e.task_id: e for e in _episodes(again)}
     original = {e.task_id: e for e in iter_episodes(recorded)}
     assert {k: e.world_diff for k, e in replayed.items()} == {k: e.world_diff for k, e in original.items()}
-    assert replayed["cancel-apt3"].outcome.success is True and replayed["cancel-apt3"].model == "replay"
+    assert replayed["demo-cancel"].outcome.success is True and replayed["demo-cancel"].model == "replay"
 
 
 def test_results_command_reprints_a_run_folder(tasks_file, tmp_path):
