@@ -174,16 +174,22 @@ class DecisionSession:
             score = base * prior
             if score < threshold and not weigh_all:
                 continue
-            arguments = self._bind(compiled)
-            if arguments is None:
-                continue
-            key = call_key(compiled.tool, arguments)
-            if key in self.answered:
-                continue
-            out.append(Lookup(compiled.tool, arguments, key, score, site))
+            lookup = self._unanswered(compiled, score, site)
+            if lookup is not None:
+                out.append(lookup)
         if self.decider._walkers:
             out = self._weigh_walks(site, out, weigh_all=weigh_all, prior=prior)
         return out
+
+    def _unanswered(self, compiled: _CompiledTool, score: float, site: str) -> Lookup | None:
+        """The lookup of `compiled` with arguments bound from outputs seen, unless unbound or answered."""
+        arguments = self._bind(compiled)
+        if arguments is None:
+            return None
+        key = call_key(compiled.tool, arguments)
+        if key in self.answered:
+            return None
+        return Lookup(compiled.tool, arguments, key, score, site)
 
     def _weigh_walks(self, site: str, out: list[Lookup], *, weigh_all: bool, prior: float) -> list[Lookup]:
         """Add the walk tools' lookups, scored by the walk chance at this site and rank; best first."""
@@ -197,13 +203,9 @@ class DecisionSession:
             score = self.decider.walk_score(site, compiled, rank) * prior
             if score <= 0.0 or (score < self.decider.threshold and not weigh_all):
                 continue
-            arguments = self._bind(compiled)
-            if arguments is None:
-                continue
-            key = call_key(compiled.tool, arguments)
-            if key in self.answered:
-                continue
-            out.append(Lookup(compiled.tool, arguments, key, score, site))
+            lookup = self._unanswered(compiled, score, site)
+            if lookup is not None:
+                out.append(lookup)
         out.sort(key=lambda lk: (-lk.score, lk.tool))
         return out
 
