@@ -121,6 +121,10 @@ def call_cmd(
         parsed = json.loads(args)
     except json.JSONDecodeError as exc:
         raise BadInputError(f"not JSON: {exc.msg} at column {exc.colno}", source="--args") from None
+    except RecursionError:
+        raise BadInputError("nested too deeply to read", source="--args") from None
+    except ValueError as exc:  # e.g. an integer literal over Python's 4,300-digit limit
+        raise BadInputError(f"not usable JSON: {exc}", source="--args") from None
     if not isinstance(parsed, dict):
         raise BadInputError("must be a JSON object", source="--args")
     world = World(load_domain(domain, seed=seed))

@@ -10,11 +10,13 @@ other tools) — and returns a JSON-serialisable result or raises `ToolError`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolshift.models import RowChange
+from toolshift.world.limits import INTEGER_BOUND, MAX_ARGUMENT_DEPTH, MAX_MESSAGE_CHARS, MAX_STRING_CHARS
 
 if TYPE_CHECKING:
     from toolshift.world.runtime import Runtime
@@ -23,16 +25,72 @@ ToolEffect = Literal["read", "write"]
 Handler = Callable[["Runtime", dict[str, Any]], Any]
 
 
+def shorten(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`text` cut to `limit` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 40]}… ({len(text) - limit + 40:,} more characters)"
+
+
 class ToolError(Exception):
-    """A domain failure reported to the caller as `{code, message}`; the call's transaction rolls back."""
+    """A domain failure reported to the caller as `{code, message}`; the call's transaction rolls back.
+
+    The message is cut to `MAX_MESSAGE_CHARS`, whatever argument it quotes.
+    """
 
     def __init__(self, code: str, message: str) -> None:
+        message = shorten(message)
         super().__init__(message)
         self.code = code
         self.message = message
 
     def as_dict(self) -> dict[str, str]:
         return {"code": self.code, "message": self.message}
+
+
+def argument_problem(args: dict[str, Any]) -> tuple[str, str] | None:
+    """The first argument value a world cannot store faithfully, as `(path, reason)`, or None.
+
+    JSON Schema accepts NaN, infinities, integers of any size, lone surrogates and strings of any length;
+    SQLite and JSON do not. Paths are `/`-joined like the schema validator's. Walks without recursion, so
+    any nesting depth gets an answer.
+    """
+    stack: list[tuple[str, Any, int]] = [(str(k), v, 1) for k, v in reversed(args.items())]
+    while stack:
+        path, value, depth = stack.pop()
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, int):
+            if not -INTEGER_BOUND <= value < INTEGER_BOUND:
+                return path, "integer out of range: a world keeps integers in 64 bits (-2^63 to 2^63 - 1)"
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                return path, f"must be a finite number, not {value!r}"
+        elif isinstance(value, str):
+            if problem := _string_problem(value):
+                return path, problem
+        elif isinstance(value, dict | list):
+            if depth >= MAX_ARGUMENT_DEPTH:
+                return path.split("/", 1)[0], f"nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            children = []
+            for k, v in items:
+                key = str(k)
+                if isinstance(k, str) and (problem := _string_problem(k)):
+                    return f"{path}/{shorten(key, 80)}", f"key {problem}"
+                children.append((f"{path}/{key}", v, depth + 1))
+            stack.extend(reversed(children))
+    return None
+
+
+def _string_problem(text: str) -> str | None:
+    if len(text) > MAX_STRING_CHARS:
+        return f"{len(text):,} characters; at most {MAX_STRING_CHARS:,} are accepted"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"not valid Unicode: a lone surrogate at character {exc.start}"
+    return None
 
 
 @dataclass

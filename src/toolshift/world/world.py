@@ -8,6 +8,7 @@ Read calls run with `PRAGMA query_only`, so a tool labelled `read` provably chan
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import json
 import sqlite3
@@ -25,7 +26,7 @@ from toolshift.models import RowChange
 from toolshift.world.compiler import CompiledDomain
 from toolshift.world.runtime import Runtime
 from toolshift.world.schema import Table, quote
-from toolshift.world.tools import CallResult, Tool, ToolError
+from toolshift.world.tools import CallResult, Tool, ToolError, argument_problem
 
 _FORMATS = jsonschema.FormatChecker(["date", "email"])
 
@@ -183,7 +184,10 @@ class World:
             raise ToolError("unknown_tool", self._unknown_message(name)) from None
 
     def _unknown_message(self, name: str) -> str:
-        close = difflib.get_close_matches(name, list(self._catalog), n=3, cutoff=0.5)
+        # MCP tool names are at most 128 characters: a longer one is nobody's typo.
+        close = (
+            difflib.get_close_matches(name, list(self._catalog), n=3, cutoff=0.5) if len(name) <= 128 else []
+        )
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         return f"no tool named {name!r}{hint}"
 
@@ -210,7 +214,15 @@ class World:
     # --- calls ------------------------------------------------------------------------------------
 
     def validate(self, tool: Tool, args: dict[str, Any]) -> None:
-        """Check arguments against the tool's schema; the error names the field path."""
+        """Check arguments against the tool's schema and what a world can store; the error names the field path.
+
+        Non-finite numbers, integers beyond 64 bits, lone surrogates, strings over `MAX_STRING_CHARS` and
+        nesting over `MAX_ARGUMENT_DEPTH` are refused before the schema is consulted.
+        """
+        problem = argument_problem(args)
+        if problem is not None:
+            path, reason = problem
+            raise ToolError("invalid_arguments", f"{tool.name}: argument {path!r}: {reason}")
         cached = self._validators.get(tool.name)
         if cached is not None and cached[0] is tool.input_schema:
             v = cached[1]
@@ -270,7 +282,11 @@ class World:
                     "internal_error", f"{tool.name} is labelled read but tried to write"
                 ) from None
             raise ToolError("internal_error", f"{tool.name} failed: {exc}") from None
-        except Exception as exc:
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except BaseException as exc:
+            # SystemExit, GeneratorExit or any other non-cancellation escape from a handler is the handler's
+            # failure, not the caller's: it must not end a server or the CLI that made the call.
             raise ToolError("internal_error", f"{tool.name} failed: {type(exc).__name__}: {exc}") from None
         finally:
             self._depth -= 1
