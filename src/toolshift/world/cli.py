@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from toolshift.errors import BadInputError, ToolshiftError, report_file_errors
+from toolshift.world.limits import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
 
 app = typer.Typer(no_args_is_help=True, help="Stateful tool worlds: compile, serve over MCP, call.")
 console = Console()
@@ -160,21 +161,48 @@ def serve_cmd(
         bool,
         typer.Option("--shared-state", help="One world for every session (default: a copy per session)."),
     ] = False,
+    idle_timeout: Annotated[
+        float,
+        typer.Option(
+            "--idle-timeout",
+            help="HTTP: close a session (and drop its world) after this many seconds unused; 0 = never.",
+        ),
+    ] = DEFAULT_IDLE_TIMEOUT,
+    max_sessions: Annotated[
+        int,
+        typer.Option(
+            "--max-sessions", help="HTTP: refuse a new session while this many are live; 0 = no limit."
+        ),
+    ] = DEFAULT_MAX_SESSIONS,
     seed: SeedOpt = None,
 ) -> None:
     """Serve a world as an MCP server."""
+    import math
+
     import anyio
 
     from toolshift.world.registry import load_domain
     from toolshift.world.serve import WorldServer
 
-    server = WorldServer(load_domain(domain, seed=seed), shared_state=shared_state)
+    if not (math.isfinite(idle_timeout) and idle_timeout >= 0):
+        raise BadInputError("must be a number of seconds, 0 or more", field="--idle-timeout")
+    if max_sessions < 0:
+        raise BadInputError("must be a number of sessions, 0 or more", field="--max-sessions")
+    server = WorldServer(
+        load_domain(domain, seed=seed),
+        shared_state=shared_state,
+        idle_timeout=idle_timeout or None,
+        max_sessions=max_sessions or None,
+    )
     if transport == Transport.stdio:
         anyio.run(server.run_stdio)
         return
+    limits = (
+        f"sessions unused for {idle_timeout:g} s are closed" if idle_timeout else "sessions are never closed"
+    ) + (f", at most {max_sessions} live" if max_sessions else ", no limit on live sessions")
     Console(stderr=True).print(
         f"serving [bold]{server.base.name}[/] ({len(server.base.tools)} tools) at http://{host}:{port}/mcp"
-        + (" with shared state" if shared_state else ", one world per session")
+        + (" with shared state" if shared_state else f", one world per session ({limits})")
     )
     server.run_http(host=host, port=port)
 

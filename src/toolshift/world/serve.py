@@ -2,11 +2,16 @@
 
 Each MCP connection (a stdio process, an HTTP `Mcp-Session-Id`, an in-memory session) gets its
 own fork of the base world, made on its first request, so parallel agents never see each
-other's writes; `shared_state=True` serves one world to everyone. Worlds are served in the
-handshake era of the protocol over HTTP (the one with sessions): there `server/discover` is
-answered with "method not found", so `mode="auto"` clients fall back to `initialize`. A request of the
-session-less 2026-07-28 era, which has nowhere to keep per-session state, sees the shared world.
-Over stdio the process is the session: it serves one fork of the base world in either era.
+other's writes; `shared_state=True` serves one world to everyone. Over HTTP, `server/discover` is
+answered with "method not found", so `mode="auto"` clients fall back to the `initialize` handshake
+and its sessions. A client pinned to the session-less 2026-07-28 era has no session to keep a world
+in: it asks for a world key (`toolshift/openWorld`) and sends it as `_meta["toolshift/world"]` with
+each call; a call without one is refused, never served from a shared world. Over stdio the process
+is the session: it serves one fork of the base world in either era.
+
+Over HTTP, sessions and world keys unused for `idle_timeout` seconds are closed, and no more than
+`max_sessions` are held (`toolshift.world.sessions`). Malformed JSON-RPC gets an error reply for
+every request id, over both transports (`toolshift.world.jsonrpc_guard`).
 
 Tool results are JSON text content plus `structuredContent`; domain errors come back as
 `isError: true` with the JSON body `{code, message}`. Every result carries the row changes the
@@ -16,6 +21,7 @@ call made in `_meta["toolshift/changes"]`.
 from __future__ import annotations
 
 import json
+import secrets
 import socket
 import threading
 import time
@@ -32,11 +38,64 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolshift.world.compiler import CompiledDomain
-from toolshift.world.tools import CallResult, Tool
+from toolshift.world.jsonrpc_guard import ScreenedLines
+from toolshift.world.limits import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
+from toolshift.world.sessions import (
+    SERVER_BUSY,
+    Clock,
+    SessionGate,
+    SessionTable,
+    world_key,
+)
+from toolshift.world.tools import CallResult, Tool, shorten
 from toolshift.world.world import World
 
 CHANGES_META_KEY = "toolshift/changes"
+WORLD_KEY_META = "toolshift/world"
+"""Request `_meta` key carrying a world key (2026-07-28 era over HTTP)."""
+OPEN_WORLD = "toolshift/openWorld"
+CLOSE_WORLD = "toolshift/closeWorld"
 _STATE_KEY = "toolshift.world"
+
+
+class OpenWorldResult(types.Result):
+    """The answer to `toolshift/openWorld`: a world key to send as `_meta["toolshift/world"]`."""
+
+    world: str
+    idle_timeout_seconds: float | None = None
+    result_type: str = "complete"
+
+
+class CloseWorldParams(types.RequestParams):
+    world: str
+
+
+class _OpenWorldRequest(types.Request[types.RequestParams | None, str]):
+    method: str = OPEN_WORLD
+    params: types.RequestParams | None = None
+
+
+class _CloseWorldRequest(types.Request[CloseWorldParams, str]):
+    method: str = CLOSE_WORLD
+
+
+async def open_world(session: ClientSession) -> str:
+    """Client side, 2026-07-28 era over HTTP: ask the server for a world of one's own; returns its key.
+
+    Send it with every call: `client.call_tool(name, args, meta=world_meta(key))`.
+    """
+    result = await session.send_request(_OpenWorldRequest(), OpenWorldResult)
+    return result.world
+
+
+async def close_world(session: ClientSession, key: str) -> None:
+    """Client side: give a world key's world back (it is also closed once idle for the server's timeout)."""
+    await session.send_request(_CloseWorldRequest(params=CloseWorldParams(world=key)), types.EmptyResult)
+
+
+def world_meta(key: str) -> dict[str, str]:
+    """The request `_meta` that names a world key."""
+    return {WORLD_KEY_META: key}
 
 
 def mcp_tool(tool: Tool) -> types.Tool:
@@ -80,17 +139,29 @@ def parse_tool_result(result: types.CallToolResult) -> tuple[bool, Any]:
 
 
 class WorldServer:
-    """An MCP server over a world: every connection gets a fork of `base` unless `shared_state`."""
+    """An MCP server over a world: every connection gets a fork of `base` unless `shared_state`.
+
+    Over HTTP a session (or world key) unused for `idle_timeout` seconds is closed (None: never) and
+    at most `max_sessions` are live (None: no cap); `clock` is what idleness is measured by.
+    """
 
     def __init__(
-        self, base: World | CompiledDomain, *, shared_state: bool = False, name: str | None = None
+        self,
+        base: World | CompiledDomain,
+        *,
+        shared_state: bool = False,
+        name: str | None = None,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        max_sessions: int | None = DEFAULT_MAX_SESSIONS,
+        clock: Clock = time.monotonic,
     ) -> None:
         self.base = base if isinstance(base, World) else World(base)
         self.shared_state = shared_state
         self.shared = self.base if shared_state else self.base.fork()
         self.single_session = False
         """Set by transports whose whole lifetime is one session (stdio: one client per process)."""
-        self.sessions: list[World] = []
+        self._connection_worlds: list[World] = []
+        self.table = SessionTable(idle_timeout=idle_timeout, max_sessions=max_sessions, clock=clock)
         spec = self.base.domain.spec
         self.server: Server[Any] = Server(
             name or f"toolshift-{spec.name}",
@@ -101,26 +172,89 @@ class WorldServer:
             on_call_tool=self._call_tool,
         )
         self.server.add_request_handler("server/discover", types.RequestParams, self._discover)
+        self.server.add_request_handler(OPEN_WORLD, types.RequestParams, self._open_world)
+        self.server.add_request_handler(CLOSE_WORLD, CloseWorldParams, self._close_world)
 
-    def world_for(self, ctx: ServerRequestContext[Any]) -> World:
-        """The world of the connection this request arrived on (created on its first request)."""
+    @property
+    def sessions(self) -> list[World]:
+        """The worlds of live sessions (one per connection) and of world keys."""
+        return self._connection_worlds + [s.world for s in self.table.live.values() if s.world is not None]
+
+    def world_for(self, ctx: ServerRequestContext[Any], *, listing: bool = False) -> World:
+        """The world of the connection (or world key) this request arrived with (created on its first request).
+
+        A 2026-07-28 request outside stdio must carry a world key, except a tool listing (the catalog is
+        the same in every world); without one it is refused rather than served a world others share.
+        """
         if self.shared_state or self.single_session:
             return self.shared
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return self._keyed_world(ctx, listing=listing)
         connection = getattr(ctx.session, "_connection", None)
-        if connection is None or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return self.shared
+        if connection is None:
+            raise MCPError(types.INTERNAL_ERROR, "no connection to keep this session's world in")
         world = connection.state.get(_STATE_KEY)
         if world is None:
             world = self.base.fork()
             connection.state[_STATE_KEY] = world
-            self.sessions.append(world)
+            self._connection_worlds.append(world)
             connection.exit_stack.callback(self._close_session, world)
         return world
 
+    def _keyed_world(self, ctx: ServerRequestContext[Any], *, listing: bool) -> World:
+        key = (ctx.meta or {}).get(WORLD_KEY_META)
+        if key is None:
+            if listing:
+                return self.base
+            raise MCPError(
+                types.INVALID_PARAMS,
+                "this server keeps a world per client, and a 2026-07-28 request has no session to keep it in: "
+                f"send {OPEN_WORLD} once and put the key it returns in _meta[{WORLD_KEY_META!r}] of every "
+                "call, or connect with the initialize handshake (an Mcp-Session-Id session)",
+            )
+        live = self.table.touch(world_key(str(key)))
+        if live is None or live.world is None:
+            why = self.table.ended.get(world_key(str(key)), "it was never issued or has been closed")
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"unknown world key {shorten(str(key), 60)!r}: {why}; send {OPEN_WORLD} for a new one",
+            )
+        return live.world
+
     def _close_session(self, world: World) -> None:
-        if world in self.sessions:
-            self.sessions.remove(world)
+        if world in self._connection_worlds:
+            self._connection_worlds.remove(world)
         world.close()
+
+    async def _open_world(
+        self, ctx: ServerRequestContext[Any], params: types.RequestParams
+    ) -> OpenWorldResult:
+        """A fresh world under a new key, for clients of the session-less era."""
+        if self.shared_state:
+            raise MCPError(
+                types.INVALID_REQUEST,
+                "this server serves one shared world (--shared-state): no key is needed",
+            )
+        if self.single_session or ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            raise MCPError(
+                types.INVALID_REQUEST,
+                f"this connection already has its own world; {OPEN_WORLD} is for 2026-07-28 requests over HTTP",
+            )
+        await self.table.reap()
+        if self.table.full():
+            raise MCPError(SERVER_BUSY, self.table.limit_message())
+        key = secrets.token_urlsafe(24)
+        world = self.base.fork()
+        self.table.add(world_key(key), world=world)
+        return OpenWorldResult(world=key, idle_timeout_seconds=self.table.idle_timeout)
+
+    async def _close_world(
+        self, ctx: ServerRequestContext[Any], params: CloseWorldParams
+    ) -> types.EmptyResult:
+        live = self.table.remove(world_key(params.world))
+        if live is None:
+            raise MCPError(types.INVALID_PARAMS, f"unknown world key {shorten(params.world, 60)!r}")
+        return types.EmptyResult()
 
     async def _discover(
         self, ctx: ServerRequestContext[Any], params: types.RequestParams
@@ -128,7 +262,8 @@ class WorldServer:
         """Over HTTP, refuse the session-less era so clients fall back to sessions; elsewhere answer normally."""
         if ctx.request is not None:
             raise MCPError(
-                types.METHOD_NOT_FOUND, "server/discover is not served over HTTP: worlds need sessions"
+                types.METHOD_NOT_FOUND,
+                f"server/discover is not served over HTTP: worlds need sessions (or a world key: {OPEN_WORLD})",
             )
         return types.DiscoverResult(
             supported_versions=list(MODERN_PROTOCOL_VERSIONS),
@@ -139,36 +274,77 @@ class WorldServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[mcp_tool(t) for t in self.world_for(ctx).tools])
+        return types.ListToolsResult(tools=[mcp_tool(t) for t in self.world_for(ctx, listing=True).tools])
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         world = self.world_for(ctx)
-        # Off the event loop: a custom action that blocks cannot stall the client's timeouts in-process.
-        result = await anyio.to_thread.run_sync(world.call, params.name, params.arguments or {})
+        try:
+            # Off the event loop: a custom action that blocks cannot stall the client's timeouts in-process.
+            result = await anyio.to_thread.run_sync(world.call, params.name, params.arguments or {})
+        except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
+            raise
+        except (
+            BaseException
+        ) as exc:  # World.call answers a handler's failures; this guards the server from the rest
+            error = {
+                "code": "internal_error",
+                "message": shorten(f"{params.name} failed: {type(exc).__name__}: {exc}"),
+            }
+            result = CallResult(params.name, False, error=error)
         return mcp_result(result)
 
     # --- transports -----------------------------------------------------------------------------
 
     async def run_stdio(self) -> None:
+        """Serve this process's stdin and stdout: one client, one world; malformed lines are answered."""
         from mcp.server.stdio import stdio_server
 
         self.single_session = True
-        async with stdio_server() as (read, write):
+        lines = ScreenedLines.stdin()
+        async with stdio_server(stdin=lines) as (read, write):
+            lines.replies = write
             await self.server.run(read, write, self.server.create_initialization_options())
 
     def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", json_response: bool = True) -> Any:
-        """The Starlette app serving streamable HTTP at `path` (plain JSON responses unless `json_response=False`:
-        a world call never streams, and JSON skips the SSE framing)."""
-        return self.server.streamable_http_app(
-            streamable_http_path=path, host=host, json_response=json_response
+        """The ASGI app serving streamable HTTP at `path` (plain JSON responses unless `json_response=False`:
+        a world call never streams, and JSON skips the SSE framing), behind the `SessionGate`.
+
+        Idle expiry and the session cap are the gate's (the SDK's own are off), and a task started with
+        the app reaps idle sessions even while no request arrives.
+        """
+        app = self.server.streamable_http_app(
+            streamable_http_path=path,
+            host=host,
+            json_response=json_response,
+            session_idle_timeout=None,
+            max_sessions=None,
         )
+        inner_lifespan = app.router.lifespan_context
+        table = self.table
+
+        @asynccontextmanager
+        async def lifespan(a: Any) -> AsyncIterator[Any]:
+            async with inner_lifespan(a) as state, anyio.create_task_group() as tg:
+                if table.idle_timeout is not None:
+                    tg.start_soon(_reap_every, table, min(table.idle_timeout / 4, 30.0))
+                yield state
+                tg.cancel_scope.cancel()
+
+        app.router.lifespan_context = lifespan
+        return SessionGate(app, table)
 
     def run_http(self, *, host: str = "127.0.0.1", port: int = 8765) -> None:
         import uvicorn
 
         uvicorn.run(self.http_app(host=host), host=host, port=port, log_level="warning")
+
+
+async def _reap_every(table: SessionTable, seconds: float) -> None:
+    while True:
+        await anyio.sleep(seconds)
+        await table.reap()
 
 
 @asynccontextmanager
