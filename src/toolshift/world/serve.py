@@ -45,6 +45,7 @@ from toolshift.world.sessions import (
     Clock,
     SessionGate,
     SessionTable,
+    release_freed_memory,
     world_key,
 )
 from toolshift.world.tools import CallResult, Tool, shorten
@@ -344,7 +345,8 @@ class WorldServer:
 async def _reap_every(table: SessionTable, seconds: float) -> None:
     while True:
         await anyio.sleep(seconds)
-        await table.reap()
+        if not await table.reap():
+            release_freed_memory()  # worlds of sessions their clients ended (DELETE) since the last tick
 
 
 @asynccontextmanager

@@ -14,6 +14,7 @@ An idle session is ended the way a client ends it: an HTTP DELETE, sent by the g
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import math
@@ -149,9 +150,26 @@ class SessionTable:
             ended += 1
         if ended:
             log.info("closed %d idle session(s); %d live", ended, len(self.live))
+            release_freed_memory()
         idle = [s.last_used for s in self.live.values() if s.in_flight == 0]
         self._due = min(idle) + self.idle_timeout if idle else -math.inf if self.live else math.inf
         return ended
+
+
+def release_freed_memory() -> None:
+    """Hand memory freed by closed worlds back to the OS (glibc keeps it otherwise: 300 closed clinic worlds
+    left a process at 235 MB RSS, and 45 MB after this). A no-op where there is no glibc."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim: Any = None
 
 
 def session_key(session_id: str) -> str:
