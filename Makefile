@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 INSPECTOR_VERSION := 2.12.0
 INSPECTOR := .cache/npm/node_modules/.bin/mcp-inspector
 
-.PHONY: demo test lint bench clean inspector
+.PHONY: demo test lint bench clean inspector tau2-venv
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -29,11 +29,16 @@ $(INSPECTOR):
 	  npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/inspector@$(INSPECTOR_VERSION); \
 	else echo "npm not found: the MCP Inspector tests will be skipped"; fi
 
-test: lint $(INSPECTOR)
+# τ²-bench (the peer snapshot in ../shared/peers) in its own Python 3.12 venv, .venv-tau2/: built once,
+# rebuilt when the snapshot changes, skipped where no Python 3.12 exists (tests/peers.py).
+tau2-venv: $(STAMP)
+	$(PY) tests/peers.py tau2
+
+test: lint $(INSPECTOR) tau2-venv
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)
 	for b in bench/bench_*.py; do $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .ruff_cache .cache
+	rm -rf $(VENV) .venv-tau2 build .pytest_cache .ruff_cache .cache

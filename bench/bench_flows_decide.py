@@ -22,10 +22,10 @@ NOTE = "Single process."
 def main() -> None:
     if not DATA.is_dir():
         sys.exit(f"real data not found at {DATA}")
-    from toolshift.traces.taubench import convert_taubench_v1
+    from toolshift.traces.taubench import convert_taubench_v1, taubench_domain
 
     conv = convert_taubench_v1(DATA / "tau-bench" / "gpt-4o-airline.trials-0-1.json")
-    catalog = Catalog.of(conv.catalogs["airline"])
+    catalog = Catalog.of(conv.catalogs[taubench_domain("airline")])
     tl = timelines(conv.episodes, catalog)
     for walk_ranks in (0, 3):
         time_flow(tl, catalog, walk_ranks)

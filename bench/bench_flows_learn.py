@@ -19,7 +19,7 @@ NOTE = "Single process."
 
 def synthesise(n: int):
     """n episodes drawn with replacement from the 100 real ones, each with its own id and task id."""
-    from toolshift.traces.taubench import convert_taubench_v1
+    from toolshift.traces.taubench import convert_taubench_v1, taubench_domain
 
     conv = convert_taubench_v1(DATA / "tau-bench" / "gpt-4o-airline.trials-0-1.json")
     rng = random.Random(7)
@@ -28,7 +28,7 @@ def synthesise(n: int):
     for i in range(n):
         e = rng.choice(real)
         out.append(e.model_copy(update={"id": f"{e.id}~{i}", "task_id": f"{e.task_id}~{i % 500}"}))
-    return out, Catalog.of(conv.catalogs["airline"])
+    return out, Catalog.of(conv.catalogs[taubench_domain("airline")])
 
 
 def main() -> None:

@@ -29,11 +29,11 @@ def _rate(tl, flow, kind: str) -> float:
 def main() -> None:
     if not DATA.is_dir():
         sys.exit(f"real data not found at {DATA}")
-    from toolshift.traces.taubench import convert_taubench_v1
+    from toolshift.traces.taubench import convert_taubench_v1, taubench_domain
     from toolshift.traces.workbench import convert_workbench
 
     conv = convert_taubench_v1(DATA / "tau-bench" / "gpt-4o-airline.trials-0-1.json")
-    catalog = Catalog.of(conv.catalogs["airline"])
+    catalog = Catalog.of(conv.catalogs[taubench_domain("airline")])
     air = timelines(conv.episodes, catalog)
     air_flow = learn_flow(air, catalog, learn_from_all=True)
     wb = convert_workbench(DATA / "workbench" / "results")

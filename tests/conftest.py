@@ -23,3 +23,17 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real data not found at {SHARED_DATA} (set TOOLSHIFT_SHARED to the shared/ folder)")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def tau2_python() -> Path:
+    """τ²-bench's own Python (its snapshot installed in `.venv-tau2/`, built once; see tests/peers.py)."""
+    from peers import ensure_tau2_venv, tau2_unavailable
+
+    reason = tau2_unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    try:
+        return ensure_tau2_venv(log=lambda line: None)
+    except RuntimeError as exc:
+        pytest.fail(f"cannot install τ²-bench: {exc}")

@@ -20,7 +20,7 @@ def airline(shared_data):
 
     path = shared_data / "tau-bench" / "gpt-4o-airline.trials-0-1.json"
     conv = convert_taubench_v1(path)
-    catalog = Catalog.of(conv.catalogs["airline"])
+    catalog = Catalog.of(conv.catalogs["taubench-v1-airline"])
     excluded = Excluded()
     tl = timelines(conv.episodes, catalog, excluded)
     return catalog, tl, excluded

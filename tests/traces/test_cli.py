@@ -37,11 +37,14 @@ def test_convert_then_stats_on_taubench(tmp_path, shared_data):
         str(tmp_path),
     )
     assert "kept" in out and "100" in out
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["airline.catalog.json", "airline.episodes.jsonl"]
-    stats = json.loads(_ok("traces", "stats", str(tmp_path / "airline.episodes.jsonl"), "--json"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "taubench-v1-airline.catalog.json",
+        "taubench-v1-airline.episodes.jsonl",
+    ]
+    stats = json.loads(_ok("traces", "stats", str(tmp_path / "taubench-v1-airline.episodes.jsonl"), "--json"))
     (group,) = stats["groups"]
     assert (group["domain"], group["agent"], group["episodes"], group["tasks"], group["turns"]) == (
-        "airline",
+        "taubench-v1-airline",
         "gpt-4o",
         100,
         50,
@@ -67,20 +70,20 @@ def test_stats_reports_unknown_tools_without_a_catalog(tmp_path, shared_data):
     )
     lonely = tmp_path / "elsewhere"
     lonely.mkdir()
-    (tmp_path / "airline.episodes.jsonl").rename(lonely / "airline.episodes.jsonl")
-    stats = json.loads(_ok("traces", "stats", str(lonely / "airline.episodes.jsonl"), "--json"))
-    assert stats["missing_catalogs"] == ["airline"]
+    (tmp_path / "taubench-v1-airline.episodes.jsonl").rename(lonely / "taubench-v1-airline.episodes.jsonl")
+    stats = json.loads(_ok("traces", "stats", str(lonely / "taubench-v1-airline.episodes.jsonl"), "--json"))
+    assert stats["missing_catalogs"] == ["taubench-v1-airline"]
     assert stats["total"]["unknown_tools"]["get_reservation_details"] == 187
     assert stats["total"]["unknown_turns_pct"] == pytest.approx(100 - 53.46, abs=0.01)
-    text = _ok("traces", "stats", str(lonely / "airline.episodes.jsonl"))
+    text = _ok("traces", "stats", str(lonely / "taubench-v1-airline.episodes.jsonl"))
     assert "unknown tools" in text and "14 names" in text
     given = json.loads(
         _ok(
             "traces",
             "stats",
-            str(lonely / "airline.episodes.jsonl"),
+            str(lonely / "taubench-v1-airline.episodes.jsonl"),
             "--catalog",
-            str(tmp_path / "airline.catalog.json"),
+            str(tmp_path / "taubench-v1-airline.catalog.json"),
             "--json",
         )
     )
@@ -178,3 +181,33 @@ def test_an_output_path_under_a_regular_file_is_one_line_bad_input(tmp_path):
     result = _cli("traces", "convert", "tau2", str(EXAMPLE_RUN), "--out", str(blocker / "out"))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"{blocker}" in result.stderr and "cannot use this path" in result.stderr
+
+
+def test_malformed_published_runs_end_in_one_line_and_exit_2(tmp_path):
+    tau2 = json.loads(EXAMPLE_RUN.read_text())
+    tau2["simulations"][1]["trial"] = "second"
+    (tmp_path / "tau2.json").write_text(json.dumps(tau2))
+    (tmp_path / "gpt-4o-airline.json").write_text(
+        json.dumps([{"task_id": 0, "reward": True, "info": {}, "traj": 7}])
+    )
+    wb = tmp_path / "wb" / "results" / "email" / "gpt-4_all_2024-03-21_15-21-12.csv"
+    wb.parent.mkdir(parents=True)
+    wb.write_text('"query","function_calls","full_response","error"\n"q","[]","{}",""\n')
+    tasks = tmp_path / "wb" / "processed" / "queries_and_answers" / "email_queries_and_answers.csv"
+    tasks.parent.mkdir(parents=True)
+    tasks.write_text('"question","answer"\n"q","[]"\n')
+    cases = [
+        ("tau2", tmp_path / "tau2.json", tmp_path / "tau2.json", "record 1: field 'trial'"),
+        (
+            "taubench-v1",
+            tmp_path / "gpt-4o-airline.json",
+            tmp_path / "gpt-4o-airline.json",
+            "record 0: field 'traj'",
+        ),
+        ("workbench", wb, tasks, "record header: field 'query'"),
+    ]
+    for kind, path, named, where in cases:
+        result = _cli("traces", "convert", kind, str(path), "--out", str(tmp_path / "out"))
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr
+        assert f"{named}: {where}" in result.stderr.replace("\n", "")

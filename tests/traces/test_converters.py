@@ -73,7 +73,7 @@ def test_taubench_pairs_results_and_keeps_ground_truth(tau):
     first_call = next(m for m in first.messages if m.tool_calls).tool_calls[0]
     assert (first_call.name, first_call.arguments) == ("get_user_details", {"user_id": "mia_li_3668"})
     assert sum(e.outcome.reward for e in tau.episodes) == sum(e.outcome.success for e in tau.episodes)
-    effects = tau.catalogs["airline"].effects()
+    effects = tau.catalogs["taubench-v1-airline"].effects()
     assert {n for n, e in effects.items() if e == "write"} == {
         "book_reservation", "cancel_reservation", "send_certificate",
         "update_reservation_baggages", "update_reservation_flights", "update_reservation_passengers",
@@ -87,7 +87,7 @@ def test_taubench_pairs_results_and_keeps_ground_truth(tau):
 
 def test_taubench_anatomy(tau):
     ((key, g),) = anatomy(tau.episodes, {d: c.effects() for d, c in tau.catalogs.items()}).items()
-    assert key == ("airline", "gpt-4o")
+    assert key == ("taubench-v1-airline", "gpt-4o")
     assert (g.turns, g.kinds["reply"], g.kinds["write"], g.kinds["read"], g.kinds["neither"]) == (
         1229,
         657,
@@ -117,7 +117,7 @@ def test_taubench_needs_a_domain(tmp_path):
          "function": {"name": "get_user_details", "arguments": "{}"}}]}]}]))  # fmt: skip
     with pytest.raises(BadInputError, match="--domain"):
         convert_taubench_v1(path)
-    assert convert_taubench_v1(path, domain="retail").episodes[0].domain == "retail"
+    assert convert_taubench_v1(path, domain="retail").episodes[0].domain == "taubench-v1-retail"
 
 
 @pytest.fixture
@@ -254,11 +254,11 @@ def test_taubench_retail_catalog_from_the_file_name(tmp_path):
     conv = convert_taubench_v1(path)
     (episode,) = conv.episodes
     assert (episode.domain, episode.model, episode.termination_reason) == (
-        "retail",
+        "taubench-v1-retail",
         "sonnet-35-new",
         "user_stop",
     )
-    effects = conv.catalogs["retail"].effects()
+    effects = conv.catalogs["taubench-v1-retail"].effects()
     assert len(effects) == 16
     assert {n for n, e in effects.items() if e == "write"} == {
         "cancel_pending_order", "exchange_delivered_order_items", "modify_pending_order_address",
@@ -275,7 +275,8 @@ def test_taubench_retail_catalog_from_the_file_name(tmp_path):
 @pytest.mark.shared
 def test_converted_runs_export_to_the_tau2_dir_layout_and_back(tau, tmp_path):
     """Converted ids name files, so τ²-bench's dir layout (one file per simulation id) holds them."""
-    from toolshift.traces.tau2 import read_results, run_from_episodes, write_results
+    from toolshift.traces.tau2 import read_results
+    from toolshift.traces.tau2_write import run_from_episodes, write_results
 
     episodes = tau.episodes[:5]
     path = write_results(run_from_episodes(episodes), tmp_path / "run", layout="dir")
@@ -284,3 +285,138 @@ def test_converted_runs_export_to_the_tau2_dir_layout_and_back(tau, tmp_path):
     back = read_results(tmp_path / "run")  # the dir layout reads simulations in file-name order
     assert sorted(e.id for e in back.episodes) == sorted(e.id for e in episodes)
     assert {e.id: len(e.messages) for e in back.episodes} == {e.id: len(e.messages) for e in episodes}
+
+
+def _retail_record() -> dict:
+    return {"task_id": 3, "trial": 1, "reward": 1.0, "info": {"task": {"actions": [
+        {"name": "find_user_id_by_email", "kwargs": {"email": "a@b.c"}}], "instruction": "Find me.", "outputs": []}},
+        "traj": [
+        {"role": "system", "content": "policy"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+         "function": {"name": "find_user_id_by_email", "arguments": "{\"email\": \"a@b.c\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "find_user_id_by_email", "content": "yusuf_rossi_9620"},
+        {"role": "assistant", "content": "Done."},
+        {"role": "user", "content": "thanks ###STOP###"},
+    ]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda r: r.update(traj=7), "traj"),
+        (lambda r: r["traj"][2].update(tool_calls=2), "traj[2].tool_calls"),
+        (lambda r: r["traj"][2].update(tool_calls={"id": "c1"}), "traj[2].tool_calls"),
+        (lambda r: r.update(reward=True), "reward"),
+        (lambda r: r.update(reward="1.0"), "reward"),
+        (lambda r: r.update(reward=float("nan")), "reward"),
+        (lambda r: r.update(task_id=False), "task_id"),
+        (lambda r: r["traj"][1].update(content=5), "traj[1].content"),
+        (lambda r: r["info"]["task"]["actions"][0].update(kwargs=[1]), "info.task.actions[0].kwargs"),
+        (lambda r: r["info"]["task"].update(outputs=["ok", 3]), "info.task.outputs[1]"),
+        (lambda r: r["info"].update(user_cost="cheap"), "info.user_cost"),
+    ],
+)
+def test_taubench_wrong_types_are_bad_input_naming_record_and_field(tmp_path, mutate, field):
+    good, bad = _retail_record(), _retail_record()
+    mutate(bad)
+    path = tmp_path / "gpt-4o-retail.json"
+    path.write_text(json.dumps([good, bad]))
+    with pytest.raises(BadInputError) as err:
+        convert_taubench_v1(path)
+    assert (err.value.source, err.value.record, err.value.field) == (str(path), 1, field)
+    conv = convert_taubench_v1(path, skip_bad=True)
+    assert conv.kept == 1 and sum(conv.skipped.values()) == 1
+
+
+def test_taubench_domains_have_their_own_namespace(tmp_path):
+    path = tmp_path / "gpt-4o-airline.json"
+    record = _retail_record()
+    record["traj"] = record["traj"][:2]
+    path.write_text(json.dumps([record]))
+    for given in (None, "airline", "taubench-v1-airline"):
+        (episode,) = convert_taubench_v1(path, domain=given).episodes
+        assert (episode.domain, episode.task_id, episode.source["max_steps"]) == (
+            "taubench-v1-airline",
+            "3",
+            30,
+        )
+        assert episode.id == "tau-bench-v1.airline.gpt-4o.task3.trial1"
+
+
+def _workbench_results(tmp_path: Path, answers: str) -> Path:
+    results = tmp_path / "data" / "results" / "email" / "gpt-4_all_2024-03-21_15-21-12.csv"
+    results.parent.mkdir(parents=True)
+    steps = "[(AgentAction(tool='email.search_emails', tool_input={'query': 'nadia'}, log='look'), [])]"
+    with results.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh, quoting=csv.QUOTE_ALL)
+        writer.writerow(["query", "function_calls", "full_response", "error"])
+        writer.writerow(
+            [
+                "Find nadia",
+                "[]",
+                f"{{'input': 'Find nadia', 'output': 'ok', 'intermediate_steps': {steps}}}",
+                "",
+            ]
+        )
+    tasks = tmp_path / "data" / "processed" / "queries_and_answers" / "email_queries_and_answers.csv"
+    tasks.parent.mkdir(parents=True)
+    tasks.write_text(answers, encoding="utf-8")
+    return results
+
+
+@pytest.mark.parametrize(
+    ("answers", "record", "field"),
+    [
+        ('"question","answer"\n"Find nadia","[]"\n', "header", "query"),
+        ('"query"\n"Find nadia"\n', "header", "answer"),
+        ('"query","answer"\n"Find nadia","5"\n', 0, "answer"),
+        ('"query","answer"\n"Find nadia","[oops"\n', 0, "answer"),
+    ],
+)
+def test_workbench_task_files_of_another_shape_are_bad_input(tmp_path, answers, record, field):
+    results = _workbench_results(tmp_path, answers)
+    with pytest.raises(BadInputError) as err:
+        convert_workbench(results)
+    tasks = tmp_path / "data" / "processed" / "queries_and_answers" / "email_queries_and_answers.csv"
+    assert (err.value.source, err.value.record, err.value.field) == (str(tasks), record, field)
+
+
+def test_workbench_gold_calls_come_from_a_well_formed_task_file(tmp_path):
+    results = _workbench_results(
+        tmp_path, '"query","answer"\n"Other","[]"\n"Find nadia","[\'email.x.func()\']"\n'
+    )
+    (episode,) = convert_workbench(results).episodes
+    assert episode.task_id == "1" and episode.outcome.info["gold_calls"] == ["email.x.func()"]
+
+
+def test_taubench_runs_export_with_their_tasks_and_tau2_reward_info(tmp_path):
+    from toolshift.traces.tau2_write import run_from_episodes, write_results
+
+    record = _retail_record()
+    record["info"]["reward_info"] = {"reward": 1.0, "info": {"r_actions": 1.0, "gt_data_hash": "ab"},
+                                     "actions": record["info"]["task"]["actions"]}  # fmt: skip
+    path = tmp_path / "gpt-4o-retail.json"
+    path.write_text(json.dumps([record]))
+    out = write_results(run_from_episodes(convert_taubench_v1(path).episodes), tmp_path / "r.json")
+    doc = json.loads(out.read_text())
+    (task,) = doc["tasks"]
+    assert task["id"] == "3" and task["user_scenario"]["instructions"] == "Find me."
+    assert task["evaluation_criteria"]["actions"] == [
+        {
+            "action_id": "3_0",
+            "requestor": "assistant",
+            "name": "find_user_id_by_email",
+            "arguments": {"email": "a@b.c"},
+        }
+    ]
+    assert task["evaluation_criteria"]["reward_basis"] == ["DB", "COMMUNICATE"]
+    (sim,) = doc["simulations"]
+    assert "actions" not in sim["reward_info"] and sim["reward_info"]["db_check"] == {
+        "db_match": True,
+        "db_reward": 1.0,
+    }
+    assert sim["reward_info"]["info"] == {
+        "tau_bench_v1": {"reward": 1.0, "info": {"r_actions": 1.0, "gt_data_hash": "ab"}}
+    }
+    assert doc["info"]["environment_info"]["domain_name"] == "taubench-v1-retail"

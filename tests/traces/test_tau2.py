@@ -10,8 +10,10 @@ import pytest
 
 from toolshift.errors import BadInputError
 from toolshift.traces.demo import EXAMPLE_RUN
+from toolshift.traces.episode import Episode, Message, Outcome
 from toolshift.traces.store import iter_episodes, write_episodes
-from toolshift.traces.tau2 import Tau2Run, convert_tau2, read_results, run_from_episodes, write_results
+from toolshift.traces.tau2 import Tau2Run, convert_tau2, read_results
+from toolshift.traces.tau2_write import run_from_episodes, write_results
 
 DATA = Path(__file__).parent / "data"
 AIRLINE = EXAMPLE_RUN
@@ -185,3 +187,171 @@ def test_dir_layout_refuses_ids_that_cannot_name_a_file(tmp_path):
     assert (err.value.record, err.value.field) == (0, "id") and "--layout json" in str(err.value)
     assert list(tmp_path.iterdir()) == []
     assert write_results(run, tmp_path / "run.json", layout="json").is_file()
+
+
+def _set(path: str, value):
+    """A mutation setting `a.b[0].c` (dots and [i]) of the Results document to `value`."""
+
+    def mutate(doc):
+        *parents, last = path.replace("[", ".").replace("]", "").split(".")
+        target = doc
+        for key in parents:
+            target = target[int(key)] if key.isdigit() else target[key]
+        target[int(last) if last.isdigit() else last] = value
+
+    return mutate
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "record", "field"),
+    [
+        ("simulations.1.trial", "second", 1, "trial"),
+        ("simulations.1.trial", [1], 1, "trial"),
+        ("simulations.0.messages.2.usage", 5, 0, "messages[2].usage"),
+        ("simulations.0.messages.2.usage.prompt_tokens", "many", 0, "messages[2].usage.prompt_tokens"),
+        ("simulations.0.messages.2.tool_calls", 3, 0, "messages[2].tool_calls"),
+        (
+            "simulations.0.messages.2.tool_calls.0.requestor",
+            "robot",
+            0,
+            "messages[2].tool_calls[0].requestor",
+        ),
+        ("simulations.0.reward_info.reward", True, 0, "reward_info.reward"),
+        ("simulations.0.id", {"a": 1}, 0, "id"),
+        ("info.environment_info", "airline", None, "info.environment_info"),
+        ("info.agent_info", ["llm_agent"], None, "info.agent_info"),
+        ("info.environment_info.domain_name", 7, None, "info.environment_info.domain_name"),
+        ("tasks", 5, None, "tasks"),
+        ("tasks", {"1": {}}, None, "tasks"),
+        ("tasks.0", "task one", None, "tasks[0]"),
+        ("tasks.1.id", None, None, "tasks[1].id"),
+        ("tasks.0.evaluation_criteria.actions", {"name": "x"}, None, "tasks[0].evaluation_criteria.actions"),
+        ("simulation_index", 3, None, "simulation_index"),
+    ],
+)
+def test_wrong_typed_fields_are_bad_input_naming_file_record_and_field(tmp_path, where, value, record, field):
+    path = _broken(tmp_path, _set(where, value))
+    with pytest.raises(BadInputError) as err:
+        read_results(path)
+    assert (err.value.source, err.value.record, err.value.field) == (str(path), record, field)
+
+
+def test_a_run_keeps_its_tasks_through_the_episode_store(tmp_path):
+    original = json.loads(AIRLINE.read_text())
+    write_episodes(tmp_path / "airline.episodes.jsonl", read_results(AIRLINE).episodes)
+    episodes = list(iter_episodes(tmp_path / "airline.episodes.jsonl"))
+    assert [e.source["tau2_task"]["id"] for e in episodes] == ["1", "7"]
+    policy = original["info"]["environment_info"]["policy"]
+    written = json.loads(
+        write_results(run_from_episodes(episodes, policy=policy), tmp_path / "r.json").read_text()
+    )
+    assert written["tasks"] == original["tasks"] and written["info"] == original["info"]
+
+
+def _episode(eid: str, reason: str | None, **outcome_info) -> Episode:
+    return Episode(
+        id=eid,
+        task_id="t1",
+        domain="clinic",
+        agent="oracle",
+        messages=[Message(role="user", content="hi"), Message(role="assistant", content="done")],
+        termination_reason=reason,
+        outcome=Outcome(reward=1.0, success=True, judged_by="delta-cover", info=outcome_info),
+        source={"max_steps": 30},
+    )
+
+
+TASK = {"id": "t1", "user_scenario": {"instructions": "hi"}}
+
+
+@pytest.mark.parametrize(
+    ("reason", "info", "tau2"),
+    [
+        ("max_turns", {}, "max_steps"),
+        ("world_error", {"charged_to": "harness"}, "infrastructure_error"),
+        ("timeout", {"charged_to": "harness", "hung": "blocked"}, "infrastructure_error"),
+        ("timeout", {"timeout": "model_call"}, "timeout"),
+        ("user_stop", {}, "user_stop"),
+        ("user_error", {"charged_to": "user"}, "user_error"),
+    ],
+)
+def test_termination_reasons_in_tau2_vocabulary_and_back(tmp_path, reason, info, tau2):
+    episode = _episode("e1", reason, **info)
+    out = write_results(run_from_episodes([episode], tasks=[TASK]), tmp_path / "r.json")
+    (sim,) = json.loads(out.read_text())["simulations"]
+    assert sim["termination_reason"] == tau2
+    assert (sim["info"] or {}).get("toolshift", {}).get("termination_reason") == (
+        None if tau2 == reason else reason
+    )
+    (back,) = read_results(out).episodes
+    assert back.termination_reason == reason and back.source["tau2_sim"]["info"] is None
+
+
+@pytest.mark.parametrize("reason", [None, "gave_up"])
+def test_a_termination_reason_tau2_has_no_word_for_is_refused(tmp_path, reason):
+    with pytest.raises(BadInputError) as err:
+        write_results(run_from_episodes([_episode("e1", reason)], tasks=[TASK]), tmp_path / "r.json")
+    assert (err.value.record, err.value.field) == ("e1", "termination_reason")
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_unrecorded_times_are_filled_for_tau2_and_read_back_as_null(tmp_path):
+    out = write_results(run_from_episodes([_episode("e1", "agent_stop")], tasks=[TASK]), tmp_path / "r.json")
+    doc = json.loads(out.read_text())
+    (sim,) = doc["simulations"]
+    assert doc["timestamp"] and sim["timestamp"] == sim["start_time"] == sim["end_time"] == doc["timestamp"]
+    assert sim["duration"] == 0.0 and sim["info"] == {
+        "toolshift": {"unrecorded": ["start_time", "end_time", "duration"]}
+    }
+    assert (doc["info"]["max_steps"], doc["info"]["max_errors"]) == (30, 30)
+    assert sim["reward_info"]["db_check"] == {"db_match": True, "db_reward": 1.0}
+    (back,) = read_results(out).episodes
+    assert (back.start_time, back.end_time, back.duration) == (None, None, None)
+
+
+def test_the_step_limit_must_be_known(tmp_path):
+    episode = _episode("e1", "agent_stop").model_copy(update={"source": {}})
+    with pytest.raises(BadInputError, match="--max-steps"):
+        run_from_episodes([episode], tasks=[TASK])
+    assert run_from_episodes([episode], tasks=[TASK], max_steps=12).info["max_steps"] == 12
+
+
+def test_an_unknown_task_is_refused_naming_the_episode():
+    with pytest.raises(BadInputError, match="--tasks") as err:
+        run_from_episodes([_episode("e1", "agent_stop")])
+    assert (err.value.record, err.value.field) == ("e1", "task_id")
+
+
+def test_a_json_results_file_beside_a_simulations_folder_is_refused(tmp_path):
+    (tmp_path / "simulations").mkdir()
+    with pytest.raises(BadInputError, match="dir layout"):
+        write_results(run_from_episodes([_episode("e1", "agent_stop")], tasks=[TASK]), tmp_path / "r.json")
+
+
+def test_tasks_from_a_task_file_are_checked_against_what_the_episodes_ran():
+    from toolshift.models import GoldCall, Task, UserInstruction
+    from toolshift.traces.tau2_tasks import tau2_tasks
+
+    task = Task(
+        id="t1",
+        domain="clinic",
+        public_request="Cancel my visit.",
+        instruction=UserInstruction(
+            intent="Cancel APT-1.", facts={"appointment": "APT-1"}, rules=["Be brief."]
+        ),
+        gold_path=[GoldCall(tool="cancel_appointment", arguments={"appointment_id": "APT-1"})],
+        base_functions=["cancel"],
+        expected_changes=[],
+    )
+    ran = _episode("e1", "agent_stop").model_copy(update={"source": {"task_fingerprint": task.fingerprint()}})
+    (made,) = tau2_tasks([ran], {"t1": task})
+    assert made["evaluation_criteria"] == {
+        "actions": [{"action_id": "t1_0", "requestor": "assistant", "name": "cancel_appointment",
+                     "arguments": {"appointment_id": "APT-1"}}],
+        "reward_basis": ["DB"],
+    }  # fmt: skip
+    assert made["user_scenario"]["instructions"]["known_info"] == "appointment: APT-1"
+    stale = ran.model_copy(update={"source": {"task_fingerprint": "0" * 16}})
+    with pytest.raises(BadInputError, match="changed") as err:
+        tau2_tasks([stale], {"t1": task})
+    assert (err.value.record, err.value.field) == ("e1", "source.task_fingerprint")

@@ -15,14 +15,14 @@ def run(console: Console) -> None:
     from toolshift.flows.replay import replay
     from toolshift.flows.results import ORDER, split
     from toolshift.flows.timeline import Catalog, timelines
-    from toolshift.traces.taubench import convert_taubench_v1
+    from toolshift.traces.taubench import convert_taubench_v1, taubench_domain
 
     path = default_data_dir() / AIRLINE_FILE
     if not path.exists():
         console.print(f"flows: {path} not found (the shared real data); skipping this step")
         return
     conv = convert_taubench_v1(path)
-    catalog = Catalog.of(conv.catalogs["airline"])
+    catalog = Catalog.of(conv.catalogs[taubench_domain("airline")])
     sp = split(timelines(conv.episodes, catalog))
     flow = learn_flow(sp.train, catalog)
     total, _ = anatomy(sp.test)

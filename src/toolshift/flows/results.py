@@ -152,13 +152,13 @@ def crossval_section(cv: Crossval, sel: Selection) -> str:
 
 
 def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, dict[str, Any]]:
-    from toolshift.traces.taubench import convert_taubench_v1
+    from toolshift.traces.taubench import convert_taubench_v1, taubench_domain
 
     path = data / AIRLINE_FILE
     if not path.exists():
         raise BadInputError("τ-bench airline trajectories not found", source=str(path))
     conv = convert_taubench_v1(path)
-    catalog = Catalog.of(conv.catalogs["airline"])
+    catalog = Catalog.of(conv.catalogs[taubench_domain("airline")])
     excluded = Excluded()
     tl = timelines(conv.episodes, catalog, excluded)
     sp = split(tl)

@@ -232,14 +232,36 @@ def export_tau2(
     policy: Annotated[
         Path | None, typer.Option(help="Policy markdown to put in info.environment_info.")
     ] = None,
+    tasks: Annotated[
+        Path | None,
+        typer.Option(help="The task file the run used (toolshift.tasks/1), for Results.tasks."),
+    ] = None,
+    max_steps: Annotated[
+        int | None,
+        typer.Option(min=1, help="The run's step limit; default: the run's max_turns or the converter's."),
+    ] = None,
+    max_errors: Annotated[
+        int | None, typer.Option(min=1, help="The run's error limit; default: the step limit.")
+    ] = None,
 ) -> None:
-    """Write episodes as a τ²-bench Results document."""
-    from toolshift.traces.store import read_episodes
-    from toolshift.traces.tau2 import run_from_episodes, write_results
+    """Write episodes as a τ²-bench Results document that τ²-bench loads and scores (docs/formats.md)."""
+    from toolshift.taskfile import read_tasks
+    from toolshift.traces.store import read_header
+    from toolshift.traces.tau2_tasks import tau2_tasks
+    from toolshift.traces.tau2_write import run_from_episodes, write_results
 
     if layout not in ("json", "dir"):
         raise BadInputError(f"unknown layout {layout!r} (json, dir)", field="--layout")
-    episodes = list(read_episodes(files))
+    episodes: list[Episode] = []
+    file_of: dict[str, Path] = {}
+    limits: set[int] = set()
+    for path in files:
+        turns = read_header(path).meta.get("max_turns")
+        if isinstance(turns, int) and not isinstance(turns, bool):
+            limits.add(turns)
+        for episode in iter_episodes(path):
+            episodes.append(episode)
+            file_of.setdefault(episode.id, path)
     domains = {e.domain for e in episodes}
     if len(domains) > 1:
         raise BadInputError(f"a τ²-bench Results holds one domain; these files hold {sorted(domains)}")
@@ -247,8 +269,23 @@ def export_tau2(
         policy_text = policy.read_text(encoding="utf-8") if policy else ""
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInputError(f"cannot read policy: {exc}", source=str(policy), field="--policy") from None
-    path = write_results(run_from_episodes(episodes, policy=policy_text), out, layout=layout)  # type: ignore[arg-type]
-    console.print(f"wrote {len(episodes)} simulations to {path}")
+    given = {t.id: t for t in read_tasks(tasks)} if tasks is not None else None
+    try:
+        run = run_from_episodes(
+            episodes,
+            policy=policy_text,
+            tasks=tau2_tasks(episodes, given),
+            max_steps=max_steps or (max(limits) if limits else None),
+            max_errors=max_errors,
+        )
+        path = write_results(run, out, layout=layout)  # type: ignore[arg-type]
+    except BadInputError as exc:
+        if exc.source is not None or exc.record not in file_of:
+            raise
+        raise BadInputError(
+            exc.detail, source=str(file_of[str(exc.record)]), record=exc.record, field=exc.field
+        ) from None
+    console.print(f"wrote {len(episodes)} simulations of {len(run.tasks)} tasks to {path}")
 
 
 @app.command("anatomy-report")

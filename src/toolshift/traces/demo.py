@@ -15,7 +15,8 @@ from toolshift.traces.anatomy import anatomy
 from toolshift.traces.catalog import catalog_path, load_catalog, save_catalog
 from toolshift.traces.cli import anatomy_table
 from toolshift.traces.store import iter_episodes
-from toolshift.traces.tau2 import convert_tau2, read_results, run_from_episodes, write_results
+from toolshift.traces.tau2 import convert_tau2, read_results
+from toolshift.traces.tau2_write import run_from_episodes, write_results
 
 EXAMPLE_RUN = Path(__file__).parent / "examples" / "tau2_airline_results.json"
 """A small synthetic τ²-bench airline run (2 simulations) in the real Results format: parallel calls, an

@@ -1,10 +1,11 @@
-"""Read and write τ²-bench results (`Results` with `simulations`, single file or the `dir` layout) as episodes.
+"""Read τ²-bench results (`Results` with `simulations`, single file or the `dir` layout) as episodes.
 
 Choices (also in docs/formats.md):
 
 - Layouts, detected like τ²'s loader: a folder holding `results.json` + `simulations/*.json` (dir),
-  a `results.json` with a sibling `simulations/` folder (dir), else one JSON file (`Results` with
-  `simulations` inline). A `format_version` key is dropped.
+  a JSON file with a sibling `simulations/` folder (dir, whatever the file's name, as τ² reads it),
+  else one JSON file (`Results` with `simulations` inline). A `format_version` key is dropped. The
+  dir layout's simulations are read in the order of its `simulation_index`, else of their file names.
 - One `SimulationRun` → one Episode: `id`, `task_id` (always a string), `trial`, `termination_reason`,
   `start_time`, `end_time`, `duration`, `agent_cost`, `user_cost` map to the same fields. `domain` is
   `info.environment_info.domain_name`; `agent` = `info.agent_info.implementation`, `model` =
@@ -12,8 +13,11 @@ Choices (also in docs/formats.md):
   `reward` copied out and `success = reward == 1`, `judged_by = "tau2-reward"`; the task's gold
   `evaluation_criteria.actions` go to `outcome.info["gold_actions"]` when `Results.tasks` has it.
 - The simulation's other keys (`seed`, `timestamp`, `mode`, `info`, `review`, ...) are kept verbatim
-  in `source["tau2_sim"]`, and `Results.info` without the policy text in `source["tau2_info"]`,
-  so writing the episode back restores them.
+  in `source["tau2_sim"]`, `Results.info` without the policy text in `source["tau2_info"]`, and the
+  episode's task from `Results.tasks` in `source["tau2_task"]`, so writing the episode back
+  (`toolshift.traces.tau2_write`) restores them, tasks included. The marks our writer leaves in a
+  simulation's `info.toolshift` are taken back: times it filled in read as null again, and a
+  termination reason it translated reads as the original.
 - Messages: `role`, `content`, `tool_calls` (id, name, arguments, requestor), `timestamp`, `cost`,
   `usage`, `generation_time_seconds`; a tool message's `id` becomes `tool_call_id`, and it keeps
   `requestor` and `error`; its `name` is taken from the call it answers (paired by order, ids only as
@@ -21,7 +25,7 @@ Choices (also in docs/formats.md):
   LLM response) and the voice-only fields; `turn_idx` is renumbered by position when writing.
 - Skipped, by reason: full-duplex simulations (`ticks` instead of `messages`) and simulations
   without messages. Malformed simulations raise BadInputError (file, simulation index, field), or
-  are counted with `skip_bad`.
+  are counted with `skip_bad`; a malformed `info`, `tasks` or `simulation_index` is always an error.
 - Catalog: τ²'s airline / retail tool tables (`toolshift.traces.tau_tools`, origin `source`); any
   other domain (telecom) is labelled by the verb rule, and names no rule labels are left unknown.
 """
@@ -29,9 +33,6 @@ Choices (also in docs/formats.md):
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -41,8 +42,7 @@ from pydantic import ValidationError
 from toolshift.errors import BadInputError
 from toolshift.traces.catalog import ToolCatalog, catalog_by_verb
 from toolshift.traces.conversion import Conversion
-from toolshift.traces.episode import Episode, Message, Outcome, ToolCall, Usage
-from toolshift.traces.store import write_text_atomic
+from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
 from toolshift.traces.tau_tools import TAU2_TOOLS, tau_catalog
 
 CONVERTER = "tau2"
@@ -54,6 +54,9 @@ SIM_MODELLED = (
     "agent_cost", "user_cost", "reward_info", "messages",
 )  # fmt: skip
 SIM_DROPPED = ("ticks",)
+RECORDED_TIMES = ("start_time", "end_time", "duration")
+OUR_MARKS = "toolshift"
+"""Key of `SimulationRun.info` where the writer notes what it filled in or translated (docs/formats.md)."""
 MESSAGE_KEYS = ("role", "content", "tool_calls", "timestamp", "cost", "usage", "generation_time_seconds")
 
 
@@ -89,7 +92,7 @@ def _locate(path: Path) -> tuple[Path, Path | None]:
     if not path.is_file():
         raise BadInputError("no such file or folder", source=str(path))
     sims = path.parent / "simulations"
-    return path, sims if path.name == "results.json" and sims.is_dir() else None
+    return path, sims if sims.is_dir() else None
 
 
 def _records(path: Path) -> tuple[dict[str, Any], list[tuple[str, int, Any]], Layout]:
@@ -99,9 +102,11 @@ def _records(path: Path) -> tuple[dict[str, Any], list[tuple[str, int, Any]], La
     if not isinstance(doc, dict):
         raise BadInputError("a τ²-bench Results document is a JSON object", source=str(results_path))
     doc.pop("format_version", None)
+    index = doc.get("simulation_index")
+    if index is not None and not isinstance(index, list):
+        raise BadInputError("not a list", source=str(results_path), field="simulation_index")
     if sims_dir is not None:
         files = sorted(sims_dir.glob("*.json"))
-        index = doc.get("simulation_index")
         if index:
             ids = {str(e.get("id")) for e in index if isinstance(e, dict)}
             stems = {f.stem for f in files}
@@ -111,6 +116,8 @@ def _records(path: Path) -> tuple[dict[str, Any], list[tuple[str, int, Any]], La
                     source=str(results_path),
                     field="simulation_index",
                 )
+            position = {str(e.get("id")): i for i, e in enumerate(index) if isinstance(e, dict)}
+            files.sort(key=lambda f: position[f.stem])  # the run's order, which the index keeps
         return doc, [(str(f), 0, _load_json(f)) for f in files], "dir"
     sims = doc.get("simulations")
     if not isinstance(sims, list):
@@ -118,17 +125,43 @@ def _records(path: Path) -> tuple[dict[str, Any], list[tuple[str, int, Any]], La
     return doc, [(str(results_path), i, s) for i, s in enumerate(sims)], "json"
 
 
-def _gold_actions(tasks: list[Any]) -> dict[str, list[Any]]:
-    out = {}
-    for task in tasks or []:
-        if isinstance(task, dict) and "id" in task:
-            criteria = task.get("evaluation_criteria") or {}
-            if isinstance(criteria, dict) and criteria.get("actions") is not None:
-                out[str(task["id"])] = criteria["actions"]
+def _tasks_by_id(tasks: Any, file: str) -> dict[str, dict[str, Any]]:
+    """`Results.tasks` by id, each checked to be an object with an id and, if any, a list of actions."""
+    if not isinstance(tasks, list):
+        raise _bad(f"not a list but {type(tasks).__name__}", file, None, "tasks")
+    out: dict[str, dict[str, Any]] = {}
+    for i, task in enumerate(tasks):
+        if not isinstance(task, dict):
+            raise _bad("a task is an object", file, None, f"tasks[{i}]")
+        if not isinstance(task.get("id"), (str, int)) or isinstance(task.get("id"), bool):
+            raise _bad("a task needs a string `id`", file, None, f"tasks[{i}].id")
+        criteria = task.get("evaluation_criteria")
+        if criteria is not None and not isinstance(criteria, dict):
+            raise _bad("not an object", file, None, f"tasks[{i}].evaluation_criteria")
+        if criteria and criteria.get("actions") is not None and not isinstance(criteria["actions"], list):
+            raise _bad("not a list", file, None, f"tasks[{i}].evaluation_criteria.actions")
+        out[str(task["id"])] = task
     return out
 
 
-def _bad(msg: str, file: str, index: int | str, fld: str) -> BadInputError:
+def _object(value: Any, file: str, fld: str) -> dict[str, Any]:
+    """An optional object of `Results.info`: `{}` when absent, else it must be an object."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _bad(f"not an object but {type(value).__name__}", file, None, fld)
+    return value
+
+
+def _check_info(info: dict[str, Any], file: str) -> None:
+    for key in ("environment_info", "agent_info", "user_info"):
+        part = _object(info.get(key), file, f"info.{key}")
+        for name in ("domain_name", "implementation", "llm", "policy"):
+            if part.get(name) is not None and not isinstance(part[name], str):
+                raise _bad("not a string", file, None, f"info.{key}.{name}")
+
+
+def _bad(msg: str, file: str, index: int | str | None, fld: str) -> BadInputError:
     return BadInputError(msg, source=file, record=index, field=fld)
 
 
@@ -140,7 +173,7 @@ def _message(
         raise _bad("a message is an object", file, index, where)
     if raw.get("role") == "tool" and "tool_messages" in raw:
         out = []
-        for k, inner in enumerate(raw["tool_messages"] or []):
+        for k, inner in enumerate(_list(raw["tool_messages"], file, index, f"{where}.tool_messages")):
             out += _message(inner, file, index, j, pending, seen) if isinstance(inner, dict) else []
             if not isinstance(inner, dict):
                 raise _bad("a tool message is an object", file, index, f"{where}.tool_messages[{k}]")
@@ -149,15 +182,15 @@ def _message(
     if role not in ("system", "user", "assistant", "tool"):
         raise _bad(f"unknown role {role!r}", file, index, f"{where}.role")
     usage = raw.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        raise _bad(f"not an object but {type(usage).__name__}", file, index, f"{where}.usage")
     fields: dict[str, Any] = {
         "role": role,
         "content": raw.get("content"),
         "timestamp": raw.get("timestamp"),
         "cost": raw.get("cost"),
         "generation_time_seconds": raw.get("generation_time_seconds"),
-        "usage": Usage(**{k: usage.get(k) for k in ("prompt_tokens", "completion_tokens")})
-        if isinstance(usage, dict)
-        else None,
+        "usage": None if usage is None else {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens")},
     }
     if role == "tool":
         call_id = str(raw.get("id") or "")
@@ -170,7 +203,7 @@ def _message(
         }
     elif role in ("user", "assistant"):
         calls = []
-        for k, tc in enumerate(raw.get("tool_calls") or []):
+        for k, tc in enumerate(_list(raw.get("tool_calls"), file, index, f"{where}.tool_calls")):
             f = f"{where}.tool_calls[{k}]"
             if not isinstance(tc, dict) or not isinstance(tc.get("name"), str):
                 raise _bad("a tool call needs a string `name`", file, index, f"{f}.name")
@@ -182,14 +215,17 @@ def _message(
                     raise _bad(f"arguments are not JSON: {exc.msg}", file, index, f"{f}.arguments") from exc
             if not isinstance(args, dict):
                 raise _bad("arguments are not an object", file, index, f"{f}.arguments")
-            calls.append(
-                ToolCall(
-                    id=str(tc.get("id") or ""),
-                    name=tc["name"],
-                    arguments=args,
-                    requestor=tc.get("requestor") or role,
+            try:
+                calls.append(
+                    ToolCall(
+                        id=str(tc.get("id") or ""),
+                        name=tc["name"],
+                        arguments=args,
+                        requestor=tc.get("requestor") or role,
+                    )
                 )
-            )
+            except ValidationError as exc:
+                raise BadInputError.from_validation(exc, source=file, record=index, prefix=f) from exc
         fields["tool_calls"] = calls or None
         pending[:] = calls
         seen.update({c.id: c for c in calls if c.id})
@@ -199,14 +235,33 @@ def _message(
         raise BadInputError.from_validation(exc, source=file, record=index, prefix=where) from exc
 
 
+def _list(value: Any, file: str, index: int, fld: str) -> list[Any]:
+    """An optional list: `[]` when absent or null, else it must be a list."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _bad(f"not a list but {type(value).__name__}", file, index, fld)
+    return value
+
+
 def _episode(
-    sim: Any, file: str, index: int, info: dict[str, Any], gold: dict[str, list[Any]], results_ts: str | None
+    sim: Any,
+    file: str,
+    index: int,
+    info: dict[str, Any],
+    tasks: dict[str, dict[str, Any]],
+    results_ts: str | None,
 ) -> Episode | str:
     if not isinstance(sim, dict):
         raise _bad("a simulation is an object", file, index, "simulation")
     for key in ("id", "task_id"):
         if sim.get(key) is None:
             raise _bad("missing", file, index, key)
+        if not isinstance(sim[key], (str, int)) or isinstance(sim[key], bool):
+            raise _bad(f"not a string but {type(sim[key]).__name__}", file, index, key)
+    trial = sim.get("trial")
+    if trial is not None and (not isinstance(trial, int) or isinstance(trial, bool)):
+        raise _bad(f"not an integer but {type(trial).__name__}", file, index, "trial")
     if sim.get("messages") is None:
         return (
             "full-duplex simulation (ticks, no messages)"
@@ -226,8 +281,8 @@ def _episode(
         if not isinstance(reward_info, dict):
             raise _bad("not an object", file, index, "reward_info")
         reward = reward_info.get("reward")
-        if reward is not None and not isinstance(reward, (int, float)):
-            raise _bad("not a number", file, index, "reward_info.reward")
+        if reward is not None and (not isinstance(reward, (int, float)) or isinstance(reward, bool)):
+            raise _bad(f"not a number but {type(reward).__name__}", file, index, "reward_info.reward")
         outcome = Outcome(
             reward=reward,
             success=None if reward is None else abs(float(reward) - 1.0) < 1e-9,
@@ -235,26 +290,28 @@ def _episode(
             info={"reward_info": reward_info},
         )
     task_id = str(sim["task_id"])
-    if task_id in gold:
+    task = tasks.get(task_id)
+    if task is not None and (task.get("evaluation_criteria") or {}).get("actions") is not None:
         outcome = outcome or Outcome()
-        outcome.info["gold_actions"] = gold[task_id]
+        outcome.info["gold_actions"] = task["evaluation_criteria"]["actions"]
+    kept = {k: v for k, v in sim.items() if k not in SIM_MODELLED and k not in SIM_DROPPED}
+    ours = _our_marks(kept, file, index)
     env = info.get("environment_info") or {}
     agent_info = info.get("agent_info") or {}
+    times = {k: None if k in ours.get("unrecorded", ()) else sim.get(k) for k in RECORDED_TIMES}
     try:
         return Episode(
             id=str(sim["id"]),
             task_id=task_id,
-            trial=int(sim.get("trial") or 0),
+            trial=trial or 0,
             domain=str(env.get("domain_name") or "unknown"),
             agent=agent_info.get("implementation"),
             model=agent_info.get("llm"),
             harness=HARNESS,
             messages=messages,
-            termination_reason=sim.get("termination_reason"),
+            termination_reason=ours.get("termination_reason", sim.get("termination_reason")),
             outcome=outcome,
-            start_time=sim.get("start_time"),
-            end_time=sim.get("end_time"),
-            duration=sim.get("duration"),
+            **times,
             agent_cost=sim.get("agent_cost"),
             user_cost=sim.get("user_cost"),
             source={
@@ -262,12 +319,26 @@ def _episode(
                 "file": Path(file).name,
                 "record": index,
                 "results_timestamp": results_ts,
-                "tau2_sim": {k: v for k, v in sim.items() if k not in SIM_MODELLED and k not in SIM_DROPPED},
+                "tau2_sim": kept,
                 "tau2_info": _info_without_policy(info),
-            },
+            }
+            | ({"tau2_task": task} if task is not None else {}),
         )
     except ValidationError as exc:
         raise BadInputError.from_validation(exc, source=file, record=index) from exc
+
+
+def _our_marks(kept: dict[str, Any], file: str, index: int) -> dict[str, Any]:
+    """Pop the `info.toolshift` marks our writer leaves (fields τ² requires that were not recorded)."""
+    sim_info = kept.get("info")
+    if not isinstance(sim_info, dict) or OUR_MARKS not in sim_info:
+        return {}
+    sim_info = dict(sim_info)
+    marks = sim_info.pop(OUR_MARKS)
+    if not isinstance(marks, dict) or not isinstance(marks.get("unrecorded", []), list):
+        raise _bad("not an object with a list `unrecorded`", file, index, f"info.{OUR_MARKS}")
+    kept["info"] = sim_info or None
+    return marks
 
 
 def _info_without_policy(info: dict[str, Any]) -> dict[str, Any]:
@@ -280,17 +351,20 @@ def read_results(path: Path, *, skip_bad: bool = False, report: Conversion | Non
     """Read a τ²-bench results file or folder (either layout) into a `Tau2Run`."""
     path = Path(path)
     doc, records, layout = _records(path)
+    results_file = str(_locate(path)[0])
     info = doc.get("info")
     if not isinstance(info, dict):
-        raise BadInputError("missing `info` object", source=str(_locate(path)[0]), field="info")
-    tasks = doc.get("tasks") or []
-    gold = _gold_actions(tasks)
+        raise BadInputError("missing `info` object", source=results_file, field="info")
+    _check_info(info, results_file)
+    tasks = doc.get("tasks")
+    tasks = [] if tasks is None else tasks
+    by_id = _tasks_by_id(tasks, results_file)
     report = report if report is not None else Conversion(converter=CONVERTER)
     run = Tau2Run(info=info, tasks=tasks, timestamp=doc.get("timestamp"), layout=layout)
     for file, index, sim in records:
         report.records += 1
         try:
-            episode = _episode(sim, file, index, info, gold, run.timestamp)
+            episode = _episode(sim, file, index, info, by_id, run.timestamp)
         except BadInputError as exc:
             report.skip_bad(exc, skip_bad=skip_bad)
             continue
@@ -324,138 +398,3 @@ def convert_tau2(path: Path, *, skip_bad: bool = False) -> Conversion:
         conv.catalogs[domain] = tau2_catalog(domain, names)[0]
     conv.note_unknown_tools()
     return conv
-
-
-# --- writing ----------------------------------------------------------------------------------
-
-
-def _message_out(message: Message, turn_idx: int) -> dict[str, Any]:
-    if message.role == "tool":
-        return {
-            "id": message.tool_call_id or "",
-            "role": "tool",
-            "content": message.content,
-            "requestor": message.requestor or "assistant",
-            "error": message.error,
-            "turn_idx": turn_idx,
-            "timestamp": message.timestamp,
-        }
-    out: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.role != "system":
-        calls = message.tool_calls
-        out["tool_calls"] = [c.model_dump() for c in calls] if calls else None
-    out["turn_idx"] = turn_idx
-    out["timestamp"] = message.timestamp
-    if message.role != "system":
-        out["cost"] = message.cost
-        out["usage"] = message.usage.model_dump() if message.usage else None
-        out["generation_time_seconds"] = message.generation_time_seconds
-    return out
-
-
-def episode_to_simulation(episode: Episode) -> dict[str, Any]:
-    """One Episode as a τ²-bench `SimulationRun` dict (the inverse of the reader, for what we model)."""
-    extra = dict(episode.source.get("tau2_sim") or {})
-    reward_info = (episode.outcome.info.get("reward_info") if episode.outcome else None) or None
-    if reward_info is None and episode.outcome is not None and episode.outcome.reward is not None:
-        reward_info = {"reward": episode.outcome.reward}
-    sim: dict[str, Any] = {
-        "id": episode.id,
-        "task_id": episode.task_id,
-        "trial": episode.trial,
-        "timestamp": extra.pop("timestamp", episode.start_time),
-        "start_time": episode.start_time,
-        "end_time": episode.end_time,
-        "duration": episode.duration,
-        "termination_reason": episode.termination_reason,
-        "agent_cost": episode.agent_cost,
-        "user_cost": episode.user_cost,
-        "reward_info": reward_info,
-        "messages": [_message_out(m, i) for i, m in enumerate(episode.messages)],
-    }
-    sim.update(extra)
-    return sim
-
-
-def run_from_episodes(
-    episodes: list[Episode], *, policy: str = "", tasks: list[Any] | None = None
-) -> Tau2Run:
-    """A `Tau2Run` for episodes that did not come from τ²-bench, or whose Results info is not at hand.
-
-    Info comes from the first episode's `source["tau2_info"]` when present, else is built from the
-    episodes' domain / agent / model.
-    """
-    if not episodes:
-        raise BadInputError("no episodes to write")
-    first = episodes[0]
-    info = dict(first.source.get("tau2_info") or {})
-    if not info:
-        info = {
-            "git_commit": "",
-            "num_trials": 1 + max(e.trial for e in episodes),
-            "max_steps": None,
-            "max_errors": None,
-            "user_info": {"implementation": "unknown"},
-            "agent_info": {"implementation": first.agent or "unknown", "llm": first.model},
-            "environment_info": {"domain_name": first.domain, "tool_defs": None},
-        }
-    env = dict(info.get("environment_info") or {})
-    env["policy"] = policy
-    info["environment_info"] = env
-    return Tau2Run(
-        info=info, tasks=tasks or [], timestamp=first.source.get("results_timestamp"), episodes=episodes
-    )
-
-
-def write_results(run: Tau2Run, path: Path, *, layout: Layout | None = None) -> Path:
-    """Write a τ²-bench Results: one JSON file (`json`) or a folder with results.json + simulations/ (`dir`).
-
-    The write goes to a temporary sibling first and is renamed into place, so a failure leaves nothing half-written.
-    """
-    path = Path(path)
-    layout = layout or run.layout
-    sims = [episode_to_simulation(e) for e in run.episodes]
-    doc: dict[str, Any] = {"timestamp": run.timestamp, "info": run.info, "tasks": run.tasks}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if layout == "json":
-        doc |= {"simulations": sims, "simulation_index": None}
-        return write_text_atomic(path, json.dumps(doc, ensure_ascii=False, indent=1))
-    for index, sim in enumerate(sims):
-        # τ²'s loader requires each `simulations/<id>.json` stem to equal its id, so the id must be a file name.
-        sim_id = str(sim["id"])
-        if not sim_id or sim_id in (".", "..") or any(ch in sim_id for ch in "/\\\0"):
-            raise BadInputError(
-                f"id {sim_id!r} cannot name a file, and the dir layout names each simulation file by its id; "
-                "write --layout json instead",
-                source=str(path),
-                record=index,
-                field="id",
-            )
-    tmp_dir = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
-    try:
-        (tmp_dir / "simulations").mkdir()
-        doc["simulation_index"] = [
-            {k: s.get(k) for k in ("id", "task_id", "trial")}
-            | {"reward": (s.get("reward_info") or {}).get("reward")}
-            | {k: s.get(k) for k in ("termination_reason", "agent_cost", "duration")}
-            for s in sims
-        ]
-        (tmp_dir / "results.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
-        for sim in sims:
-            (tmp_dir / "simulations" / f"{sim['id']}.json").write_text(
-                json.dumps(sim, ensure_ascii=False, indent=1), encoding="utf-8"
-            )
-        os.chmod(tmp_dir, 0o777 & ~_umask())
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp_dir, path)
-    except BaseException:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        raise
-    return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

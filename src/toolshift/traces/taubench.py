@@ -3,8 +3,10 @@
 Choices (also in docs/formats.md):
 
 - Domain: `--domain`, else `airline` / `retail` found in the file name, else the domain whose tool
-  list covers every called tool. Model and agent: the file name before the domain (`gpt-4o`);
-  harness `tau-bench-v1/tool-calling`.
+  list covers every called tool, labelled `taubench-v1-<domain>` (τ-bench's tasks are not τ²-bench's
+  tasks of the same name: task 1 of each is a different user and request, so they get their own
+  namespace). Model and agent: the file name before the domain (`gpt-4o`); harness
+  `tau-bench-v1/tool-calling`; `source.max_steps` = 30, τ-bench's step limit.
 - `traj` messages map one to one (system, user, assistant, tool). `function.arguments` (a JSON
   string) is parsed into a dict. A tool message is paired with the assistant message right before it
   (ids repeat in these files); its name must match that call's name. `error` is set when the content
@@ -24,9 +26,12 @@ Choices (also in docs/formats.md):
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from toolshift.errors import BadInputError
 from toolshift.traces.conversion import Conversion
@@ -35,9 +40,20 @@ from toolshift.traces.tau_tools import TAU_BENCH_V1_TOOLS, tau_catalog
 
 CONVERTER = "taubench-v1"
 HARNESS = "tau-bench-v1/tool-calling"
+DOMAIN_PREFIX = "taubench-v1-"
+MAX_STEPS = 30
+"""τ-bench v1's default step limit (`--max-num-steps`), which its published runs used."""
+
+
+def taubench_domain(name: str) -> str:
+    """The episode domain of a τ-bench v1 domain: `airline` → `taubench-v1-airline` (idempotent)."""
+    return name if name.startswith(DOMAIN_PREFIX) else f"{DOMAIN_PREFIX}{name}"
 
 
 def _domain_and_model(path: Path, calls: set[str], domain: str | None) -> tuple[str, str | None]:
+    """(τ-bench domain name, model) from `--domain`, the file name or the tools called."""
+    if domain is not None:
+        domain = domain.removeprefix(DOMAIN_PREFIX)
     stem = path.name.split(".")[0]
     model = None
     for name in TAU_BENCH_V1_TOOLS:
@@ -61,7 +77,8 @@ def _domain_and_model(path: Path, calls: set[str], domain: str | None) -> tuple[
 
 
 def _need(value: Any, kind: type | tuple[type, ...], path: Path, index: int, field: str) -> Any:
-    if not isinstance(value, kind):
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in kinds):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise BadInputError(
             f"expected {names}, got {type(value).__name__}", source=str(path), record=index, field=field
@@ -74,62 +91,72 @@ def _messages(traj: list[Any], path: Path, index: int) -> list[Message]:
     pending: list[ToolCall] = []
     for j, raw in enumerate(traj):
         where = f"traj[{j}]"
-        _need(raw, dict, path, index, where)
-        role = raw.get("role")
-        if role in ("system", "user"):
-            out.append(Message(role=role, content=raw.get("content")))
-            pending = []
-        elif role == "assistant":
-            calls = []
-            for k, tc in enumerate(raw.get("tool_calls") or []):
-                f = f"{where}.tool_calls[{k}]"
-                _need(tc, dict, path, index, f)
-                fn = _need(tc.get("function"), dict, path, index, f"{f}.function")
-                name = _need(fn.get("name"), str, path, index, f"{f}.function.name")
-                args_text = fn.get("arguments") or "{}"
-                try:
-                    args = json.loads(args_text) if isinstance(args_text, str) else args_text
-                except json.JSONDecodeError as exc:
-                    raise BadInputError(
-                        f"arguments are not JSON: {exc.msg}",
-                        source=str(path),
-                        record=index,
-                        field=f"{f}.function.arguments",
-                    ) from exc
-                _need(args, dict, path, index, f"{f}.function.arguments")
-                calls.append(ToolCall(id=str(tc.get("id") or ""), name=name, arguments=args))
-            out.append(Message(role="assistant", content=raw.get("content"), tool_calls=calls or None))
-            pending = list(calls)
-        elif role == "tool":
-            if not pending:
+        try:
+            pending = _message(raw, path, index, where, out, pending)
+        except ValidationError as exc:
+            raise BadInputError.from_validation(exc, source=str(path), record=index, prefix=where) from exc
+    return out
+
+
+def _message(
+    raw: Any, path: Path, index: int, where: str, out: list[Message], pending: list[ToolCall]
+) -> list[ToolCall]:
+    """Append one `traj` message to `out`; return the calls still waiting for their results."""
+    _need(raw, dict, path, index, where)
+    role = raw.get("role")
+    if role in ("system", "user"):
+        out.append(Message(role=role, content=raw.get("content")))
+        return []
+    if role == "assistant":
+        calls = []
+        raw_calls = _need(raw.get("tool_calls") or [], list, path, index, f"{where}.tool_calls")
+        for k, tc in enumerate(raw_calls):
+            f = f"{where}.tool_calls[{k}]"
+            _need(tc, dict, path, index, f)
+            fn = _need(tc.get("function"), dict, path, index, f"{f}.function")
+            name = _need(fn.get("name"), str, path, index, f"{f}.function.name")
+            args_text = fn.get("arguments") or "{}"
+            try:
+                args = json.loads(args_text) if isinstance(args_text, str) else args_text
+            except json.JSONDecodeError as exc:
                 raise BadInputError(
-                    "tool result without a call before it", source=str(path), record=index, field=where
-                )
-            call = pending.pop(0)
-            name = raw.get("name", call.name)
-            if name != call.name:
-                raise BadInputError(
-                    f"tool result for {name!r} follows a call of {call.name!r}",
+                    f"arguments are not JSON: {exc.msg}",
                     source=str(path),
                     record=index,
-                    field=f"{where}.name",
-                )
-            content = raw.get("content")
-            content = content if isinstance(content, str) or content is None else json.dumps(content)
-            out.append(
-                Message(
-                    role="tool",
-                    content=content,
-                    tool_call_id=str(raw.get("tool_call_id") or call.id),
-                    name=name,
-                    error=bool(content and content.startswith("Error")),
-                )
-            )
-        else:
-            raise BadInputError(
-                f"unknown role {role!r}", source=str(path), record=index, field=f"{where}.role"
-            )
-    return out
+                    field=f"{f}.function.arguments",
+                ) from exc
+            _need(args, dict, path, index, f"{f}.function.arguments")
+            calls.append(ToolCall(id=str(tc.get("id") or ""), name=name, arguments=args))
+        out.append(Message(role="assistant", content=raw.get("content"), tool_calls=calls or None))
+        return list(calls)
+    if role != "tool":
+        raise BadInputError(f"unknown role {role!r}", source=str(path), record=index, field=f"{where}.role")
+    if not pending:
+        raise BadInputError(
+            "tool result without a call before it", source=str(path), record=index, field=where
+        )
+    pending = list(pending)
+    call = pending.pop(0)
+    name = raw.get("name", call.name)
+    if name != call.name:
+        raise BadInputError(
+            f"tool result for {name!r} follows a call of {call.name!r}",
+            source=str(path),
+            record=index,
+            field=f"{where}.name",
+        )
+    content = raw.get("content")
+    content = content if isinstance(content, str) or content is None else json.dumps(content)
+    out.append(
+        Message(
+            role="tool",
+            content=content,
+            tool_call_id=str(raw.get("tool_call_id") or call.id),
+            name=name,
+            error=bool(content and content.startswith("Error")),
+        )
+    )
+    return pending
 
 
 def _termination(messages: list[Message]) -> str:
@@ -151,22 +178,21 @@ def convert_taubench_v1(path: Path, *, domain: str | None = None, skip_bad: bool
     if not isinstance(records, list):
         raise BadInputError("a τ-bench trajectory file is a JSON list of runs", source=str(path))
     called = {
-        tc.get("function", {}).get("name")
+        tc["function"].get("name")
         for r in records
         if isinstance(r, dict)
-        for m in r.get("traj") or []
+        for m in _list(r.get("traj"))
         if isinstance(m, dict)
-        for tc in m.get("tool_calls") or []
+        for tc in _list(m.get("tool_calls"))
         if isinstance(tc, dict) and isinstance(tc.get("function"), dict)
     }
-    domain, model = _domain_and_model(path, {c for c in called if isinstance(c, str)}, domain)
+    name, model = _domain_and_model(path, {c for c in called if isinstance(c, str)}, domain)
     conv = Conversion(converter=CONVERTER, records=len(records), inputs=[str(path)])
-    conv.catalogs[domain] = tau_catalog(
-        domain, TAU_BENCH_V1_TOOLS[domain], "tau-bench v1 tool implementations"
-    )
+    domain = taubench_domain(name)
+    conv.catalogs[domain] = tau_catalog(domain, TAU_BENCH_V1_TOOLS[name], "tau-bench v1 tool implementations")
     for index, record in enumerate(records):
         try:
-            episode = _episode(record, path, index, domain, model)
+            episode = _episode(record, path, index, name, model)
         except BadInputError as exc:
             conv.skip_bad(exc, skip_bad=skip_bad)
             continue
@@ -178,7 +204,12 @@ def convert_taubench_v1(path: Path, *, domain: str | None = None, skip_bad: bool
     return conv
 
 
-def _episode(record: Any, path: Path, index: int, domain: str, model: str | None) -> Episode | None:
+def _list(value: Any) -> list[Any]:
+    """`value` if it is a list, else no items (the record's own check names the field later)."""
+    return value if isinstance(value, list) else []
+
+
+def _episode(record: Any, path: Path, index: int, name: str, model: str | None) -> Episode | None:
     _need(record, dict, path, index, "record")
     task_id = _need(record.get("task_id"), int, path, index, "task_id")
     trial = _need(record.get("trial", 0), int, path, index, "trial")
@@ -187,8 +218,17 @@ def _episode(record: Any, path: Path, index: int, domain: str, model: str | None
     if "error" in info and not traj:
         return None
     reward = _need(record.get("reward"), (int, float), path, index, "reward")
+    if not math.isfinite(reward):
+        raise BadInputError("reward is not a finite number", source=str(path), record=index, field="reward")
     task = _need(info.get("task"), dict, path, index, "info.task")
     actions = _need(task.get("actions", []), list, path, index, "info.task.actions")
+    for k, action in enumerate(actions):
+        _need(action, dict, path, index, f"info.task.actions[{k}]")
+        _need(action.get("name"), str, path, index, f"info.task.actions[{k}].name")
+        _need(action.get("kwargs", {}), dict, path, index, f"info.task.actions[{k}].kwargs")
+    _need(task.get("instruction"), (str, type(None)), path, index, "info.task.instruction")
+    for k, output in enumerate(_need(task.get("outputs", []), list, path, index, "info.task.outputs")):
+        _need(output, str, path, index, f"info.task.outputs[{k}]")
     messages = _messages(traj, path, index)
     outcome = Outcome(
         reward=float(reward),
@@ -203,22 +243,25 @@ def _episode(record: Any, path: Path, index: int, domain: str, model: str | None
         },
     )
     user_cost = info.get("user_cost")
+    if user_cost is not None:
+        _need(user_cost, (int, float), path, index, "info.user_cost")
     return Episode(
-        id=f"tau-bench-v1.{domain}.{model or 'agent'}.task{task_id}.trial{trial}",
+        id=f"tau-bench-v1.{name}.{model or 'agent'}.task{task_id}.trial{trial}",
         task_id=str(task_id),
         trial=trial,
-        domain=domain,
+        domain=taubench_domain(name),
         agent=model,
         model=model,
         harness=HARNESS,
         messages=messages,
         termination_reason=_termination(messages),
         outcome=outcome,
-        user_cost=float(user_cost) if isinstance(user_cost, (int, float)) else None,
+        user_cost=None if user_cost is None else float(user_cost),
         source={
             "converter": CONVERTER,
             "file": path.name,
             "record": index,
             "last_source": info.get("source"),
+            "max_steps": MAX_STEPS,
         },
     )

@@ -35,7 +35,7 @@ import csv
 import json
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -223,15 +223,37 @@ def _gold_tasks(csv_path: Path, domain: str) -> dict[str, tuple[int, list[str]]]
         return {}
     out: dict[str, tuple[int, list[str]]] = {}
     with tasks.open(newline="", encoding="utf-8") as fh:
-        for i, row in enumerate(csv.DictReader(fh)):
+        reader = csv.DictReader(fh)
+        for i, row in _csv_rows(reader, tasks, ("query", "answer")):
             try:
-                answer = ast.literal_eval(row.get("answer") or "[]")
-            except (ValueError, SyntaxError) as exc:
+                answer = ast.literal_eval(row["answer"] or "[]")
+            except (ValueError, SyntaxError, TypeError, MemoryError) as exc:
                 raise BadInputError(
                     f"answer is not a Python list repr: {exc}", source=str(tasks), record=i, field="answer"
                 ) from exc
-            out.setdefault(row["query"], (i, [str(a) for a in answer]))
+            if not isinstance(answer, list):
+                raise BadInputError(
+                    f"answer is not a list of calls (it is {type(answer).__name__})",
+                    source=str(tasks),
+                    record=i,
+                    field="answer",
+                )
+            if row["query"] is not None:
+                out.setdefault(row["query"], (i, [str(a) for a in answer]))
     return out
+
+
+def _csv_rows(
+    reader: csv.DictReader[str], path: Path, columns: tuple[str, ...]
+) -> Iterator[tuple[int, dict]]:
+    """(0-based row, row) of a CSV that must have `columns`; a missing column or malformed CSV is bad input."""
+    try:
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise BadInputError("missing column", source=str(path), record="header", field=missing[0])
+        yield from enumerate(reader)
+    except csv.Error as exc:
+        raise BadInputError(f"not a readable CSV (line {reader.line_num}): {exc}", source=str(path)) from exc
 
 
 def _content(value: Any) -> str:
@@ -257,11 +279,7 @@ def convert_workbench_csv(path: Path, *, skip_bad: bool = False) -> Conversion:
     except OSError as exc:
         raise BadInputError(f"cannot read: {exc}", source=str(path)) from exc
     with fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise BadInputError("missing column", source=str(path), record="header", field=missing[0])
-        for index, row in enumerate(reader):
+        for index, row in _csv_rows(csv.DictReader(fh), path, COLUMNS):
             conv.records += 1
             try:
                 episode = _row_episode(row, index, path, domain, model, toolset, stamp, gold)
