@@ -25,6 +25,8 @@ from toolshift.traces.store import iter_episodes
 from toolshift.traces.tau2 import read_results
 from toolshift.traces.tau2_write import write_results
 
+pytestmark = pytest.mark.slow
+
 PROBE = Path(__file__).parent / "tau2_probe.py"
 runner = CliRunner()
 
