@@ -7,6 +7,7 @@ JSON it prints. Commands:
     resave SRC DST LAYOUT     Results.load(SRC).save(DST, format=LAYOUT)
     make-run DST LAYOUT       a run made by τ²'s own orchestrator and evaluator on its mock domain
     same A B                  whether A and B load to the same Results (model_dump), and where not
+    reeval PATH               rewards τ²'s `evaluate-trajs` recomputes (its own environment and evaluator)
     batch JSON                a list of [command, *args], run in order in one process
 """
 
@@ -152,6 +153,7 @@ def make_run(dst: str, layout: str) -> dict[str, Any]:
     return {
         "tasks": [t.id for t in tasks],
         "rewards": [s.reward_info.reward for s in simulations],
+        "reward_by_id": {s.id: s.reward_info.reward for s in simulations},
         "terminations": [s.termination_reason.value for s in simulations],
         "policy": env.get_policy(),
     }
@@ -197,6 +199,11 @@ def run(command: str, args: list[str]) -> Any:
         return make_run(args[0], args[1])
     if command == "same":
         return same(args[0], args[1])
+    if command == "reeval":
+        from tau2.scripts.evaluate_trajectories import compute_simulation_rewards
+
+        graded = compute_simulation_rewards(Results.load(Path(args[0])), EvaluationType.ALL)
+        return {s.id: s.reward_info.reward for s in graded.simulations}
     raise SystemExit(f"unknown command {command!r}")
 
 

@@ -175,9 +175,12 @@ def test_a_tau2_written_run_round_trips_through_toolshift(tmp_path, tau2_python)
         _ok("traces", "export-tau2", str(conv / "mock.episodes.jsonl"), "--policy", str(policy),
             "--out", str(via_store), "--layout", layout)  # fmt: skip
         checks += [["same", path, direct], ["same", path, via_store], ["load", path, direct, via_store]]
+        checks += [["reeval", direct], ["reeval", via_store]]
     results = probe(tau2_python, *checks)
-    for same in results[0::3] + results[1::3]:
+    for same in results[0::5] + results[1::5]:
         assert same == {"same": True, "first_difference": None}
-    for loads in results[2::3]:
+    for loads in results[2::5]:
         metrics = [v["metrics"] for v in loads.values()]
         assert metrics[0] == metrics[1] == metrics[2] and metrics[0]["pass_hat_1"] == 0.5
+    for k in range(len(made)):  # τ²'s evaluate-trajs on our files gives τ²'s own rewards
+        assert results[5 * k + 3] == results[5 * k + 4] == runs[k]["reward_by_id"]
