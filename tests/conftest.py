@@ -6,6 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# No test may depend on wall-clock speed: hypothesis neither times examples nor refuses slow generation.
+settings.register_profile("toolshift", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("toolshift")
 
 SHARED = Path(os.environ.get("TOOLSHIFT_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 SHARED_DATA = SHARED / "data"

@@ -64,7 +64,7 @@ episodes = st.builds(
 )
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.lists(episodes, max_size=5))
 def test_store_round_trip(tmp_path, eps):
     path = tmp_path / "x.episodes.jsonl"

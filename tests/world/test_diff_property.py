@@ -109,7 +109,11 @@ calls = st.one_of(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(st.lists(calls, min_size=1, max_size=25))
 def test_reported_changes_compose_to_the_diff(clinic_domain, sequence):
     world = World(clinic_domain)
