@@ -195,3 +195,47 @@ def test_tasks_of_another_domain_are_refused(tasks_file, tmp_path):
     assert isinstance(r.exception, BadInputError)
     assert r.exception.record == 0 and r.exception.field == "domain" and "'clinic' task" in str(r.exception)
     assert not (tmp_path / "run").exists()
+
+
+def _closed_url() -> str:
+    with socket.socket() as s:  # nobody listens on it once the socket is closed
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+
+
+def _configs(folder: Path) -> dict[str, dict]:
+    found = [p for p in folder.glob("run-*.json") if not p.name.endswith(".results.json")]
+    return {json.loads(p.read_text())["key"]: json.loads(p.read_text())["config"] for p in found}
+
+
+def test_the_endpoint_is_part_of_the_run_key(tasks_file, tmp_path, monkeypatch):
+    """D24: one folder run against two endpoints is two runs; the second never resumes the first's episodes.
+
+    (The key ignored TOOLSHIFT_BASE_URL: the second endpoint reported "0 to run, 3 already done".) The
+    endpoints are unreachable, so each run stops at its first model call, after writing its configuration.
+    """
+    out = tmp_path / "run"
+    args = ["run", "--world", "clinic", "--tasks", str(tasks_file), "--limit", "1", "--model", "openai:m",
+            "--no-check", "--out", str(out)]  # fmt: skip
+    for var in ("TOOLSHIFT_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    first, second, third = _closed_url(), _closed_url().replace("127.0.0.1", "localhost"), _closed_url()
+    monkeypatch.setenv("TOOLSHIFT_BASE_URL", first)
+    assert "1 to run, 0 already done" in _invoke(*args).output
+    monkeypatch.setenv("TOOLSHIFT_BASE_URL", second)
+    assert "1 to run, 0 already done" in _invoke(*args).output
+    monkeypatch.delenv("TOOLSHIFT_BASE_URL")
+    monkeypatch.setenv("OPENAI_BASE_URL", third)
+    _invoke(*args)
+    assert _invoke(*args, "--base-url", first).exit_code != 0  # the flag is the first endpoint's run again
+    urls = [c["base_url"] for c in _configs(out).values()]
+    assert sorted(urls, key=str) == sorted([first, second, third])
+    # An endpoint no model of the run uses does not change its key.
+    plain, with_env = tmp_path / "plain", tmp_path / "env"
+    oracle = ["run", "--world", "clinic", "--tasks", str(tasks_file), "--model", "oracle", "--limit", "1"]
+    assert _invoke(*oracle, "--out", str(plain)).exit_code == 0
+    monkeypatch.setenv("TOOLSHIFT_BASE_URL", first)
+    assert _invoke(*oracle, "--out", str(with_env)).exit_code == 0
+    assert _configs(plain) == _configs(with_env) and next(iter(_configs(plain).values()))["base_url"] is None
+    refused = _invoke(*oracle, "--out", str(plain), "--base-url", first)
+    assert isinstance(refused.exception, BadInputError) and refused.exception.field == "base_url"

@@ -107,7 +107,9 @@ def run(
     temperature: float = typer.Option(None, "--temperature"),
     seed: int = typer.Option(0, "--seed"),
     base_url: str = typer.Option(
-        None, "--base-url", help="OpenAI-compatible endpoint (else TOOLSHIFT_BASE_URL)."
+        None,
+        "--base-url",
+        help="OpenAI-compatible endpoint of openai:<name> (else TOOLSHIFT_BASE_URL, else OPENAI_BASE_URL).",
     ),
     replay_from: Path = typer.Option(None, "--replay-from", help="Episodes to replay (--model replay)."),
     limit: int = typer.Option(None, "--limit", min=1, help="Run only the first N tasks."),
@@ -118,7 +120,7 @@ def run(
     """Run tasks × trials of an agent against a world; one episode per line; re-run to resume."""
     from pydantic import ValidationError
 
-    from toolshift.agents.config import RunConfig
+    from toolshift.agents.config import RunConfig, resolve_endpoints
     from toolshift.agents.results import results_table, summarize
     from toolshift.agents.runner import find_invalid_tasks, plan_run, run_local, write_catalog
     from toolshift.agents.worlds import world_opener
@@ -128,6 +130,11 @@ def run(
         raise BadInputError(f"unknown executor {executor!r}: use local or ray", field="executor")
     if model == "replay" and replay_from is None:
         raise BadInputError("--model replay needs --replay-from EPISODES_FILE", field="replay_from")
+    endpoints = resolve_endpoints(model, user, base_url)
+    if base_url and endpoints["base_url"] is None:
+        raise BadInputError(
+            "--base-url is the endpoint of openai:<name> models, and none is used", field="base_url"
+        )
     try:
         config = RunConfig(
             world=world,
@@ -139,7 +146,7 @@ def run(
             episode_timeout=episode_timeout,
             temperature=temperature,
             seed=seed,
-            base_url=base_url,
+            **endpoints,
             replay_from=str(replay_from.resolve()) if replay_from else None,
         )
     except ValidationError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import zlib
 from typing import Any, Literal
 
@@ -44,6 +45,9 @@ class RunConfig(BaseModel):
     temperature: float | None = None
     seed: int = 0
     base_url: str | None = None
+    """The OpenAI-compatible endpoint of the run's `openai:` models (None: api.openai.com)."""
+    anthropic_base_url: str | None = None
+    """The endpoint of the run's `anthropic:` models (None: api.anthropic.com)."""
     replay_from: str | None = None
 
     @field_validator("model")
@@ -86,6 +90,22 @@ def check_model_spec(spec: str, role: Literal["model", "user", "any"] = "any") -
     raise BadInputError(f"unknown {what} {spec!r}: use one of {', '.join(kinds)}", field=role)
 
 
+def resolve_endpoints(
+    model: str, user: str, base_url: str | None = None, *, environ: dict[str, str] | None = None
+) -> dict[str, str | None]:
+    """The endpoints a run talks to, as they go into its configuration (and so its key): `--base-url`,
+    else TOOLSHIFT_BASE_URL, else OPENAI_BASE_URL for `openai:` models; ANTHROPIC_BASE_URL for
+    `anthropic:` ones. An endpoint no model of the run uses is left out, so it cannot change the key."""
+    env = os.environ if environ is None else environ
+    kinds = {model.partition(":")[0], user.partition(":")[0]}
+    openai_url = base_url or env.get("TOOLSHIFT_BASE_URL") or env.get("OPENAI_BASE_URL") or None
+    anthropic_url = env.get("ANTHROPIC_BASE_URL") or None
+    return {
+        "base_url": openai_url if "openai" in kinds else None,
+        "anthropic_base_url": anthropic_url if "anthropic" in kinds else None,
+    }
+
+
 def episode_seed(config: RunConfig, task_id: str, trial: int) -> int:
     """A stable per-episode seed: the same episode samples the same way on any machine or executor."""
     return zlib.crc32(f"{config.seed}:{task_id}:{trial}".encode())
@@ -115,7 +135,12 @@ def make_model(
     if kind == "anthropic":
         from toolshift.agents.anthropic_backend import AnthropicChatModel
 
-        return AnthropicChatModel(name, temperature=config.temperature, on_rate_limit=on_rate_limit)
+        return AnthropicChatModel(
+            name,
+            base_url=config.anthropic_base_url,
+            temperature=config.temperature,
+            on_rate_limit=on_rate_limit,
+        )
     raise ModelConfigError(f"{spec!r} is not a chat model")
 
 
