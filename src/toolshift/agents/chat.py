@@ -7,6 +7,9 @@ from typing import Any, Protocol
 
 from toolshift.errors import ToolshiftError
 
+DEFAULT_MAX_TOKENS = 1024
+"""The cap on one API-model reply's output tokens unless configured: one runaway generation cannot stall a run."""
+
 
 @dataclass(frozen=True)
 class ToolDef:

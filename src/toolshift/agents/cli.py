@@ -18,6 +18,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from toolshift.agents.chat import DEFAULT_MAX_TOKENS
 from toolshift.errors import BadInputError
 
 app = typer.Typer(help="Agent models, user simulators and scripted policies.", no_args_is_help=True)
@@ -105,6 +106,12 @@ def run(
     tool_timeout: float = typer.Option(30.0, "--tool-timeout", help="Seconds per tool call."),
     episode_timeout: float = typer.Option(900.0, "--episode-timeout", help="Seconds per episode."),
     temperature: float = typer.Option(None, "--temperature"),
+    max_tokens: int = typer.Option(
+        DEFAULT_MAX_TOKENS,
+        "--max-tokens",
+        min=1,
+        help="Cap on one reply's output tokens (openai and anthropic models).",
+    ),
     seed: int = typer.Option(0, "--seed"),
     base_url: str = typer.Option(
         None,
@@ -145,6 +152,7 @@ def run(
             tool_timeout=tool_timeout,
             episode_timeout=episode_timeout,
             temperature=temperature,
+            max_tokens=max_tokens,
             seed=seed,
             **endpoints,
             replay_from=str(replay_from.resolve()) if replay_from else None,

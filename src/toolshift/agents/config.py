@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from toolshift.agents.chat import ChatModel, ModelConfigError
+from toolshift.agents.chat import DEFAULT_MAX_TOKENS, ChatModel, ModelConfigError
 from toolshift.agents.loop import EpisodeLimits
 from toolshift.agents.retry import RateLimitListener
 from toolshift.agents.users import LLMUser, ScriptedUser, UserSimulator
@@ -43,6 +43,8 @@ class RunConfig(BaseModel):
     episode_timeout: float = Field(900.0, gt=0)
     result_chars: int = Field(2000, ge=100)
     temperature: float | None = None
+    max_tokens: int = Field(DEFAULT_MAX_TOKENS, ge=1)
+    """Cap on one reply's output tokens, for API models (the embedded model has its own per-turn caps)."""
     seed: int = 0
     base_url: str | None = None
     """The OpenAI-compatible endpoint of the run's `openai:` models (None: api.openai.com)."""
@@ -130,7 +132,11 @@ def make_model(
         from toolshift.agents.openai_backend import OpenAIChatModel
 
         return OpenAIChatModel(
-            name, base_url=config.base_url, temperature=config.temperature, on_rate_limit=on_rate_limit
+            name,
+            base_url=config.base_url,
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+            on_rate_limit=on_rate_limit,
         )
     if kind == "anthropic":
         from toolshift.agents.anthropic_backend import AnthropicChatModel

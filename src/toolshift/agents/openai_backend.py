@@ -7,7 +7,14 @@ import os
 import time
 from typing import Any
 
-from toolshift.agents.chat import ModelConfigError, ModelError, ModelReply, ProposedCall, ToolDef
+from toolshift.agents.chat import (
+    DEFAULT_MAX_TOKENS,
+    ModelConfigError,
+    ModelError,
+    ModelReply,
+    ProposedCall,
+    ToolDef,
+)
 from toolshift.agents.retry import RateLimitListener, RetryPolicy, with_retries
 from toolshift.agents.sdk_errors import send
 
@@ -40,6 +47,42 @@ def tool_param(tool: ToolDef) -> dict[str, Any]:
     }
 
 
+_KEEP = {
+    "system": ("role", "content"),
+    "user": ("role", "content"),
+    "assistant": ("role", "content", "tool_calls"),
+    "tool": ("role", "tool_call_id", "content"),
+}
+
+
+def to_openai(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat messages as the Chat Completions API documents them: only each role's documented fields, and
+    `content` always a string. `"content": null` beside tool calls is allowed by the API but refused by
+    servers such as llama-cpp-python's (HTTP 500), and so is an omitted content; "" is accepted by all."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        wire = {k: m[k] for k in _KEEP.get(m["role"], tuple(m)) if k in m}
+        wire["content"] = wire.get("content") or ""
+        if m["role"] == "assistant":
+            calls = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {
+                        "name": c["function"]["name"],
+                        "arguments": c["function"]["arguments"] or "",
+                    },
+                }
+                for c in m.get("tool_calls") or []
+            ]
+            if calls:
+                wire["tool_calls"] = calls
+            else:
+                wire.pop("tool_calls", None)
+        out.append(wire)
+    return out
+
+
 def parse_arguments(raw: str | None) -> tuple[dict[str, Any] | None, str | None]:
     """Decode a tool call's JSON arguments: (arguments, None) or (None, why it did not parse)."""
     if raw is None or raw.strip() == "":
@@ -63,7 +106,7 @@ class OpenAIChatModel:
         base_url: str | None = None,
         api_key: str | None = None,
         temperature: float | None = None,
-        max_tokens: int | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         request_timeout: float = 120.0,
         retry: RetryPolicy | None = None,
         prices: tuple[float, float] | None = None,
@@ -80,7 +123,11 @@ class OpenAIChatModel:
                 f"model openai:{model} needs OPENAI_API_KEY (or TOOLSHIFT_BASE_URL for a local server)"
             )
         self.temperature = temperature
+        if max_tokens < 1:
+            raise ModelConfigError(f"max_tokens must be at least 1, got {max_tokens}")
         self.max_tokens = max_tokens
+        self.cap_field = "max_tokens"
+        """`max_tokens` is what OpenAI-compatible servers read; OpenAI's newer models want `max_completion_tokens`."""
         self.retry = retry or RetryPolicy()
         self.prices = prices
         self.on_rate_limit = on_rate_limit
@@ -94,17 +141,32 @@ class OpenAIChatModel:
     def where(self) -> str:
         return self.base_url or "https://api.openai.com/v1"
 
-    async def _once(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> Any:
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
+    def request(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> dict[str, Any]:
+        """The body of one chat-completions request (without the cap field, added per attempt)."""
+        body: dict[str, Any] = {"model": self.model, "messages": to_openai(messages)}
         if tools:
-            kwargs["tools"] = [tool_param(t) for t in tools]
+            # Documented default when tools are given, but servers such as llama-cpp-python's leave the
+            # tools out of the prompt unless it is sent.
+            body["tools"] = [tool_param(t) for t in tools]
+            body["tool_choice"] = "auto"
         if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
-        if self.max_tokens is not None:
-            kwargs["max_tokens"] = self.max_tokens
+            body["temperature"] = self.temperature
+        return body
+
+    async def _create(self, body: dict[str, Any]) -> Any:
+        """One request; a model that refuses `max_tokens` and names `max_completion_tokens` gets that instead."""
+        try:
+            return await self._client.chat.completions.create(**body, **{self.cap_field: self.max_tokens})
+        except self._openai.BadRequestError as exc:
+            if self.cap_field != "max_tokens" or "max_completion_tokens" not in str(exc.message):
+                raise
+            self.cap_field = "max_completion_tokens"
+            return await self._client.chat.completions.create(**body, **{self.cap_field: self.max_tokens})
+
+    async def _once(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> Any:
         response = await send(
             self._openai,
-            self._client.chat.completions.create(**kwargs),
+            self._create(self.request(messages, tools)),
             reached=self._reached,
             where=self.where,
             model=self.model,
@@ -120,7 +182,13 @@ class OpenAIChatModel:
         )
         if not response.choices:
             raise ModelError(f"{self.where} returned no choices")
-        message = response.choices[0].message
+        choice = response.choices[0]
+        message = choice.message
+        cut = (
+            f" (the reply was cut at max_tokens={self.max_tokens})"
+            if choice.finish_reason == "length"
+            else ""
+        )
         calls = []
         for i, tc in enumerate(message.tool_calls or []):
             fn = getattr(tc, "function", None)
@@ -133,7 +201,7 @@ class OpenAIChatModel:
                     name=fn.name,
                     arguments=args,
                     raw_arguments=fn.arguments if error else None,
-                    parse_error=error,
+                    parse_error=error + cut if error else None,
                 )
             )
         usage = response.usage

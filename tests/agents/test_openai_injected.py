@@ -1,7 +1,13 @@
-"""The OpenAI-compatible path against a real local HTTP endpoint speaking chat completions with tool calls."""
+"""The OpenAI path against an endpoint scripted here, for what a real server cannot be made to do.
+
+A scripted chat-completions endpoint injects a rate limit (429), malformed tool-call arguments, an unknown
+model (404), a refused `max_tokens`, and records each request body exactly. Everything a real server can
+show is tested against llama-cpp-python's own server in test_openai_server.py.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -18,14 +24,19 @@ from starlette.routing import Route
 from typer.testing import CliRunner
 
 from toolshift.agents.chat import ModelConfigError
+from toolshift.agents.openai_backend import OpenAIChatModel
 from toolshift.cli import app
 from toolshift.traces.store import iter_episodes
 
 MODEL = "tiny-agent"
+NEW_MODEL = "tiny-reasoner"
 
 
 class Endpoint:
-    """A chat-completions server whose 'model' solves the cancel task, after one malformed call and one 429."""
+    """A chat-completions server whose 'model' solves the cancel task, after one malformed call and one 429.
+
+    `NEW_MODEL` refuses `max_tokens` the way OpenAI's newer models do, naming `max_completion_tokens`.
+    """
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
@@ -33,6 +44,15 @@ class Endpoint:
 
     def reply(self, body: dict) -> JSONResponse:
         self.requests.append(body)
+        if body["model"] == NEW_MODEL:
+            if "max_tokens" in body:
+                message = ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                           "Use 'max_completion_tokens' instead.")  # fmt: skip
+                error = {"message": message, "type": "invalid_request_error", "param": "max_tokens",
+                         "code": "unsupported_parameter"}  # fmt: skip
+                return JSONResponse({"error": error}, status_code=400)
+            body = {**body, "model": MODEL}
+            self.rate_limited = True
         if body["model"] != MODEL:
             return JSONResponse(
                 {"error": {"message": f"The model `{body['model']}` does not exist"}}, status_code=404
@@ -54,7 +74,7 @@ class Endpoint:
             message["tool_calls"] = [
                 {"id": f"call_{done}", "type": "function", "function": {"name": name, "arguments": args}}
             ]
-            finish = "tool_calls"
+            finish = "length" if done == 0 else "tool_calls"  # the malformed call is a reply cut short
         else:
             message["content"] = "Your appointment has been cancelled."
             finish = "stop"
@@ -101,7 +121,9 @@ def endpoint() -> Iterator[tuple[str, Endpoint]]:
     thread.join(5)
 
 
-def test_openai_compatible_endpoint_runs_a_task(endpoint, tasks_file: Path, tmp_path: Path, monkeypatch):
+def test_injected_rate_limit_and_malformed_call_in_a_run(
+    endpoint, tasks_file: Path, tmp_path: Path, monkeypatch
+):
     url, state = endpoint
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     out = tmp_path / "run"
@@ -134,7 +156,7 @@ def test_openai_compatible_endpoint_runs_a_task(endpoint, tasks_file: Path, tmp_
     assert episode.outcome.success is True and episode.termination_reason == "user_stop"
     tools = [m for m in episode.messages if m.role == "tool"]
     assert [m.error for m in tools] == [True, False, False]
-    assert "not valid JSON" in tools[0].content
+    assert "not valid JSON" in tools[0].content and "cut at max_tokens=1024" in tools[0].content
     assistant = [m for m in episode.messages if m.role == "assistant"]
     assert [m.usage.prompt_tokens for m in assistant] == [100, 101, 102, 103]
     assert episode.model == MODEL
@@ -144,7 +166,43 @@ def test_openai_compatible_endpoint_runs_a_task(endpoint, tasks_file: Path, tmp_
     assert state.rate_limited  # the 429 was retried, not recorded as a failure
 
 
-def test_wrong_model_name_and_unreachable_endpoint_are_clear_errors(
+def test_requests_carry_only_documented_fields(endpoint, tasks_file: Path, tmp_path: Path):
+    """What goes on the wire: tool_choice with the tools, a max_tokens cap, never a null content."""
+    url, state = endpoint
+    out = tmp_path / "run"
+    args = ["run", "--world", "clinic", "--tasks", str(tasks_file), "--limit", "1", "--model",
+            f"openai:{MODEL}", "--base-url", url, "--out", str(out), "--no-check", "--max-tokens", "300"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    sent = [b for b in state.requests if b["model"] == MODEL]
+    assert len(sent) >= 4 and all(b["tool_choice"] == "auto" and b["max_tokens"] == 300 for b in sent)
+    documented = {"system": {"role", "content"}, "user": {"role", "content"},
+                  "assistant": {"role", "content", "tool_calls"}, "tool": {"role", "tool_call_id", "content"}}  # fmt: skip
+    last = sent[-1]["messages"]
+    assert {m["role"] for m in last} == set(documented)
+    for m in last:
+        assert set(m) <= documented[m["role"]] and isinstance(m["content"], str), m
+    calls = [m for m in last if m["role"] == "assistant" and m.get("tool_calls")]
+    assert calls and all(m["content"] == "" for m in calls)
+    assert all(set(c) == {"id", "type", "function"} for m in calls for c in m["tool_calls"])
+
+
+def test_a_refused_max_tokens_is_sent_as_max_completion_tokens(endpoint):
+    url, state = endpoint
+    model = OpenAIChatModel(NEW_MODEL, base_url=url, api_key="x", max_tokens=77)
+
+    async def twice():
+        return [await model.complete([{"role": "user", "content": "hi"}], []) for _ in range(2)]
+
+    replies = asyncio.run(twice())
+    assert all(r.calls for r in replies)
+    first, retried, second = state.requests
+    assert first["max_tokens"] == 77 and "max_completion_tokens" not in first
+    assert retried["max_completion_tokens"] == 77 and "max_tokens" not in retried
+    assert second["max_completion_tokens"] == 77  # remembered: one refusal per client, not per request
+
+
+def test_injected_unknown_model_and_unreachable_endpoint_are_clear_errors(
     endpoint, tasks_file: Path, tmp_path: Path
 ):
     url, _ = endpoint
