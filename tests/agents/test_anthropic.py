@@ -88,6 +88,7 @@ def test_anthropic_messages_with_tool_use_solve_a_task(tasks, monkeypatch):
         server.should_exit = True
     assert episode.outcome.success is True and episode.termination_reason == "user_stop"
     assert seen[0]["system"].startswith("You are a customer-service agent")
+    assert seen[0]["tool_choice"] == {"type": "auto"} and seen[0]["max_tokens"] == 1024
     assert seen[1]["messages"][-1]["content"][0]["tool_use_id"] == "tu_1"
     assistant = [m for m in episode.messages if m.role == "assistant"]
     assert assistant[0].cost == pytest.approx((50 * 1.0 + 7 * 5.0) / 1e6)
@@ -126,3 +127,51 @@ def test_anthropic_rate_limits_are_retried_and_a_wrong_model_is_named():
         assert calls[-1] == "claude-nope" and calls.count("claude-nope") == 1  # not retried
     finally:
         server.should_exit = True
+
+
+def test_blank_text_never_becomes_an_empty_block():
+    """The Messages API refuses empty and whitespace-only text blocks (HTTP 400)."""
+    from toolshift.agents.anthropic_backend import to_anthropic
+
+    call = {"id": "tu_1", "type": "function", "function": {"name": "get_x", "arguments": "{}"}}
+    system, turns = to_anthropic([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "  "},
+        {"role": "assistant", "content": "\n", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "tu_1", "name": "get_x", "content": ""},
+        {"role": "assistant", "content": None},
+        {"role": "system", "content": " "},
+        {"role": "user", "content": "thanks"},
+    ])  # fmt: skip
+    assert system == "Be brief."
+    blocks = [b for t in turns for b in t["content"]]
+    assert all(b["text"].strip() for b in blocks if b["type"] == "text")
+    assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant", "user"]
+    assert {"type": "tool_result", "tool_use_id": "tu_1"} in turns[2]["content"]
+
+
+def test_run_configuration_sets_the_anthropic_endpoint_and_cap(monkeypatch):
+    from toolshift.agents.config import RunConfig, make_model, resolve_endpoints
+
+    seen: list[dict] = []
+
+    def handler(body: dict) -> JSONResponse:
+        seen.append(body)
+        return JSONResponse({"id": "msg", "type": "message", "role": "assistant", "model": body["model"],
+                             "content": [{"type": "text", "text": "hello"}], "stop_reason": "end_turn",
+                             "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}})  # fmt: skip
+
+    server, url = _serve(handler)
+    try:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+        endpoints = resolve_endpoints(
+            "anthropic:claude-haiku-4-5", "scripted", environ={"ANTHROPIC_BASE_URL": url}
+        )
+        assert endpoints == {"base_url": None, "anthropic_base_url": url}
+        config = RunConfig(world="clinic", model="anthropic:claude-haiku-4-5", max_tokens=99, **endpoints)
+        reply = asyncio.run(
+            make_model(config.model, config, seed=0).complete([{"role": "user", "content": "hi"}], [])
+        )
+    finally:
+        server.should_exit = True
+    assert reply.text == "hello" and seen[0]["max_tokens"] == 99

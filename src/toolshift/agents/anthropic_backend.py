@@ -7,14 +7,18 @@ import os
 import time
 from typing import Any
 
-from toolshift.agents.chat import ModelConfigError, ModelReply, ProposedCall, ToolDef
+from toolshift.agents.chat import DEFAULT_MAX_TOKENS, ModelConfigError, ModelReply, ProposedCall, ToolDef
 from toolshift.agents.openai_backend import turn_cost
 from toolshift.agents.retry import RateLimitListener, RetryPolicy, with_retries
 from toolshift.agents.sdk_errors import send
 
 
 def to_anthropic(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """OpenAI-style chat messages as (system, Messages-API turns): tool results become `tool_result` blocks."""
+    """OpenAI-style chat messages as (system, Messages-API turns): tool results become `tool_result` blocks.
+
+    The API refuses empty and whitespace-only text blocks, so blank text is dropped (an empty user turn
+    says "(empty)", an empty assistant turn "(no reply)") and an empty tool result has no content.
+    """
     system: list[str] = []
     turns: list[dict[str, Any]] = []
 
@@ -26,14 +30,19 @@ def to_anthropic(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, An
 
     for m in messages:
         role, text = m["role"], m.get("content")
+        blank = not (text and text.strip())
         if role == "system":
-            system.append(text or "")
+            if not blank:
+                system.append(text)
         elif role == "user":
-            push("user", [{"type": "text", "text": text or "(empty)"}])
+            push("user", [{"type": "text", "text": "(empty)" if blank else text}])
         elif role == "tool":
-            push("user", [{"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": text or ""}])
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": m["tool_call_id"]}
+            if not blank:
+                result["content"] = text
+            push("user", [result])
         else:
-            blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+            blocks: list[dict[str, Any]] = [] if blank else [{"type": "text", "text": text}]
             for call in m.get("tool_calls") or []:
                 raw = call["function"]["arguments"]
                 try:
@@ -62,7 +71,7 @@ class AnthropicChatModel:
         api_key: str | None = None,
         base_url: str | None = None,
         temperature: float | None = None,
-        max_tokens: int = 1024,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         request_timeout: float = 120.0,
         retry: RetryPolicy | None = None,
         on_rate_limit: RateLimitListener | None = None,
@@ -99,6 +108,7 @@ class AnthropicChatModel:
             kwargs["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools
             ]
+            kwargs["tool_choice"] = {"type": "auto"}
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         response = await send(

@@ -145,6 +145,7 @@ def make_model(
             name,
             base_url=config.anthropic_base_url,
             temperature=config.temperature,
+            max_tokens=config.max_tokens,
             on_rate_limit=on_rate_limit,
         )
     raise ModelConfigError(f"{spec!r} is not a chat model")
