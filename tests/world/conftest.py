@@ -1,4 +1,4 @@
-"""Fixtures for world tests: the compiled clinic, and a tiny spec written inline."""
+"""Fixtures for world tests: the compiled clinic, and a tiny spec written inline (with one registered action)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ from typing import Any
 import pytest
 
 from toolshift.world import CompiledDomain, World, compile_domain, load_domain
+from toolshift.world.actions import register_action
 from toolshift.world.spec import parse_spec
+
+
+@register_action("tests.sneaky_read")
+def _sneaky_read(rt: Any, args: dict[str, Any]) -> str:
+    """A registered implementation labelled read that writes anyway: the world must stop it."""
+    rt.update("customer", args["customer_id"], vip=True)
+    return "done"
+
 
 TINY: dict[str, Any] = {
     "format": "toolshift.domain/1",
@@ -75,10 +84,10 @@ TINY: dict[str, Any] = {
         },
         {
             "name": "sneaky_read",
-            "description": "Labelled read, but writes.",
+            "description": "Labelled read, but its Python implementation writes.",
             "effect": "read",
             "params": [{"name": "customer_id", "type": "ref", "ref": "customer"}],
-            "code": "update('customer', customer_id, vip=True)\nreturn 'done'",
+            "impl": "tests.sneaky_read",
         },
     ],
 }

@@ -53,7 +53,8 @@ def test_action_code_may_return_but_syntax_errors_are_caught(tiny_data):
     tiny_data["actions"][0]["code"] = "return (1 +"
     with pytest.raises(BadInputError) as err:
         parse_spec(tiny_data, "inline.yaml")
-    assert err.value.field == "actions[0]" and "syntax error" in str(err.value)
+    assert err.value.field == "actions[0].code" and "syntax error" in str(err.value)
+    assert "'ship_order'" in str(err.value)
 
 
 def test_unknown_generator_kind_names_the_gen_key(tiny_data):

@@ -215,10 +215,10 @@ def test_action_results_are_made_json_values(tiny_data):
             "name": "odd_result",
             "description": "Returns Python values.",
             "effect": "read",
-            "code": "import datetime\nreturn {'when': datetime.date(2026, 1, 2), 'ids': ('a', 'b'), 'tags': {'x'}}",
+            "code": "return {'ids': ('a', 'b'), 'tags': {'y', 'x'}, (1, 2): [today]}",
         }
     )
     world = World(compile_domain(parse_spec(tiny_data, "tiny.yaml"), "tiny.yaml"))
     r = world.call("odd_result", {})
-    assert r.result == {"when": "2026-01-02", "ids": ["a", "b"], "tags": ["x"]}
+    assert r.result == {"ids": ["a", "b"], "tags": ["x", "y"], "(1, 2)": ["2026-06-01"]}
     json.dumps(r.result)

@@ -8,16 +8,15 @@ backup-API copy of it. Tool names: `{prefix}get_<entity>`, `{prefix}list_<plural
 
 from __future__ import annotations
 
-import builtins
 import hashlib
 import sqlite3
 import threading
-import types
 from dataclasses import dataclass, field
-from datetime import date
 from typing import Any
 
 from toolshift.errors import BadInputError
+from toolshift.world.actions import compile_action
+from toolshift.world.bounds import Budget, jsonable
 from toolshift.world.runtime import Runtime
 from toolshift.world.schema import (
     DATE_PATTERN,
@@ -30,13 +29,13 @@ from toolshift.world.schema import (
 )
 from toolshift.world.seeding import seed_rows
 from toolshift.world.spec import (
+    TOOL_NAME,
     ActionSpec,
     DomainSpec,
     EntitySpec,
     FieldSpec,
     ParamSpec,
     RelationSpec,
-    action_function_source,
 )
 from toolshift.world.tools import Tool, ToolError
 
@@ -333,26 +332,38 @@ def _relation_tool(name: str, rel: RelationSpec, src: Table, dst: Table) -> Tool
 def _action_tool(name: str, act: ActionSpec, index: int, spec: DomainSpec, source: str) -> Tool:
     props = {p.name: field_schema(p) for p in act.params}
     required = [p.name for p in act.params if p.required and p.default is None]
-    where = f"{source}:actions[{index}]"
-    module = compile(action_function_source(act.code), f"{where}.code", "exec")
-    code = next(c for c in module.co_consts if isinstance(c, types.CodeType))
-    checks = [
-        (compile(pre.check, f"{where}.preconditions[{k}]", "eval"), pre)
-        for k, pre in enumerate(act.preconditions)
-    ]
+    compiled = compile_action(act, index, source)
+    checks, body, impl = compiled.checks, compiled.body, compiled.impl
     ref_params = [(p.name, p.ref) for p in act.params if p.type == "ref" and p.ref]
     defaults = {p.name: p.default for p in act.params if p.default is not None}
+    read_only = act.effect == "read"
 
-    def handler(rt: Runtime, args: dict[str, Any]) -> Any:
-        args = {**defaults, **args}
+    def run(rt: Runtime, args: dict[str, Any], budget: Budget) -> Any:
         for pname, target in ref_params:
             if args.get(pname) is not None and rt.get(target, args[pname]) is None:
                 raise ToolError("not_found", f"{pname}: no {target} with key {args[pname]!r}")
-        ns = rt.namespace(args)
+        names = {**args, "args": args, "today": rt.today, "now": rt.now}
+        helpers = rt.helpers(read_only)
         for check, pre in checks:
-            if not eval(check, dict(ns)):
-                raise ToolError(pre.code, _format_message(pre.message, ns))
-        return jsonable(types.FunctionType(code, {"__builtins__": builtins, **ns})())
+            if not check.run(names, helpers, budget):
+                raise ToolError(pre.code, _format_message(pre.message, names))
+        if impl is not None:
+            return jsonable(impl(rt, args), budget)
+        assert body is not None
+        return jsonable(body.run(dict(names), helpers, budget), budget)
+
+    def handler(rt: Runtime, args: dict[str, Any]) -> Any:
+        args = {**defaults, **args}
+        outer = rt.budget is None
+        budget = rt.budget = Budget() if outer else rt.budget
+        assert budget is not None
+        try:
+            if read_only and not outer:
+                return _read_only(rt, lambda: run(rt, args, budget))
+            return run(rt, args, budget)
+        finally:
+            if outer:
+                rt.budget = None
 
     return Tool(
         name=name,
@@ -365,24 +376,22 @@ def _action_tool(name: str, act: ActionSpec, index: int, spec: DomainSpec, sourc
     )
 
 
-def jsonable(value: Any) -> Any:
-    """An action's result as JSON values: tuples and sets become lists, dates ISO strings, other objects str."""
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, set | frozenset):
-        return sorted((jsonable(v) for v in value), key=str)
-    if isinstance(value, date):
-        return value.isoformat()
-    return str(value)
-
-
-def _format_message(message: str, ns: dict[str, Any]) -> str:
+def _read_only(rt: Runtime, run: Any) -> Any:
+    """Run a read action called from inside another call under `PRAGMA query_only` too."""
+    (was,) = rt.conn.execute("PRAGMA query_only").fetchone()
+    if was:
+        return run()
+    rt.conn.execute("PRAGMA query_only = 1")
     try:
-        return message.format_map(ns)
+        return run()
+    finally:
+        rt.conn.execute("PRAGMA query_only = 0")
+
+
+def _format_message(message: str, names: dict[str, Any]) -> str:
+    """A precondition's message with its `{param}` / `{today}` fields (checked at load) filled in."""
+    try:
+        return message.format_map(names)
     except (KeyError, IndexError, ValueError, AttributeError, TypeError):
         return message
 
@@ -402,16 +411,29 @@ def generate_tools(spec: DomainSpec, tables: dict[str, Table], source: str) -> l
         "update": lambda e, t: _update_tool(f"{p}update_{e.name}", t),
         "delete": lambda e, t: _delete_tool(f"{p}delete_{e.name}", t),
     }
-    for e in spec.entities:
+    fields: list[str] = []
+    for i, e in enumerate(spec.entities):
         for op in ("get", "list", "search", "create", "update", "delete"):
             if op in e.operations:
                 tools.append(makers[op](e, tables[e.name]))
-    for rel in spec.relations:
+                plural = op in ("list", "search") and e.plural
+                fields.append(f"entities[{i}].{'plural' if plural else 'name'}")
+    for i, rel in enumerate(spec.relations):
         tools.append(
             _relation_tool(f"{p}list_{rel.from_}_{rel.name}", rel, tables[rel.from_], tables[rel.to])
         )
+        fields.append(f"relations[{i}].name")
     for i, act in enumerate(spec.actions):
         tools.append(_action_tool(f"{p}{act.name}", act, i, spec, source))
+        fields.append(f"actions[{i}].name")
+    for tool, where in zip(tools, fields, strict=True):
+        if not TOOL_NAME.match(tool.name):
+            raise BadInputError(
+                f"the tool name {tool.name!r} ({len(tool.name)} characters) is not an MCP tool name "
+                "(1-128 of A-Z a-z 0-9 _ . -); shorten it or the tool_prefix",
+                source=source,
+                field=where,
+            )
     names = [t.name for t in tools]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -1,21 +1,26 @@
 """What a tool handler works with: the world's connection plus row helpers, bound inside one call's transaction.
 
-The same helpers are the names a spec's custom-action `code` and `preconditions` see
-(`get`, `find`, `count`, `insert`, `update`, `delete`, `fail`, `call`, `today`, `now`, `add_days`,
-`days_between`); see `ActionSpec` and docs/formats.md.
+The same helpers are what a spec's custom-action `code` and `preconditions` may call through the
+safe interpreter (`get`, `require`, `find`, `count`, `insert`, `update`, `delete`, `fail`, `call`,
+`add_days`, `days_between`, with `today` and `now`); see `ActionSpec` and docs/formats.md.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from toolshift.world.bounds import Budget
 from toolshift.world.schema import Table, quote
 from toolshift.world.tools import ToolError
 
 if TYPE_CHECKING:
     from toolshift.world.world import World
+
+MAX_CALL_DEPTH = 16
+"""How deep tools may call each other through `call` (a spec cannot recurse without end)."""
 
 
 class Runtime:
@@ -26,6 +31,9 @@ class Runtime:
         self.tables: dict[str, Table] = world.domain.tables
         self.today: str = world.domain.spec.today
         self.now: str = f"{self.today}T12:00"
+        self.budget: Budget | None = None
+        """The step budget of the outermost call now running interpreted action code (None between calls)."""
+        self._helpers: dict[bool, dict[str, Callable[..., Any]]] = {}
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -173,7 +181,15 @@ class Runtime:
 
     def call(self, tool: str, args: dict[str, Any] | None = None) -> Any:
         """Call another tool of the catalog inside this call's transaction; its error propagates."""
+        if self.world._depth >= MAX_CALL_DEPTH:
+            raise ToolError("limit_exceeded", f"tools call each other more than {MAX_CALL_DEPTH} deep")
         return self.world.call_inside(tool, args or {})
+
+    def call_read(self, tool: str, args: dict[str, Any] | None = None) -> Any:
+        """`call` for an action labelled read: only tools labelled read."""
+        if self.world.tool(tool).effect != "read":
+            raise ToolError("read_only", f"an action labelled read cannot call {tool!r}, which writes")
+        return self.call(tool, args)
 
     @staticmethod
     def add_days(day: str, n: int) -> str:
@@ -185,11 +201,12 @@ class Runtime:
         """Days from `a` to `b` (ISO dates or datetimes; negative when `b` is earlier)."""
         return (date.fromisoformat(str(b)[:10]) - date.fromisoformat(str(a)[:10])).days
 
-    def namespace(self, args: dict[str, Any]) -> dict[str, Any]:
-        """The names an action's `code` and `preconditions` see."""
-        return {
-            **args,
-            "args": args,
+    def helpers(self, read_only: bool = False) -> dict[str, Callable[..., Any]]:
+        """The functions interpreted action code calls by name; an action labelled read gets no writes."""
+        cached = self._helpers.get(read_only)
+        if cached is not None:
+            return cached
+        out: dict[str, Callable[..., Any]] = {
             "get": self.get,
             "require": self.require,
             "find": self.find,
@@ -199,8 +216,19 @@ class Runtime:
             "delete": self.delete,
             "fail": self.fail,
             "call": self.call,
-            "today": self.today,
-            "now": self.now,
             "add_days": self.add_days,
             "days_between": self.days_between,
         }
+        if read_only:
+            for name in ("insert", "update", "delete"):
+                out[name] = _refuse_write(name)
+            out["call"] = self.call_read
+        self._helpers[read_only] = out
+        return out
+
+
+def _refuse_write(name: str) -> Callable[..., NoReturn]:
+    def refuse(*args: Any, **kwargs: Any) -> NoReturn:
+        raise ToolError("read_only", f"an action labelled read cannot {name} rows")
+
+    return refuse

@@ -12,7 +12,15 @@ from datetime import date, timedelta
 from typing import Any
 
 from toolshift.errors import BadInputError
-from toolshift.world.spec import DomainSpec, EntitySpec, FieldSpec, Generator
+from toolshift.world.spec import DomainSpec, EntitySpec, FieldSpec, Generator, row_format_problem
+
+MAX_VALUE_CHARS = 10_000
+"""Characters of one generated value."""
+MAX_CHOICES = 10_000
+"""Entries of a generator's `values`, `weights` or `words`."""
+MAX_WORDS = 1_000
+"""Words of one generated sentence."""
+_SCALARS = (str, int, float, bool, date, type(None))
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -87,7 +95,12 @@ class RowGenerator:
         for j, f in self.order:
             where = f"entities[{ent_index}].fields[{j}].gen"
             gen = f.gen.model_dump() if f.gen is not None else {**DEFAULT_GEN[f.type]}
-            self.makers[f.name] = self._maker(f, gen, where)
+            try:
+                self.makers[f.name] = self._maker(f, gen, where)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise BadInputError(
+                    f"bad generator: {type(exc).__name__}: {exc}", source=source, field=where
+                ) from None
             self.where[f.name] = where
 
     def rows(self) -> list[dict[str, Any]]:
@@ -118,11 +131,18 @@ class RowGenerator:
                     if value in seen[f.name]:
                         value = _disambiguate(value, n)
                     seen[f.name].add(value)
+                if type(value) is str and len(value) > MAX_VALUE_CHARS:
+                    raise BadInputError(
+                        f"generated a value of {len(value):,} characters (the limit is {MAX_VALUE_CHARS:,})",
+                        source=self.source,
+                        field=self.where[f.name],
+                    )
                 row[f.name] = value
             out.append(row)
         return out
 
     def _maker(self, f: FieldSpec, gen: dict[str, Any], where: str) -> Callable[[int, dict[str, Any]], Any]:
+        _check_plain(gen, where, self.source)
         when = gen.get("when")
         make = self._kind_maker(f, gen, where)
         if when is None:
@@ -234,14 +254,15 @@ class RowGenerator:
             fmt = gen.get("format")
             if not isinstance(fmt, str):
                 raise bad("pattern generator needs a `format` string")
-            try:
-                fmt.format(n=1)
-            except (KeyError, IndexError, ValueError) as exc:
-                raise bad(f"bad pattern format {fmt!r}: {exc}") from None
+            why = row_format_problem(fmt, "n")
+            if why is not None:
+                raise bad(f"bad pattern format {fmt!r}: {why}")
             return lambda n, row: fmt.format(n=n)
         if kind == "sentence":
             words = [str(w) for w in gen.get("words") or WORDS]
             lo, hi = int(gen.get("min", 4)), int(gen.get("max", 10))
+            if not 0 <= lo <= hi <= MAX_WORDS:
+                raise bad(f"a sentence has from `min` to `max` words, 0 <= min <= max <= {MAX_WORDS}")
 
             def sentence(n: int, row: dict[str, Any]) -> str:
                 text = " ".join(rng.choice(words) for _ in range(rng.randint(lo, hi)))
@@ -268,6 +289,36 @@ class RowGenerator:
             make = self._maker(f, Generator.model_validate(inner).model_dump(), f"{where}.of")
             return lambda n, row: None if rng.random() < p else make(n, row)
         raise bad(f"unknown generator kind {kind!r}")
+
+
+def _check_plain(gen: dict[str, Any], where: str, source: str) -> None:
+    """A generator's options are plain values: scalars, and lists of at most MAX_CHOICES scalars."""
+    for key, value in gen.items():
+        if key in ("when", "of"):
+            continue
+        values = value if isinstance(value, list) else [value]
+        if isinstance(value, list) and len(value) > MAX_CHOICES:
+            raise BadInputError(
+                f"`{key}` has {len(value):,} entries (the limit is {MAX_CHOICES:,})",
+                source=source,
+                field=f"{where}.{key}",
+            )
+        for v in values:
+            if not isinstance(v, _SCALARS) or (isinstance(v, str) and len(v) > MAX_VALUE_CHARS):
+                raise BadInputError(
+                    f"`{key}` must be a plain value or a list of plain values (strings up to {MAX_VALUE_CHARS:,} "
+                    "characters)",
+                    source=source,
+                    field=f"{where}.{key}",
+                )
+    when = gen.get("when")
+    if isinstance(when, dict):
+        for k, v in when.items():
+            for x in v if isinstance(v, list) else [v]:
+                if not isinstance(x, _SCALARS):
+                    raise BadInputError(
+                        "`when` values must be plain values", source=source, field=f"{where}.when.{k}"
+                    )
 
 
 def _dependencies(gen: Generator | dict[str, Any] | None) -> set[str]:

@@ -10,14 +10,23 @@ Errors name the file and the key path (`entities[2].fields[1].type`) and exit th
 from __future__ import annotations
 
 import re
-import textwrap
+import string
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from toolshift.errors import BadInputError
+from toolshift.world.yamlfile import load_yaml
 
 SPEC_FORMAT = "toolshift.domain/1"
 
@@ -30,6 +39,16 @@ Operation = Literal["get", "list", "search", "create", "update", "delete"]
 ALL_OPERATIONS: tuple[Operation, ...] = ("get", "list", "search", "create", "update", "delete")
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+"""What MCP allows as a tool name; every generated name must match."""
+_PREFIX = re.compile(r"^[A-Za-z0-9_.-]{0,64}$")
+MAX_ROWS = 100_000
+"""Seed rows of one entity."""
+MAX_TOTAL_ROWS = 500_000
+"""Seed rows of all entities together."""
+MAX_KEY_CHARS = 64
+"""Characters of a key made from `id_format` (and of the format itself)."""
+_FORMAT_SPEC = re.compile(r"(?:[^{}]?[<>=^])?[-+ ]?#?0?(\d{0,2})[,_]?(?:\.\d{1,2})?[bdnoxXs]?\Z")
 
 
 class _Strict(BaseModel):
@@ -82,7 +101,7 @@ class EntitySpec(_Strict):
     """The primary-key field: a string id made from `id_format`."""
     id_format: str
     """A Python format string applied to the row number (1-based), e.g. `PAT-{:05d}`."""
-    rows: int = Field(ge=0)
+    rows: int = Field(ge=0, le=MAX_ROWS)
     """How many rows seeding makes."""
     lookup: list[str] = Field(default_factory=list)
     """Fields a user would know and quote (a name, an email, an order number): query-type starts."""
@@ -123,7 +142,7 @@ class ParamSpec(_Strict):
 
 
 class Precondition(_Strict):
-    """A policy the agent must respect: a Python expression over the action runtime; false → error."""
+    """A policy the agent must respect: an expression of the action language over the arguments; false → error."""
 
     check: str
     code: str
@@ -131,13 +150,16 @@ class Precondition(_Strict):
 
 
 class ActionSpec(_Strict):
-    """A custom tool with preconditions and effects written in Python.
+    """A custom tool: preconditions, then its effect as `code` in the action language or as a registered `impl`.
 
-    `code` is the body of a function run inside the call's transaction, with these names bound:
-    `args` (validated arguments), `get(entity, key)`, `find(entity, **where) -> list[dict]`,
-    `insert(entity, **values) -> key`, `update(entity, key, **values)`, `delete(entity, key)`,
-    `fail(code, message)` (raises a domain error; the transaction rolls back), `today` (the world's
-    fixed date, ISO) and `now`. It returns the tool's result (JSON-serialisable).
+    `code` is a function body in the safe interpreter's subset of Python (`toolshift.world.interpreter`),
+    run inside the call's transaction, with these names: `args` (validated arguments) and each
+    parameter, `today` (the world's fixed date, ISO) and `now`, and the calls `get(entity, key)`,
+    `require`, `find(entity, **where) -> list[dict]`, `count`, `insert(entity, **values) -> key`,
+    `update(entity, key, **values)`, `delete(entity, key)`, `fail(code, message)` (a domain error;
+    the transaction rolls back), `call(tool, args)`, `add_days`, `days_between`. It returns the
+    tool's result. `impl` instead names a Python implementation an installed package registers
+    (`toolshift.world.actions`); exactly one of the two is given.
     """
 
     name: str
@@ -145,8 +167,27 @@ class ActionSpec(_Strict):
     effect: Literal["read", "write"]
     params: list[ParamSpec] = Field(default_factory=list)
     preconditions: list[Precondition] = Field(default_factory=list)
-    code: str
+    code: str = ""
+    impl: str | None = None
     destructive: bool = False
+
+    @model_validator(mode="after")
+    def _code_or_impl(self) -> ActionSpec:
+        has_code = "code" in self.model_fields_set
+        if self.impl is None and not has_code:
+            raise ValueError(
+                "an action needs `code` (the action language) or `impl` (a registered implementation)"
+            )
+        if self.impl is not None and has_code:
+            raise ValueError("an action has either `code` or `impl`, not both")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        if out.get("impl") is None:
+            out.pop("impl", None)  # code actions dump as before, so their spec digests do not change
+        return out
 
 
 class DomainSpec(_Strict):
@@ -160,9 +201,21 @@ class DomainSpec(_Strict):
     """Prepended to every generated tool name, to keep names unique across a catalog."""
     seed: int = 0
     today: str = "2026-06-01"
+
     entities: list[EntitySpec]
     relations: list[RelationSpec] = Field(default_factory=list)
     actions: list[ActionSpec] = Field(default_factory=list)
+
+    @field_validator("today")
+    @classmethod
+    def _iso_date(cls, value: str) -> str:
+        try:
+            ok = len(value) == 10 and date.fromisoformat(value).isoformat() == value
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"{value!r} is not an ISO date (YYYY-MM-DD)")
+        return value
 
     def entity(self, name: str) -> EntitySpec:
         for e in self.entities:
@@ -187,6 +240,16 @@ def validate_references(spec: DomainSpec, source: str) -> None:
     entity_names = [e.name for e in spec.entities]
     if len(set(entity_names)) != len(entity_names):
         raise bad("entities", "entity names repeat")
+    if not _PREFIX.match(spec.tool_prefix):
+        raise bad(
+            "tool_prefix",
+            "a tool prefix is up to 64 of the characters MCP allows in tool names: A-Z a-z 0-9 _ . -",
+        )
+    total = sum(e.rows for e in spec.entities)
+    if total > MAX_TOTAL_ROWS:
+        raise bad(
+            "entities", f"the entities ask for {total:,} seed rows in all (the limit is {MAX_TOTAL_ROWS:,})"
+        )
     for i, ent in enumerate(spec.entities):
         where = f"entities[{i}]"
         if not _NAME.match(ent.name):
@@ -199,10 +262,13 @@ def validate_references(spec: DomainSpec, source: str) -> None:
         for name in ent.lookup + ([ent.label] if ent.label else []):
             if name not in names:
                 raise bad(f"{where}.lookup", f"{name!r} is not a field of {ent.name!r}")
-        try:
-            ent.id_format.format(1)
-        except (ValueError, IndexError, KeyError) as exc:
-            raise bad(f"{where}.id_format", f"bad id format {ent.id_format!r}: {exc}") from None
+        if ent.plural is not None and not _NAME.match(ent.plural):
+            raise bad(f"{where}.plural", f"plural {ent.plural!r} is not snake_case")
+        why = row_format_problem(ent.id_format, "")
+        if why is None and len(ent.id_format.format(max(ent.rows, 1) * 10)) > MAX_KEY_CHARS:
+            why = f"its keys would be longer than {MAX_KEY_CHARS} characters"
+        if why is not None:
+            raise bad(f"{where}.id_format", f"bad id format {ent.id_format!r}: {why}")
         for j, f in enumerate(ent.fields):
             fw = f"{where}.fields[{j}]"
             if not _NAME.match(f.name):
@@ -211,8 +277,14 @@ def validate_references(spec: DomainSpec, source: str) -> None:
                 raise bad(f"{fw}.ref", f"field {ent.name}.{f.name} refers to unknown entity {f.ref!r}")
             if f.type == "enum" and not f.values:
                 raise bad(f"{fw}.values", f"enum field {ent.name}.{f.name} has no values")
+            if f.default is not None:
+                why = default_problem(f)
+                if why is not None:
+                    raise bad(f"{fw}.default", f"default of {ent.name}.{f.name}: {why}")
     for i, rel in enumerate(spec.relations):
         where = f"relations[{i}]"
+        if not _NAME.match(rel.name):
+            raise bad(f"{where}.name", f"relation name {rel.name!r} is not snake_case")
         if rel.from_ not in entity_names:
             raise bad(f"{where}.from", f"relation {rel.name!r} starts at unknown entity {rel.from_!r}")
         if rel.to not in entity_names:
@@ -224,27 +296,86 @@ def validate_references(spec: DomainSpec, source: str) -> None:
     if len(set(action_names)) != len(action_names):
         raise bad("actions", "action names repeat")
     for i, act in enumerate(spec.actions):
+        if not _NAME.match(act.name):
+            raise bad(f"actions[{i}].name", f"action name {act.name!r} is not snake_case")
         for j, p in enumerate(act.params):
+            pw = f"actions[{i}].params[{j}]"
+            if not _NAME.match(p.name):
+                raise bad(f"{pw}.name", f"parameter name {p.name!r} is not snake_case")
             if p.type == "ref" and p.ref not in entity_names:
-                raise bad(
-                    f"actions[{i}].params[{j}].ref",
-                    f"param {act.name}.{p.name} refers to unknown entity {p.ref!r}",
-                )
-        try:
-            compile(action_function_source(act.code), f"{source}:actions[{i}].code", "exec")
-            for k, pre in enumerate(act.preconditions):
-                compile(pre.check, f"{source}:actions[{i}].preconditions[{k}]", "eval")
-        except SyntaxError as exc:
-            raise bad(
-                f"actions[{i}]",
-                f"Python syntax error in action {act.name!r}: {exc.msg} (line {(exc.lineno or 2) - 1})",
-            ) from None
+                raise bad(f"{pw}.ref", f"param {act.name}.{p.name} refers to unknown entity {p.ref!r}")
+            if p.default is not None:
+                why = default_problem(p)
+                if why is not None:
+                    raise bad(f"{pw}.default", f"default of {act.name}.{p.name}: {why}")
+        names = [p.name for p in act.params]
+        if len(set(names)) != len(names):
+            raise bad(f"actions[{i}].params", f"parameter names repeat in action {act.name!r}")
+    from toolshift.world.actions import check_actions
+
+    check_actions(spec, source)
 
 
-def action_function_source(code: str) -> str:
-    """An action's `code` as the body of a function `__action__()` (so it may `return`); line 1 is the def."""
-    body = textwrap.indent(textwrap.dedent(code).strip("\n") or "pass", "    ")
-    return f"def __action__():\n{body}\n"
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$")
+
+
+def default_problem(f: FieldSpec | ParamSpec) -> str | None:
+    """Why a field's or parameter's `default` is not a value of its type (None when it is)."""
+    v = f.default
+    if f.type == "int":
+        ok = type(v) is int
+    elif f.type in ("float", "money"):
+        ok = type(v) in (int, float)
+    elif f.type == "bool":
+        ok = type(v) is bool
+    else:
+        ok = type(v) is str
+    if not ok:
+        return f"{v!r} is not a {f.type} value"
+    if f.type == "enum" and v not in (f.values or []):
+        return f"{v!r} is not one of {f.values}"
+    if f.type == "date" and not _is_date(v):
+        return f"{v!r} is not an ISO date"
+    if f.type == "datetime" and not (_DATETIME.match(v) and _is_date(v[:10])):
+        return f"{v!r} is not YYYY-MM-DDTHH:MM"
+    return None
+
+
+def _is_date(text: str) -> bool:
+    try:
+        return bool(_DATE.match(text)) and date.fromisoformat(text).isoformat() == text
+    except ValueError:
+        return False
+
+
+def row_format_problem(fmt: str, field: str) -> str | None:
+    """Why `fmt` is not a safe format of a row number (`{}` / `{0}` for keys, `{n}` for patterns); None if it is.
+
+    Only the row number may be formatted, with a plain spec of width up to 99: no attribute or
+    index access, no nested fields, nothing that could make a huge string.
+    """
+    if len(fmt) > MAX_KEY_CHARS * 4:
+        return f"it is longer than {MAX_KEY_CHARS * 4} characters"
+    try:
+        parts = list(string.Formatter().parse(fmt))
+    except ValueError as exc:
+        return str(exc)
+    fields = [(name, spec, conv) for _, name, spec, conv in parts if name is not None]
+    if not fields:
+        return "it has no {} field for the row number"
+    allowed = ("", "0") if field == "" else (field,)
+    for name, spec, conv in fields:
+        if name not in allowed:
+            shown = " or ".join("{" + a + "}" for a in allowed)
+            return f"the field {{{name}}} is not the row number ({shown})"
+        if conv or not _FORMAT_SPEC.match(spec or ""):
+            return f"the format spec {spec!r} is not a plain number format of width up to 99"
+    try:
+        fmt.format(1) if field == "" else fmt.format(**{field: 1})
+    except (ValueError, IndexError, KeyError) as exc:
+        return str(exc)
+    return None
 
 
 def parse_spec(data: Any, source: str) -> DomainSpec:
@@ -266,16 +397,5 @@ def parse_spec(data: Any, source: str) -> DomainSpec:
 
 
 def load_spec(path: str | Path) -> DomainSpec:
-    """Read and validate a YAML domain spec file."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInputError(f"cannot read domain spec: {exc.strerror}", source=str(path)) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise BadInputError(f"malformed YAML{at}: {getattr(exc, 'problem', exc)}", source=str(path)) from None
-    return parse_spec(data, str(path))
+    """Read and validate a YAML domain spec file (strictly: see `toolshift.world.yamlfile`)."""
+    return parse_spec(load_yaml(path, what="domain spec"), str(path))
