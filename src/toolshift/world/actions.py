@@ -140,6 +140,13 @@ def compile_action(act: ActionSpec, index: int, source: str) -> CompiledAction:
         _check_message(act, pre.message, names, source, f"{field}.message")
     if act.impl is None:
         return CompiledAction(checks, compiled("code", act.code, f"{where}.code"), None, names)
+    if not IMPL_NAME.match(act.impl):
+        raise BadInputError(
+            f"action {act.name!r}: {act.impl!r} is not an implementation name (dotted snake_case, "
+            "e.g. tau2.airline.book_reservation)",
+            source=source,
+            field=f"{where}.impl",
+        )
     try:
         impl = find_action(act.impl)
     except Exception as exc:

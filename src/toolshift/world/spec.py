@@ -187,6 +187,8 @@ class ActionSpec(_Strict):
         out = handler(self)
         if out.get("impl") is None:
             out.pop("impl", None)  # code actions dump as before, so their spec digests do not change
+        elif not out.get("code"):
+            out.pop("code", None)
         return out
 
 
