@@ -174,6 +174,16 @@ class ExpressionCompiler:
 
             return load
 
+        if hops == 1:
+
+            def load_up(f: Frame) -> Any:
+                try:
+                    return f.up.vars[name]  # type: ignore[union-attr]
+                except KeyError:
+                    raise missing() from None
+
+            return load_up
+
         def load_outer(f: Frame) -> Any:
             frame: Any = f
             for _ in range(hops):
@@ -230,10 +240,25 @@ class ExpressionCompiler:
         first, rest = self.expr(node.left), [self.expr(c) for c in node.comparators]
         if len(ops) == 1:
             op, right = ops[0], rest[0]
+            if isinstance(node.ops[0], ast.Is | ast.IsNot):
+                return lambda f: op(first(f), right(f))
+            if _cheap_constant(node.comparators[0]):
+
+                def compare_constant(f: Frame) -> Any:
+                    x = first(f)
+                    t = type(x)
+                    if t not in ATOMS and (t is not str or len(x) > 4096):
+                        cost(f.budget, x)
+                    return op(x, right(f))
+
+                return compare_constant
 
             def compare(f: Frame) -> Any:
                 x, y = first(f), right(f)
-                if _expensive(x) or _expensive(y):
+                tx, ty = type(x), type(y)
+                if (tx not in ATOMS and (tx is not str or len(x) > 4096)) or (
+                    ty not in ATOMS and (ty is not str or len(y) > 4096)
+                ):
                     cost(f.budget, x)
                     cost(f.budget, y)
                 return op(x, y)
@@ -266,6 +291,9 @@ class ExpressionCompiler:
             lo, hi, step = (p or (lambda f: None) for p in parts)
             return lambda f: bounds.sliced(f.budget, value(f), slice(lo(f), hi(f), step(f)))
         index = self.expr(node.slice)
+        if _cheap_constant(node.slice):
+            key = node.slice.value  # type: ignore[attr-defined]
+            return lambda f: value(f)[key]
 
         def subscript(f: Frame) -> Any:
             v, k = value(f), index(f)
@@ -352,6 +380,8 @@ class ExpressionCompiler:
         self.scopes.pop()
         steps = 1 + sum(steps_of(e) for e in elts) + sum(steps_of(c) for g in gens for c in g.ifs)
         last = len(gens) - 1
+        if len(gens) == 1 and isinstance(gens[0].target, ast.Name):
+            return first, _single_loop(gens[0].target.id, conds[0], steps), outs
 
         def frames(f: Frame, iterable: Any) -> Any:
             inner = Frame({}, f, f.budget, f.helpers)
@@ -362,7 +392,10 @@ class ExpressionCompiler:
                 for item in items:
                     b.charge(steps)
                     setter(inner, item)
-                    if all(t(inner) for t in tests):
+                    for t in tests:
+                        if not t(inner):
+                            break
+                    else:
                         if i == last:
                             yield inner
                         else:
@@ -511,6 +544,9 @@ class ExpressionCompiler:
         args = [self.expr(a) for a in node.args]
         kws = self._keywords(node, None, name)
 
+        if not kws and kind == "read" and len(args) <= 2:
+            return _plain_helper_call(name, args)
+
         def call(f: Frame) -> Any:
             b = f.budget
             b.charge(1)
@@ -529,13 +565,12 @@ class ExpressionCompiler:
                     if key in kw:
                         raise TypeError(f"{name}() got multiple values for keyword argument {key!r}")
                 kw.update(extra)
-            for x in (*pos, *kw.values()):
-                if _expensive(x):
-                    size = bounds.measure(b, x)
-                    if size > bounds.MAX_STR:
-                        raise bounds.too_big(f"an argument to {name}()", size, bounds.MAX_STR)
-                    if kind == "write" and type(x) is str:
-                        b.charge(len(x) >> 4)
+            for x in pos:
+                if type(x) not in ATOMS:
+                    _check_argument(b, name, kind, x)
+            for x in kw.values():
+                if type(x) not in ATOMS:
+                    _check_argument(b, name, kind, x)
             out = f.helpers[name](*pos, **kw)
             if kind == "rows":
                 b.charge(len(out) * (1 + (len(out[0]) if out else 0)))
@@ -544,6 +579,71 @@ class ExpressionCompiler:
             return out
 
         return call
+
+
+def _plain_helper_call(name: str, args: list[Ev]) -> Ev:
+    """A read helper with up to two positional arguments (`get('invoice', invoice_id)`): the hot path."""
+    first, second = (*args, None, None)[:2]
+
+    def call(f: Frame) -> Any:
+        b = f.budget
+        b.steps -= 1
+        if b.steps < 0:
+            b.charge(0)
+        if first is None:
+            return f.helpers[name]()
+        x = first(f)
+        if type(x) not in _PLAIN:
+            _check_argument(b, name, "read", x)
+        if second is None:
+            return f.helpers[name](x)
+        y = second(f)
+        if type(y) not in _PLAIN:
+            _check_argument(b, name, "read", y)
+        return f.helpers[name](x, y)
+
+    return call
+
+
+def _check_argument(b: Budget, name: str, kind: str, x: Any) -> None:
+    """Charge for a helper's argument: a string is written as it is; anything else may be printed."""
+    if type(x) is str:
+        if kind == "write":
+            b.charge(len(x) >> 4)
+        return
+    size = bounds.measure(b, x)
+    if size > bounds.MAX_STR:
+        raise bounds.too_big(f"an argument to {name}()", size, bounds.MAX_STR)
+
+
+_PLAIN = ATOMS | {str}
+
+
+def _cheap_constant(node: ast.AST) -> bool:
+    """A literal whose comparison or hashing costs a constant (no need to charge for it)."""
+    return isinstance(node, ast.Constant) and (
+        type(node.value) in ATOMS or (type(node.value) is str and len(node.value) <= 4096)
+    )
+
+
+def _single_loop(name: str, tests: list[Ev], steps: int) -> Callable[[Frame, Any], Any]:
+    """`frames` for the common comprehension: one `for NAME in ...` and its conditions."""
+
+    def frames(f: Frame, iterable: Any) -> Any:
+        inner = Frame({}, f, f.budget, f.helpers)
+        names, b = inner.vars, f.budget
+        for item in iterable:
+            b.steps -= steps
+            if b.steps < 0:
+                b.charge(0)
+            names[name] = item
+            for t in tests:
+                if not t(inner):
+                    break
+            else:
+                yield inner
+
+    return frames
 
 
 def _hashed(b: Budget, out: set[Any], values: Iterable[Any]) -> set[Any]:

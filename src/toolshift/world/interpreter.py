@@ -66,7 +66,9 @@ class Program:
 
     def run(self, names: dict[str, Any], helpers: dict[str, Any], budget: Budget) -> Any:
         """Evaluate with these data names (mutated by `code`; pass a copy) and helper functions."""
-        budget.charge(self.steps)
+        budget.steps -= self.steps
+        if budget.steps < 0:
+            budget.charge(0)
         for name in self.unbound:
             names.pop(name, None)
         frame = Frame(names, None, budget, helpers)
