@@ -158,6 +158,8 @@ RUNAWAYS = [
     "a = 'x' * 100000\nreturn f'{[a] * 100000}'",
     "return round(5, -10 ** 9)",
     "return call('probe', args)",
+    "t = ()\nfor i in [1] * 1000:\n    t = (t,)\nreturn {t}",
+    "t = ()\nfor i in [1] * 500:\n    for j in [1] * 500:\n        t = (t,)\nreturn t in {t}",
 ]
 
 

@@ -1,5 +1,6 @@
 """Stateful tool worlds: domain specs compiled to SQLite and a tool surface, served over MCP."""
 
+from toolshift.world.actions import register_action
 from toolshift.world.compiler import CompiledDomain, compile_domain
 from toolshift.world.registry import builtin_domains, load_domain
 from toolshift.world.tools import CallResult, Tool, ToolError
@@ -16,4 +17,5 @@ __all__ = [
     "compile_domain",
     "compose_changes",
     "load_domain",
+    "register_action",
 ]

@@ -26,6 +26,8 @@ MAX_INT_BITS = 4_096
 """Bits of an integer made by `*` or `**`."""
 MAX_NDIGITS = 100
 """`round(x, n)` takes |n| up to this."""
+MAX_NESTING = 100
+"""Levels of containers in one value that is compared, hashed, printed or returned."""
 
 ATOMS = frozenset({int, float, bool, type(None)})
 """Values whose comparison, hashing and printing cost a constant."""
@@ -54,17 +56,22 @@ def too_big(what: str, size: int, limit: int) -> ToolError:
 
 
 def measure(b: Budget, x: Any) -> int:
-    """Charge the cost of walking `x` (shared parts counted each time) and return a bound on len(repr(x))."""
+    """Charge the cost of walking `x` (shared parts counted each time) and return a bound on len(repr(x)).
+
+    The walk is iterative and refuses values nested deeper than MAX_NESTING, so the C code that
+    compares, hashes or prints the value afterwards cannot recurse out of its stack (hashing a
+    tuple nested 250,000 deep crashes CPython 3.11).
+    """
     t = type(x)
     if t in ATOMS:
         return 24 if t is not int else x.bit_length() // 3 + 2
     if t is str:
         b.charge(len(x) >> 6)
         return 4 * len(x) + 2 if x.isascii() else 10 * len(x) + 2
-    size, nodes, stack = 0, 0, [x]
+    size, nodes, stack = 0, 0, [(x, 1)]
     left = b.steps
     while stack:
-        v = stack.pop()
+        v, depth = stack.pop()
         nodes += 1
         t = type(v)
         if t is str:
@@ -72,13 +79,18 @@ def measure(b: Budget, x: Any) -> int:
             size += 4 * len(v) + 2 if v.isascii() else 10 * len(v) + 2
         elif t in ATOMS:
             size += 24 if t is not int else v.bit_length() // 3 + 2
-        elif t is dict:
-            size += 2 + 4 * len(v)
-            stack.extend(v.keys())
-            stack.extend(v.values())
-        elif t in (list, tuple, set, frozenset):
-            size += 2 + 2 * len(v)
-            stack.extend(v)
+        elif t in (list, tuple, set, frozenset, dict):
+            if depth >= MAX_NESTING:
+                raise ToolError(
+                    "limit_exceeded", f"the action made a value nested more than {MAX_NESTING} levels deep"
+                )
+            if t is dict:
+                size += 2 + 4 * len(v)
+                stack.extend((k, depth + 1) for k in v)
+                stack.extend((w, depth + 1) for w in v.values())
+            else:
+                size += 2 + 2 * len(v)
+                stack.extend((w, depth + 1) for w in v)
         else:
             size += 64
         if nodes > left:
