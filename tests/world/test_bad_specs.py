@@ -255,6 +255,7 @@ def test_duplicate_yaml_keys_are_refused_naming_the_line(tmp_path):
 @pytest.mark.parametrize(
     ("mutate", "field"),
     [
+        (lambda d: d.__setitem__("name", "../../etc/tiny"), "name"),
         (lambda d: d.__setitem__("tool_prefix", "my shop "), "tool_prefix"),
         (lambda d: d.__setitem__("tool_prefix", "p" * 65), "tool_prefix"),
         (lambda d: d["actions"][0].__setitem__("name", "ship order!"), "actions[0].name"),

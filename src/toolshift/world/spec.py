@@ -239,6 +239,8 @@ def validate_references(spec: DomainSpec, source: str) -> None:
     def bad(key: str, msg: str) -> BadInputError:
         return BadInputError(msg, source=source, field=key)
 
+    if not _NAME.match(spec.name) or len(spec.name) > 64:
+        raise bad("name", f"domain name {spec.name!r} is not snake_case (up to 64 characters)")
     entity_names = [e.name for e in spec.entities]
     if len(set(entity_names)) != len(entity_names):
         raise bad("entities", "entity names repeat")
