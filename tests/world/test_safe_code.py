@@ -183,6 +183,7 @@ INTERPRETED = [
     ("return [x * 2 for x in [1, 2, 3] if x != 2]", [2, 6]),
     ("return {k: v for k, v in [('a', 1), ('b', 2)]}", {"a": 1, "b": 2}),
     ("return sorted({'b', 'a'} | {'c'})", ["a", "b", "c"]),
+    ("d = {(1, 2): 'pair', 'k': 'v'}\nreturn d[1, 2], d['k'], 'v' in ('u', 'v'), ('u', today) != ('u', now)", ["pair", "v", True, True]),
     ("return sorted([{'n': 2}, {'n': 1}], key=lambda r: r['n'])[0]", {"n": 1}),
     ("return max([3, 9, 4]), min(5, 2), sum(x for x in [1.5, 2.5]), any([]), all([])", [9, 2, 4.0, False, True]),
     ("return f\"{7:03d}-{'ab'!r}-{today}\"", "007-'ab'-2026-06-01"),

@@ -270,7 +270,10 @@ class ExpressionCompiler:
             x = first(f)
             for op, right in pairs:
                 y = right(f)
-                if _expensive(x) or _expensive(y):
+                tx, ty = type(x), type(y)
+                if (tx not in ATOMS and (tx is not str or len(x) > 4096)) or (
+                    ty not in ATOMS and (ty is not str or len(y) > 4096)
+                ):
                     cost(f.budget, x)
                     cost(f.budget, y)
                 result = op(x, y)
@@ -291,8 +294,8 @@ class ExpressionCompiler:
             lo, hi, step = (p or (lambda f: None) for p in parts)
             return lambda f: bounds.sliced(f.budget, value(f), slice(lo(f), hi(f), step(f)))
         index = self.expr(node.slice)
-        if _cheap_constant(node.slice):
-            key = node.slice.value  # type: ignore[attr-defined]
+        if isinstance(node.slice, ast.Constant) and _cheap_constant(node.slice):
+            key = node.slice.value
             return lambda f: value(f)[key]
 
         def subscript(f: Frame) -> Any:
@@ -315,7 +318,10 @@ class ExpressionCompiler:
 
     def _e_Tuple(self, node: ast.Tuple) -> Ev:
         elts = self._elements(node.elts)
-        return lambda f: tuple(e(f) for e in elts)
+        if _cheap_constant(node):
+            folded = tuple(e.value for e in node.elts)  # type: ignore[attr-defined]
+            return lambda f: folded
+        return lambda f: tuple([e(f) for e in elts])
 
     def _e_Set(self, node: ast.Set) -> Ev:
         elts = self._elements(node.elts)
@@ -620,7 +626,12 @@ _PLAIN = ATOMS | {str}
 
 
 def _cheap_constant(node: ast.AST) -> bool:
-    """A literal whose comparison or hashing costs a constant (no need to charge for it)."""
+    """A literal whose comparison or hashing costs a constant (no need to charge for it): a number, a
+    short string, or a short tuple of those (`status in ('open', 'paid')`)."""
+    if isinstance(node, ast.Tuple):
+        return len(node.elts) <= 64 and all(
+            _cheap_constant(e) and not isinstance(e, ast.Tuple) for e in node.elts
+        )
     return isinstance(node, ast.Constant) and (
         type(node.value) in ATOMS or (type(node.value) is str and len(node.value) <= 4096)
     )
