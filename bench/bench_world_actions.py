@@ -7,7 +7,7 @@ generated tools apart, plus the clinic's get_patient reads and pay_invoice actio
 `git archive REV` (e.g. the commit before the interpreter, where actions ran by exec), and the
 figures are recorded with their ratios: same machine, same load, same tasks.
 
-    python bench/bench_world_actions.py [--baseline REV] [--rounds 3] [--per-domain 8]
+    python bench/bench_world_actions.py [--baseline REV] [--rounds 7] [--per-domain 8]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SECONDS = 3.0
+SECONDS = 2.0
 
 
 def measure(build: Path) -> dict[str, float]:
@@ -100,7 +100,7 @@ def main() -> None:
     parser.add_argument(
         "--baseline", help="a git revision to compare with (its tree is extracted with git archive)"
     )
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--per-domain", type=int, default=8)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     opts = parser.parse_args()
@@ -138,11 +138,15 @@ def main() -> None:
         now = statistics.median(r[k] for r in now_runs)
         if base_runs:
             was = statistics.median(r[k] for r in base_runs)
-            rows.append((k, f"{was:,.0f} → {now:,.0f} (× {now / was:.2f})", ""))
+            ratios = sorted(n[k] / b[k] for n, b in zip(now_runs, base_runs, strict=True))
+            spread = f"rounds {ratios[0]:.2f}–{ratios[-1]:.2f}"
+            rows.append((k, f"{was:,.0f} → {now:,.0f} (× {statistics.median(ratios):.2f}; {spread})", ""))
         else:
             rows.append((k, f"{now:,.0f}", ""))
     against = (
-        f" against {opts.baseline} (before → now, median of {opts.rounds} alternating rounds)" if base else ""
+        f" against {opts.baseline} (before → now: medians of {opts.rounds} alternating rounds; × is the median of the rounds' ratios)"
+        if base
+        else ""
     )
     record(
         "world custom actions: safe interpreter" + (" vs exec" if base else ""),
