@@ -1,4 +1,4 @@
-"""Test fixtures shared by every capability: where the real third-party data lives."""
+"""Test fixtures shared by every capability: where the real third-party data lives; no test is timed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-# No test may depend on wall-clock speed: hypothesis neither times examples nor refuses slow generation.
+# No test may depend on wall-clock speed (the machine running the suite may be busy): hypothesis never
+# times an example (no deadline) nor refuses slow data generation. Timings belong in bench/.
+# A test's own `suppress_health_check` replaces the profile's list, so it must name too_slow again.
 settings.register_profile("toolshift", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("toolshift")
 

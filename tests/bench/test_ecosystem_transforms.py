@@ -176,7 +176,11 @@ def test_rejections_say_why(setup):
 
 
 @pytest.mark.slow
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(seed=st.integers(0, 10_000))
 def test_every_accepted_transformation_preserves_delta_on_gold_inputs(setup, seed):
     compiled, tasks, _, _ = setup

@@ -234,7 +234,11 @@ def test_paraphrase_must_keep_every_fact(built: Path):
     assert missing_facts(manual, manual.intent + " " + " ".join(manual.facts.values())) == []
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(seed=st.integers(min_value=0, max_value=10_000))
 def test_any_seed_yields_tasks_that_replay(seed: int):
     world = World.load("it_assets")

@@ -119,34 +119,37 @@ def test_stdio_subprocess_round_trip():
 
 
 def test_a_blocking_tool_does_not_stall_the_client_in_process(clinic):
-    """Tool handlers run off the event loop, so an in-process client's own timeout fires on time."""
-    import time
+    """Tool handlers run off the event loop, so an in-process client's own timeout fires while one blocks."""
+    import threading
 
     from toolshift.world import Tool
 
-    released = []
+    release, left = threading.Event(), threading.Event()
 
     def blocking(runtime, args):
-        time.sleep(1.5)
-        released.append(True)
+        release.wait(120)  # released by the test once the client's timeout has fired
+        left.set()
         return {"slept": True}
 
     clinic.add_tool(
         Tool(
             name="slow_read",
-            description="Blocks for a while.",
+            description="Blocks until released.",
             effect="read",
             input_schema={"type": "object", "properties": {}},
             handler=blocking,
         )
     )
 
-    async def main() -> float:
+    async def main() -> bool:
         async with in_memory_session(clinic) as session:
-            start = time.monotonic()
-            with anyio.move_on_after(0.2):
+            with anyio.move_on_after(0.2) as scope:
                 await session.call_tool("slow_read", {})
-            return time.monotonic() - start
+            timed_out_while_blocked = scope.cancelled_caught and not left.is_set()
+            release.set()
+            return timed_out_while_blocked
 
-    waited = anyio.run(main)
-    assert waited < 1.0, f"the client's timeout waited {waited:.2f} s for a blocking handler"
+    try:
+        assert anyio.run(main), "the client's timeout waited for a blocking handler"
+    finally:
+        release.set()
