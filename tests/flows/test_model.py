@@ -72,3 +72,17 @@ def test_not_a_flow(tmp_path):
     path.write_text("{")
     with pytest.raises(BadInputError, match="cannot read"):
         load_flow(path)
+
+
+def test_catalog_identity_is_the_domains_real_tools():
+    """Two conversions of one domain list different made-up tools: their fingerprints agree."""
+    from toolshift.traces.catalog import CatalogTool, ToolCatalog
+
+    real = [CatalogTool(name=n, effect=e, origin="source") for n, e in AIRLINE.effects.items()]
+    made_up = [CatalogTool(name="teleport", effect="neither", origin="source", exists=False)]
+    one = Catalog.of(ToolCatalog(domain=AIRLINE.domain, tools=real))
+    other = Catalog.of(ToolCatalog(domain=AIRLINE.domain, tools=real + made_up))
+    assert one.fingerprint() == other.fingerprint() == AIRLINE.fingerprint()
+    assert other.absent == {"teleport"} and other.effect("teleport") == "neither"
+    relabelled = [*real[:-1], CatalogTool(name=real[-1].name, effect="write", origin="manual")]
+    assert Catalog.of(ToolCatalog(domain=AIRLINE.domain, tools=relabelled)).fingerprint() != one.fingerprint()

@@ -1,4 +1,4 @@
-"""Statistics and pricing: calibration metrics, bootstrap intervals over tasks, θ*, excluded episodes."""
+"""Statistics and pricing: calibration metrics, bootstrap intervals over tasks, θ*, calls to unlisted tools."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from toolshift.flows.learn import learn_flow
 from toolshift.flows.pricing import Price, detour_cost, saved_turn_value, value_replay
 from toolshift.flows.replay import replay
 from toolshift.flows.statistics import saved_difference, saved_share
-from toolshift.flows.timeline import Excluded, timelines
+from toolshift.flows.timeline import Unlisted, timelines
 from toolshift.report.intervals import bootstrap_ratio, paired_ratio_difference
 
 from .builders import AIRLINE, call, episode, user_walk
@@ -73,13 +73,20 @@ def test_pricing():
     assert v.utility == pytest.approx(v.saved_value - v.detour_cost)
 
 
-def test_episodes_calling_tools_missing_from_the_catalog_are_excluded_and_counted():
+def test_calls_to_tools_missing_from_the_catalog_are_neither_and_their_episodes_stay():
     good = user_walk("g", "t1", "u", ["A"])
-    bad = episode(
-        "b", "t2", [("turn", [call("teleport", {"to": "moon"}, "ok")]), ("turn", [call("teleport", {}, "")])]
-    )
-    excluded = Excluded()
-    kept = timelines([good, bad], AIRLINE, excluded)
-    assert [t.episode_id for t in kept] == ["g"]
-    assert excluded.episodes == 1 and excluded.by_tool == {"teleport": 1}
-    assert "teleport (1)" in excluded.describe()
+    made_up = episode("b", "t2", [
+        ("turn", [call("get_user_details", {"user_id": "u"}, {"reservations": ["A"]})]),
+        ("turn", [call("teleport", {"to": "moon"}, "ok")]), ("turn", [call("teleport", {}, "")]),
+        ("turn", [call("get_reservation_details", {"reservation_id": "A"}, {"id": "A"})]),
+    ])  # fmt: skip
+    unlisted = Unlisted()
+    kept = timelines([good, made_up], AIRLINE, unlisted)
+    assert [t.episode_id for t in kept] == ["g", "b"]
+    assert [c.effect for c in kept[1].calls] == ["read", "neither", "neither", "read"]
+    assert unlisted.episodes == 1 and unlisted.by_tool == {"teleport": 2}
+    assert "teleport (2)" in unlisted.describe() and "neither" in unlisted.describe()
+    # A made-up call is no write: the read after it is still reached from the first read.
+    flow = learn_flow(kept, AIRLINE, unlisted=unlisted)
+    assert flow.sites["get_user_details"].reach.get("get_reservation_details") == 2
+    assert flow.learned_from.unlisted == {"teleport": 2}

@@ -74,7 +74,7 @@ def learn(
     inputs = load_inputs(episodes, catalog, _tasks(tasks))
     console.print(inputs.describe())
     flow = learn_flow(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, constants=constants,
-                      flow_format=flow_format, excluded=inputs.excluded, source=", ".join(map(str, episodes)),
+                      flow_format=flow_format, unlisted=inputs.unlisted, source=", ".join(map(str, episodes)),
                       walk_ranks=walk_ranks)  # fmt: skip
     save_flow(flow, out)
     table = Table(title=f"flow {out} (format {flow.format}, {flow.learned_from.episodes} episodes)")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 from toolshift.errors import BadInputError
-from toolshift.flows.timeline import Catalog, Excluded, Timeline, timelines
+from toolshift.flows.timeline import Catalog, Timeline, Unlisted, timelines
 from toolshift.traces.catalog import load_catalog
 from toolshift.traces.episode import Episode
 from toolshift.traces.split import split_tasks
@@ -22,12 +22,12 @@ TaskSet = Literal["all", "train", "test"]
 class Inputs:
     catalog: Catalog
     timelines: list[Timeline]
-    excluded: Excluded = field(default_factory=Excluded)
+    unlisted: Unlisted = field(default_factory=Unlisted)
     other_domains: int = 0
     other_split: int = 0
 
     def describe(self) -> str:
-        parts = [f"{len(self.timelines)} episodes of {self.catalog.domain!r}", self.excluded.describe()]
+        parts = [f"{len(self.timelines)} episodes of {self.catalog.domain!r}", self.unlisted.describe()]
         if self.other_domains:
             parts.append(f"{self.other_domains} episodes of other domains left out")
         if self.other_split:
@@ -59,14 +59,14 @@ def select(
         kept = [e for e in same_domain if split[e.task_id] == tasks]
         inputs.other_split = len(same_domain) - len(kept)
         same_domain = kept
-    inputs.timelines = timelines(same_domain, catalog, inputs.excluded)
+    inputs.timelines = timelines(same_domain, catalog, inputs.unlisted)
     return inputs
 
 
 def load_inputs(paths: Sequence[Path], catalog_path: Path, tasks: TaskSet = "all") -> Inputs:
     """Episode files (`toolshift.episodes/1` JSONL) and a catalog file (`toolshift.catalog/1`).
 
-    Files with no usable episode of the catalog's domain (empty, all excluded, or none in the chosen split)
+    Files with no usable episode of the catalog's domain (empty, or none in the chosen split)
     are refused: every command would otherwise print empty tables.
     """
     catalog = Catalog.of(load_catalog(catalog_path))

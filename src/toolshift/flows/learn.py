@@ -22,7 +22,7 @@ from toolshift.flows.model import (
     Walk,
 )
 from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
-from toolshift.flows.timeline import Catalog, Excluded, OtherCallsEvent, Timeline, TurnEvent, UserEvent
+from toolshift.flows.timeline import Catalog, OtherCallsEvent, Timeline, TurnEvent, Unlisted, UserEvent
 
 REQUIRED_SHARE = 0.9
 
@@ -210,7 +210,7 @@ def learn_flow(
     learn_from_all: bool = False,
     constants: bool = False,
     flow_format: Literal[1, 2, 3] | None = None,
-    excluded: Excluded | None = None,
+    unlisted: Unlisted | None = None,
     source: str = "episodes",
     count_bare: bool = True,
     walk_ranks: int = 0,
@@ -346,7 +346,7 @@ def learn_flow(
             agents=sorted({t.agent for t in chosen}),
             successful_only=not learn_from_all,
             constants=constants,
-            excluded=dict(excluded.by_tool) if excluded else {},
+            unlisted=dict(unlisted.by_tool) if unlisted else {},
         ),
         sites=_habits(chosen, catalog),
         tools=tools,

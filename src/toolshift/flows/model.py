@@ -151,7 +151,10 @@ class LearnedFrom(BaseModel):
     agents: list[str]
     successful_only: bool
     constants: bool
+    unlisted: dict[str, int] = Field(default_factory=dict)
+    """Calls to tools the catalog does not list (they do not exist), by tool: kept, as neither read nor write."""
     excluded: dict[str, int] = Field(default_factory=dict)
+    """Older files only: episodes left out for calling such tools, by tool (no longer written)."""
 
 
 class Flow(BaseModel):

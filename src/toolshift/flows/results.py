@@ -26,7 +26,7 @@ from toolshift.flows.model import Flow
 from toolshift.flows.pricing import Price, value_replay
 from toolshift.flows.replay import ReplayResult, replay
 from toolshift.flows.statistics import compare_calibration, saved_difference, saved_share, share_of_ceiling
-from toolshift.flows.timeline import Catalog, Excluded, Timeline, timelines
+from toolshift.flows.timeline import Catalog, Timeline, Unlisted, timelines
 from toolshift.traces.split import split_tasks
 
 THETA = 0.3
@@ -159,8 +159,8 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
         raise BadInputError("τ-bench airline trajectories not found", source=str(path))
     conv = convert_taubench_v1(path)
     catalog = Catalog.of(conv.catalogs[taubench_domain("airline")])
-    excluded = Excluded()
-    tl = timelines(conv.episodes, catalog, excluded)
+    unlisted = Unlisted()
+    tl = timelines(conv.episodes, catalog, unlisted)
     sp = split(tl)
     # Choose on the training tasks alone, before any held-out replay.
     cv = crossval(sp.train, catalog)
@@ -208,7 +208,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
              f"Tasks split by `toolshift.traces.split` (positions 2, 5, 7, 9 of every ten held out): the flow is learned "
              f"from the {len(sp.train)} training episodes ({flow.learned_from.episodes} successful, "
              f"{flow.learned_from.tasks} tasks) and replayed on the {len(sp.test)} held-out episodes "
-             f"({len({t.task_id for t in sp.test})} tasks). {excluded.describe().capitalize()}. "
+             f"({len({t.task_id for t in sp.test})} tasks). {unlisted.describe().capitalize()}. "
              "Intervals are 95%, from a bootstrap over tasks (a task's episodes drawn together).\n",
              crossval_section(cv, sel),
              "### Turn anatomy of the held-out episodes\n",
@@ -382,8 +382,8 @@ def workbench_section(data: Path, console: Console) -> tuple[str, dict[str, Any]
     test_all: list[Timeline] = []
     for domain in sorted(by_domain):
         catalog = Catalog.of(conv.catalogs[domain])
-        excluded = Excluded()
-        tl = timelines(by_domain[domain], catalog, excluded)
+        unlisted = Unlisted()
+        tl = timelines(by_domain[domain], catalog, unlisted)
         all_tl += tl
         sp = split(tl)
         test_all += sp.test
@@ -414,7 +414,7 @@ def workbench_section(data: Path, console: Console) -> tuple[str, dict[str, Any]
                                     for n in narrowed) or "—",  # type: ignore[union-attr]
                           str(bare_made), f"{bare_without} ({without.detours} detours, {without.saved} saved)"])  # fmt: skip
         figures[domain] = {"ceiling": total.share("ceiling"), "bare_made": bare_made, "learned_from_all": not verdicts,
-                           "excluded": excluded.episodes}  # fmt: skip
+                           "unlisted_calls": unlisted.calls}  # fmt: skip
         console.print(f"workbench {domain}: ceiling {pct(total.share('ceiling'))}, bare lookups {bare_made}")
     anat_rows.append(anatomy_row("all six", totals))
     for agent in sorted({t.agent for t in test_all}):

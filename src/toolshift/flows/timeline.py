@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolshift.errors import BadInputError
 from toolshift.flows.values import call_key, decode_output
 from toolshift.models import Effect
 from toolshift.traces.episode import Episode, Message, paired_calls
@@ -22,25 +21,39 @@ CHARS_PER_TOKEN = 4
 
 @dataclass(frozen=True)
 class Catalog:
-    """The little of a tool catalog flows need: the domain and each tool's effect.
+    """The little of a tool catalog flows need: the domain, each tool's effect, and which tools do not exist.
 
     Built from `toolshift.traces.catalog.ToolCatalog` with `Catalog.of`, or from a plain mapping in tests.
+    A call to a tool that does not exist (listed with `exists: false`, or not listed at all) touches no
+    world: it is neither a read nor a write, and its episode stays in (seed 003).
     """
 
     domain: str
     effects: Mapping[str, Effect]
+    absent: frozenset[str] = frozenset()
+    """Names listed as not existing: tools some run called that the harness never offered."""
 
     @classmethod
     def of(cls, catalog: Any) -> Catalog:
-        """From a ToolCatalog (anything with `domain` and `effects()`) or a Catalog."""
+        """From a ToolCatalog (anything with `domain` and `effects()`, and `tools` with `exists`) or a Catalog."""
         if isinstance(catalog, Catalog):
             return catalog
-        return cls(domain=catalog.domain, effects=dict(catalog.effects()))
+        absent = frozenset(t.name for t in getattr(catalog, "tools", ()) if not getattr(t, "exists", True))
+        return cls(domain=catalog.domain, effects=dict(catalog.effects()), absent=absent)
 
     def fingerprint(self) -> str:
-        """A digest of the domain and every tool's effect: a flow is only served against the same one."""
-        body = json.dumps({"domain": self.domain, "effects": sorted(self.effects.items())}, sort_keys=True)
+        """A digest of the domain and its real tools' effects: a flow is only served against the same one.
+
+        Tools that do not exist are no part of it: each conversion of a domain's runs lists the names its
+        own agents made up, and a flow learned from one agent's runs must replay another's.
+        """
+        real = sorted((name, effect) for name, effect in self.effects.items() if name not in self.absent)
+        body = json.dumps({"domain": self.domain, "effects": real}, sort_keys=True)
         return "sha256:" + hashlib.sha256(body.encode()).hexdigest()[:16]
+
+    def effect(self, tool: str) -> Effect:
+        """The tool's effect; `neither` for a tool the catalog does not list (it does not exist)."""
+        return self.effects.get(tool, "neither")
 
     def is_read(self, tool: str) -> bool:
         return self.effects.get(tool) == "read"
@@ -130,14 +143,14 @@ class Timeline:
         return len(self.calls)
 
 
-def missing_tools(episode: Episode, catalog: Catalog) -> set[str]:
-    """Tools the episode calls that the catalog does not list."""
-    names = set()
+def unlisted_calls(episode: Episode, catalog: Catalog) -> dict[str, int]:
+    """Calls the episode makes to tools the catalog does not list, by tool name."""
+    counts: dict[str, int] = {}
     for message in episode.messages:
         for tc in message.tool_calls or ():
             if tc.name not in catalog.effects:
-                names.add(tc.name)
-    return names
+                counts[tc.name] = counts.get(tc.name, 0) + 1
+    return counts
 
 
 def is_success(episode: Episode) -> bool:
@@ -158,7 +171,7 @@ def _text_len(message: Message) -> int:
 
 
 def build_timeline(episode: Episode, catalog: Catalog) -> Timeline:
-    """The episode's events and calls. Every tool it calls must be in the catalog (see `missing_tools`)."""
+    """The episode's events and calls; a call to a tool the catalog does not list is `neither`."""
     calls: list[Call] = []
     events: list[Event] = []
     turns: list[tuple[int, ...]] = []
@@ -173,14 +186,7 @@ def build_timeline(episode: Episode, catalog: Catalog) -> Timeline:
         """Append the message's tool calls (turn -1: another party's) and note their results."""
         indices = []
         for tc in message.tool_calls or ():
-            effect = catalog.effects.get(tc.name)
-            if effect is None:
-                raise BadInputError(
-                    f"tool {tc.name!r} is not in the {catalog.domain!r} catalog",
-                    source=episode.id,
-                    record=position,
-                    field="tool_calls",
-                )
+            effect = catalog.effect(tc.name)
             index = len(calls)
             calls.append(
                 Call(index, turn, tc.name, tc.arguments, call_key(tc.name, tc.arguments), effect,
@@ -250,31 +256,41 @@ def _index(timeline: Timeline) -> None:
 
 
 @dataclass
-class Excluded:
-    """Episodes left out because the catalog does not list a tool they call, counted by tool."""
+class Unlisted:
+    """Calls to tools the catalog does not list (tools that do not exist), counted as neither, by tool."""
 
     episodes: int = 0
     by_tool: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def calls(self) -> int:
+        return sum(self.by_tool.values())
+
+    def add(self, counts: Mapping[str, int]) -> None:
+        if counts:
+            self.episodes += 1
+            for name, n in counts.items():
+                self.by_tool[name] = self.by_tool.get(name, 0) + n
+
     def describe(self) -> str:
         if not self.episodes:
-            return "no episode excluded"
-        tools = ", ".join(f"{name} ({n})" for name, n in sorted(self.by_tool.items(), key=lambda kv: -kv[1]))
-        return f"{self.episodes} episodes excluded: tools missing from the catalog: {tools}"
+            return "no call to a tool the catalog lacks"
+        tools = ", ".join(
+            f"{name} ({n})" for name, n in sorted(self.by_tool.items(), key=lambda kv: (-kv[1], kv[0]))
+        )
+        return (
+            f"{self.calls} calls in {self.episodes} episodes to tools the catalog lacks, counted as neither "
+            f"reads nor writes: {tools}"
+        )
 
 
 def timelines(
-    episodes: Iterable[Episode], catalog: Catalog, excluded: Excluded | None = None
+    episodes: Iterable[Episode], catalog: Catalog, unlisted: Unlisted | None = None
 ) -> list[Timeline]:
-    """Timelines of the episodes whose tools the catalog lists; the rest are counted in `excluded`."""
+    """Every episode's timeline; calls to tools the catalog does not list are counted in `unlisted`."""
     out = []
     for episode in episodes:
-        missing = missing_tools(episode, catalog)
-        if missing:
-            if excluded is not None:
-                excluded.episodes += 1
-                for name in missing:
-                    excluded.by_tool[name] = excluded.by_tool.get(name, 0) + 1
-            continue
+        if unlisted is not None:
+            unlisted.add(unlisted_calls(episode, catalog))
         out.append(build_timeline(episode, catalog))
     return out
