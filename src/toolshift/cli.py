@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import typer
@@ -45,10 +46,19 @@ def _attach() -> None:
 _attach()
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
-    """Entry point: run the app, print a ToolshiftError as one line and exit with its code."""
+    """Entry point: run the app, print a ToolshiftError as one line and exit with its code.
+
+    SIGTERM ends the command the way Ctrl-C does, by an exception, so every `finally` and context manager
+    runs: temp files of atomic writes are removed and a local Ray cluster is stopped.
+    """
+    signal.signal(signal.SIGTERM, _terminated)
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except ToolshiftError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
@@ -66,3 +76,8 @@ def main() -> None:
             raise
         show()
         sys.exit(getattr(exc, "exit_code", 2))
+    # Outside standalone mode typer returns the code of an exit it caught: Ctrl-C (KeyboardInterrupt) is 130.
+    if isinstance(code, int) and not isinstance(code, bool) and code:
+        if code == 130:
+            err_console.print("interrupted")
+        sys.exit(code)

@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import atomic_text, loads_json, read_text
 from toolshift.models import Task
 
 TASKS_FORMAT = "toolshift.tasks/1"
@@ -32,20 +33,15 @@ def read_tasks(path: str | Path, *, missing_ok: bool = False, allow_empty: bool 
         raise BadInputError("no such task file", source=str(path))
     tasks: list[Task] = []
     seen: set[str] = set()
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"cannot read task file: {exc}", source=str(path)) from None
+    lines = read_text(path, what="task file").splitlines()
     index = 0
     for number, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadInputError(
-                f"not JSON (line {number + 1}): {exc.msg}", source=str(path), record=index
-            ) from None
+            raw = loads_json(line)
+        except BadInputError as exc:
+            raise BadInputError(f"{exc.detail} (line {number + 1})", source=str(path), record=index) from None
         if not isinstance(raw, dict):
             raise BadInputError("a task line must be a JSON object", source=str(path), record=index)
         if number == 0 and "format" in raw and "id" not in raw:
@@ -74,11 +70,8 @@ def read_tasks(path: str | Path, *, missing_ok: bool = False, allow_empty: bool 
 def write_tasks(path: str | Path, tasks: list[Task]) -> Path:
     """Write tasks as JSONL with the format header (atomically: temp file then rename)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
+    with atomic_text(path) as fh:
         fh.write(json.dumps({"format": TASKS_FORMAT}) + "\n")
         for task in tasks:
             fh.write(task.model_dump_json() + "\n")
-    tmp.replace(path)
     return path

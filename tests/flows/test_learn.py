@@ -124,3 +124,16 @@ def test_successful_runs_only_by_default_and_empty_training_set_is_an_error():
     assert learn_flow(failed, AIRLINE, learn_from_all=True).learned_from.episodes == 3
     mixed = walks(2) + walks(3, success=False)
     assert learn_flow(mixed, AIRLINE).learned_from.episodes == 2
+
+
+def test_a_deeply_nested_tool_result_in_a_valid_episode_is_read_as_text():
+    """A result nested past the JSON bounds (here 50,000 levels) is text, never a RecursionError."""
+    deep = "[" * 50_000 + "]" * 50_000
+    steps = [
+        ("turn", [call("get_user_details", {"user_id": "u"}, deep)]),
+        ("turn", [call("get_reservation_details", {"reservation_id": "A"}, {"id": "A"})]),
+    ]
+    (timeline,) = timelines([episode("e", "t", steps)], AIRLINE)
+    assert timeline.calls[0].output == deep
+    flow = learn_flow([timeline], AIRLINE)
+    assert flow.tools["get_reservation_details"].unbound == ["reservation_id"]

@@ -74,6 +74,45 @@ def test_not_a_flow(tmp_path):
         load_flow(path)
 
 
+@pytest.mark.parametrize(
+    ("where", "value", "field"),
+    [
+        (("sites", "<start>", "occurrences"), -3, "sites.<start>.occurrences"),
+        (("sites", "<start>", "reach", "get_user_details"), -1, "sites.<start>.reach.get_user_details"),
+        (("sites", "<start>", "reach", "get_user_details"), 10**6, "sites.<start>"),
+        (("tools", "get_reservation_details", "bindings", "reservation_id", "agree"), -2,
+         "tools.get_reservation_details.bindings.reservation_id.agree"),
+        (("tools", "get_reservation_details", "bindings", "reservation_id", "n"), 0,
+         "tools.get_reservation_details.bindings.reservation_id"),
+        (("tools", "get_reservation_details", "calls"), -1, "tools.get_reservation_details.calls"),
+        (("learned_from", "episodes"), -5, "learned_from.episodes"),
+    ],
+)  # fmt: skip
+def test_impossible_counts_are_refused_naming_the_field(tmp_path, flow, where, value, field):
+    """A negative count (or a part above its whole) would replay as "0 saved" or score above 1: refused."""
+    raw = json.loads(save_flow(flow, tmp_path / "f.json").read_text())
+    node = raw
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(BadInputError) as err:
+        load_flow(path, AIRLINE)
+    assert err.value.source == str(path) and err.value.field == field
+
+
+def test_binary_and_deeply_nested_flow_files_are_one_line_errors(tmp_path):
+    path = tmp_path / "f.json"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff")
+    with pytest.raises(BadInputError, match="not UTF-8") as err:
+        load_flow(path)
+    assert err.value.source == str(path)
+    path.write_text('{"kind": "toolshift.flow", "sites": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(BadInputError, match="nested more than 100 levels"):
+        load_flow(path)
+
+
 def test_catalog_identity_is_the_domains_real_tools():
     """Two conversions of one domain list different made-up tools: their fingerprints agree."""
     from toolshift.traces.catalog import CatalogTool, ToolCatalog

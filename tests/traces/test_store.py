@@ -182,3 +182,56 @@ def test_a_binary_file_is_bad_input(tmp_path):
     with pytest.raises(BadInputError) as err:
         list(iter_episodes(path))
     assert err.value.record == 0
+
+
+def test_a_complete_last_line_without_newline_is_an_episode_and_kept_on_append(tmp_path):
+    path = _file(tmp_path, [HEADER, GOOD])
+    path.write_text(path.read_text().rstrip("\n"))
+    report = ReadReport()
+    assert [e.id for e in iter_episodes(path, report=report)] == ["a"] and report.torn == 0
+    with EpisodeWriter(path, append=True) as writer:
+        writer.write(Episode(id="b", task_id="2", domain="d"))
+    assert [e.id for e in iter_episodes(path)] == ["a", "b"]
+
+
+def test_a_torn_last_line_is_left_out_and_counted_by_every_read(tmp_path):
+    path = _file(tmp_path, [HEADER, GOOD])
+    with path.open("a") as fh:
+        fh.write(GOOD[:25])
+    for skip_bad in (False, True):
+        report = ReadReport()
+        assert [e.id for e in iter_episodes(path, skip_bad=skip_bad, report=report)] == ["a"]
+        assert (report.torn, sum(report.skipped.values())) == (1, 0)
+
+
+def test_append_refuses_a_file_with_a_bad_middle_line(tmp_path):
+    path = _file(tmp_path, [HEADER, GOOD, GOOD[:25], GOOD])
+    before = path.read_bytes()
+    with pytest.raises(BadInputError, match=r"line 3") as err, EpisodeWriter(path, append=True) as writer:
+        writer.write(Episode(id="b", task_id="2", domain="d"))
+    assert (err.value.source, err.value.record) == (str(path), 1)
+    assert path.read_bytes() == before
+
+
+def test_deep_nesting_is_bad_input_not_a_recursion_error(tmp_path):
+    deep = json.dumps({**json.loads(GOOD), "source": {"x": None}}).replace(
+        "null", "[" * 50_000 + "]" * 50_000
+    )
+    path = _file(tmp_path, [HEADER, GOOD, deep])
+    with pytest.raises(BadInputError, match="nested more than 100 levels") as err:
+        list(iter_episodes(path))
+    assert (err.value.source, err.value.record) == (str(path), 1)
+    deep_header = _file(
+        tmp_path, ['{"format": "toolshift.episodes/1", "meta": ' + "[" * 50_000 + "]" * 50_000 + "}"]
+    )
+    with pytest.raises(BadInputError, match="header line"):
+        list(iter_episodes(deep_header))
+
+
+def test_an_overlong_line_is_bad_input(tmp_path, monkeypatch):
+    import toolshift.fileio
+
+    monkeypatch.setattr(toolshift.fileio, "MAX_LINE_BYTES", 1000)
+    path = _file(tmp_path, [HEADER, GOOD, json.dumps({**json.loads(GOOD), "source": {"pad": "x" * 5000}})])
+    with pytest.raises(BadInputError, match="line 3 is longer than the limit"):
+        list(iter_episodes(path))

@@ -50,32 +50,33 @@ def results(folder: Path = typer.Argument(..., help="A run folder (toolshift run
     """Print the results table of every run in a folder, recomputed from its episodes."""
     from toolshift.agents.config import RUN_FORMAT
     from toolshift.agents.results import results_table, summarize
-    from toolshift.traces.store import iter_episodes
+    from toolshift.agents.runner import read_finished
+    from toolshift.fileio import read_json
 
     configs = sorted(Path(folder).glob("run-*.json"))
     configs = [c for c in configs if not c.name.endswith(".results.json")]
     if not configs:
         raise BadInputError("no run-<key>.json files here", source=str(folder))
     for path in configs:
+        run_info = read_json(path, what="run configuration")
         try:
-            run_info = json.loads(path.read_text(encoding="utf-8"))
             key, config = run_info["key"], run_info["config"]
             label = f"{key}: {config['model']} on {config['world']}"
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (KeyError, TypeError) as exc:
             raise BadInputError(
                 f"not a run configuration ({RUN_FORMAT}): {type(exc).__name__}: {exc}", source=str(path)
             ) from None
         episodes_path = path.with_name(f"run-{key}.episodes.jsonl")
         if not episodes_path.exists():
             continue
-        latest = {(e.task_id, e.trial): e for e in iter_episodes(episodes_path, skip_bad=True)}
+        latest = {(e.task_id, e.trial): e for e in read_finished(episodes_path).values()}
         episodes = list(latest.values())
         stored = path.with_name(f"run-{key}.results.json")
         invalid: set[str] = set()
         if stored.exists():
             try:
-                invalid = set(json.loads(stored.read_text(encoding="utf-8"))["invalid_tasks"])
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                invalid = set(read_json(stored, what="results file")["invalid_tasks"])
+            except (KeyError, TypeError) as exc:
                 raise BadInputError(
                     f"unreadable results file: {type(exc).__name__}: {exc}", source=str(stored)
                 ) from None
@@ -131,6 +132,7 @@ def run(
     from toolshift.agents.results import results_table, summarize
     from toolshift.agents.runner import find_invalid_tasks, plan_run, run_local, write_catalog
     from toolshift.agents.worlds import world_opener
+    from toolshift.fileio import write_text_atomic
     from toolshift.taskfile import read_tasks
 
     if executor not in ("local", "ray"):
@@ -218,8 +220,8 @@ def run(
     if model == "oracle":
         invalid = {e.task_id for e in episodes if e.outcome is not None and e.outcome.success is False}
     results = summarize(episodes, trials=trials, invalid_tasks=invalid)
-    plan.files.results.write_text(
-        json.dumps({"run": plan.files.key, **results.as_dict()}, indent=2) + "\n", encoding="utf-8"
+    write_text_atomic(
+        plan.files.results, json.dumps({"run": plan.files.key, **results.as_dict()}, indent=2) + "\n"
     )
     console.print(results_table(f"{config.model} on {world}", results))
     if invalid:

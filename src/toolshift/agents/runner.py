@@ -32,9 +32,10 @@ from toolshift.agents.loop import EpisodeHung, hung_episode, run_episode, run_is
 from toolshift.agents.retry import AdaptiveLimiter
 from toolshift.agents.worlds import world_opener
 from toolshift.errors import BadInputError
+from toolshift.fileio import read_json, write_text_atomic
 from toolshift.models import Task
 from toolshift.traces.episode import Episode
-from toolshift.traces.store import EpisodeWriter, ReadReport, iter_episodes, write_episodes
+from toolshift.traces.store import EpisodeWriter, iter_episodes, write_episodes
 
 EpisodeListener = Callable[[Episode], None]
 HUNG_GRACE = 30.0
@@ -68,13 +69,26 @@ def done_key(episode: Episode) -> tuple[str, int, str]:
 
 
 def read_finished(path: Path) -> dict[tuple[str, int, str], Episode]:
-    """Episodes already in a run file, by (task id, trial, task fingerprint); a torn last line is ignored."""
+    """Episodes already in a run file, by (task id, trial, task fingerprint).
+
+    The store's one rule for its lines: a torn last line (a kill mid-append) is not done; a bad line
+    anywhere else is refused, naming it, rather than silently run again beside it.
+    """
     if not path.exists():
         return {}
-    report = ReadReport()
     found: dict[tuple[str, int, str], Episode] = {}
-    for episode in iter_episodes(path, skip_bad=True, report=report):
-        found[done_key(episode)] = episode
+    try:
+        for episode in iter_episodes(path):
+            found[done_key(episode)] = episode
+    except BadInputError as exc:
+        if not isinstance(exc.record, int):
+            raise
+        raise BadInputError(
+            f"{exc.detail}; repair or delete that line to resume (its episode is then run again)",
+            source=exc.source,
+            record=exc.record,
+            field=exc.field,
+        ) from None
     return found
 
 
@@ -121,13 +135,14 @@ def plan_run(config: RunConfig, tasks: list[Task], trials: int, out: Path) -> Ru
     files = RunFiles(Path(out), config.key())
     files.folder.mkdir(parents=True, exist_ok=True)
     if files.config.exists():
-        stored = json.loads(files.config.read_text(encoding="utf-8"))
-        if stored.get("config") != config.model_dump(mode="json"):
+        stored = read_json(files.config, what="run configuration")
+        if not isinstance(stored, dict) or stored.get("config") != config.model_dump(mode="json"):
             raise BadInputError(
                 "run file holds a different configuration under the same key", source=str(files.config)
             )
     else:
-        files.config.write_text(
+        write_text_atomic(
+            files.config,
             json.dumps(
                 {
                     "format": "toolshift.run/1",
@@ -138,7 +153,6 @@ def plan_run(config: RunConfig, tasks: list[Task], trials: int, out: Path) -> Ru
                 indent=2,
             )
             + "\n",
-            encoding="utf-8",
         )
     finished = read_finished(files.episodes)
     todo = [(t, k) for t in tasks for k in range(trials) if (t.id, k, t.fingerprint()) not in finished]
@@ -219,11 +233,15 @@ async def find_invalid_tasks(world: str, tasks: list[Task], folder: Path | None 
     cache: dict[str, Any] = {"format": ORACLE_CHECK_FORMAT, "worlds": {}}
     if cache_path is not None and cache_path.exists():
         try:
-            loaded = json.loads(cache_path.read_text(encoding="utf-8"))
-            if loaded.get("format") == ORACLE_CHECK_FORMAT:
-                cache = loaded
-        except json.JSONDecodeError:
-            pass
+            loaded = read_json(cache_path, what="oracle check cache")
+        except BadInputError:
+            loaded = None  # an unreadable cache is only a cache: every task is checked again
+        worlds = loaded.get("worlds") if isinstance(loaded, dict) else None
+        if isinstance(worlds, dict) and loaded.get("format") == ORACLE_CHECK_FORMAT:
+            cache = {
+                "format": ORACLE_CHECK_FORMAT,
+                "worlds": {w: v for w, v in worlds.items() if isinstance(v, dict)},
+            }
     known: dict[str, bool] = cache["worlds"].setdefault(world, {})
     opener = world_opener(world)
     for task in tasks:
@@ -240,9 +258,7 @@ async def find_invalid_tasks(world: str, tasks: list[Task], folder: Path | None 
         success = episode.outcome.success if episode.outcome else None
         known[fingerprint] = success is not False
     if cache_path is not None:
-        tmp = cache_path.with_name(".oracle-check.json.tmp")
-        tmp.write_text(json.dumps(cache, indent=1) + "\n", encoding="utf-8")
-        tmp.replace(cache_path)
+        write_text_atomic(cache_path, json.dumps(cache, indent=1) + "\n")
     return {t.id for t in tasks if not known[t.fingerprint()]}
 
 

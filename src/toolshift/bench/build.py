@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -22,6 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 from toolshift.bench.instructions import paraphrase
 from toolshift.bench.synthesis import Synthesizer
 from toolshift.errors import BadInputError, ToolshiftError
+from toolshift.fileio import read_json, read_text, write_text_atomic
 from toolshift.models import Task, TaskRevision, covers
 from toolshift.taskfile import read_tasks as read_task_file
 from toolshift.world.compiler import compile_domain
@@ -92,9 +92,7 @@ def domain_key(name: str) -> str:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, text)
 
 
 def assign_splits(tasks: list[Task], seed: int) -> None:
@@ -177,7 +175,7 @@ def build_domain(
     """Build (or resume) one domain; a domain short of its target says why, by rejection reason."""
     path = resolve_spec_path(name)
     name = domain_key(name)
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, what="domain spec")
     digest = spec_text_digest(text)
     ddir = out / "domains" / name
     report_path = ddir / "report.json"
@@ -292,15 +290,13 @@ def clean_domain(out: Path, name: str) -> None:
 
 def load_manifest(out: str | Path) -> Manifest:
     path = Path(out) / "manifest.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BadInputError(f"not a bench build: {exc.strerror}", source=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise BadInputError(f"malformed JSON at line {exc.lineno}", source=str(path)) from None
-    if data.get("format") != BUILD_FORMAT:
+    if not path.is_file():
+        raise BadInputError("not a bench build: no manifest.json", source=str(path))
+    data = read_json(path, what="build manifest")
+    if not isinstance(data, dict) or data.get("format") != BUILD_FORMAT:
         raise BadInputError(
-            f"unknown build format {data.get('format')!r} (this reads {BUILD_FORMAT!r})",
+            f"unknown build format {data.get('format') if isinstance(data, dict) else None!r} "
+            f"(this reads {BUILD_FORMAT!r})",
             source=str(path),
             field="format",
         )

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from toolshift.errors import BadInputError, ToolshiftError
+from toolshift.fileio import write_text_atomic
 
 app = typer.Typer(
     help="The ecosystem benchmark: domains, dependency graphs, validated tasks.", no_args_is_help=True
@@ -188,7 +189,7 @@ def stats_cmd(
         )
         if png:
             text += f"\n![functions per task and path length]({png.name})\n"
-        markdown_out.write_text(text, encoding="utf-8")
+        write_text_atomic(markdown_out, text)
         console.print(f"markdown → {markdown_out}")
 
 

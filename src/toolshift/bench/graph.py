@@ -9,7 +9,6 @@ such a user-known value. Format `toolshift.bench-graph/1` (docs/formats.md).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import atomic_path, read_json, write_text_atomic
 from toolshift.world.spec import DomainSpec, EntitySpec
 from toolshift.world.tools import Tool
 
@@ -123,17 +123,16 @@ class DependencyGraph(BaseModel):
         ]
 
     def save(self, path: Path) -> None:
-        path.write_text(self.model_dump_json(indent=1) + "\n", encoding="utf-8")
+        write_text_atomic(path, self.model_dump_json(indent=1) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> DependencyGraph:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise BadInputError(f"cannot read graph: {exc}", source=str(path)) from None
-        if data.get("format") != GRAPH_FORMAT:
+        data = read_json(path, what="graph")
+        if not isinstance(data, dict) or data.get("format") != GRAPH_FORMAT:
             raise BadInputError(
-                f"unknown graph format {data.get('format')!r}", source=str(path), field="format"
+                f"unknown graph format {data.get('format') if isinstance(data, dict) else None!r}",
+                source=str(path),
+                field="format",
             )
         return cls.model_validate(data)
 
@@ -269,7 +268,8 @@ def render_png(graph: DependencyGraph, path: Path) -> None:
     )
     ax.axis("off")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format=Path(path).suffix.lstrip(".") or "png")
     plt.close(fig)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolshift.bench.build import domain_report, iter_domain_tasks, load_manifest
+from toolshift.fileio import atomic_path
 
 
 @dataclass
@@ -168,7 +169,7 @@ def histogram_png(stats: list[DomainStats], path: Path) -> Path:
     b.set_xlabel("gold path length (calls)")
     b.set_title(f"path length ({len(stats)} domains)")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
     return path

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from toolshift.fileio import atomic_path
+
 BINS = 10
 
 
@@ -97,7 +99,7 @@ def reliability_diagram(
     ax.set_title(title)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
     return path

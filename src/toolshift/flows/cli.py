@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from toolshift.errors import BadInputError, report_file_errors
+from toolshift.fileio import atomic_text, loads_json, read_text, write_text_atomic
 
 app = typer.Typer(
     no_args_is_help=True, help="Learn an agent's lookups, decide them ahead of it, replay what they save."
@@ -213,14 +214,14 @@ def replay(
         )
     if explore is not None:
         path = log or flow.with_suffix(".decisions.jsonl")
-        with path.open("w", encoding="utf-8") as fh:
+        with atomic_text(path) as fh:
             for result in results.values():
                 for row in log_rows(result):
                     fh.write(json.dumps(row, default=str) + "\n")
         console.print(f"decision log: {path} ({sum(len(r.log) for r in results.values())} lookups weighed)")
     if json_out is not None:
-        json_out.write_text(json.dumps({k: r.summary() for k, r in results.items()} | {"ceiling": total.ceiling},
-                                       indent=1) + "\n")  # fmt: skip
+        write_text_atomic(json_out, json.dumps({k: r.summary() for k, r in results.items()}
+                                               | {"ceiling": total.ceiling}, indent=1) + "\n")  # fmt: skip
 
 
 @app.command()
@@ -252,13 +253,11 @@ def calibrate(
 
     by_decider: dict[str, tuple[list[float], list[bool]]] = {}
     for path in logs:
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise BadInputError(f"cannot read decision log: {exc}", source=str(path)) from exc
-        for i, line in enumerate(lines):
+        for i, line in enumerate(read_text(path, what="decision log").splitlines()):
+            if not line.strip():
+                continue
+            row = loads_json(line, source=str(path), record=i)
             try:
-                row = json.loads(line)
                 scores, used = by_decider.setdefault(row["decider"], ([], []))
                 scores.append(float(row["score"]))
                 used.append(bool(row["used"]))

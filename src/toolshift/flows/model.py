@@ -11,16 +11,22 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError, model_validator
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import read_json, write_text_atomic
 from toolshift.flows.timeline import Catalog
-from toolshift.traces.store import write_text_atomic
 
 FLOW_KIND = "toolshift.flow"
 KNOWN_FORMATS = (1, 2, 3)
 START_SITE = "<start>"
 USER_SITE = "<user>"
+
+
+def _within(parts: Any, whole: int, part_name: str, whole_name: str) -> None:
+    """A flow's counts are of the same events: a part larger than its whole is a corrupt file."""
+    if any(part > whole for part in parts):
+        raise ValueError(f"{part_name} exceeds {whole_name} ({whole})")
 
 
 class SiteHabit(BaseModel):
@@ -29,9 +35,15 @@ class SiteHabit(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    occurrences: int
-    next: dict[str, int] = Field(default_factory=dict)
-    reach: dict[str, int] = Field(default_factory=dict)
+    occurrences: NonNegativeInt
+    next: dict[str, NonNegativeInt] = Field(default_factory=dict)
+    reach: dict[str, NonNegativeInt] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _parts_within_whole(self) -> SiteHabit:
+        for kind, counts in (("next", self.next), ("reach", self.reach)):
+            _within(counts.values(), self.occurrences, f"a {kind} count", "occurrences")
+        return self
 
 
 class Binding(BaseModel):
@@ -41,8 +53,13 @@ class Binding(BaseModel):
 
     source: str
     path: str
-    agree: int
-    n: int
+    agree: NonNegativeInt
+    n: NonNegativeInt
+
+    @model_validator(mode="after")
+    def _parts_within_whole(self) -> Binding:
+        _within([self.agree], self.n, "agree", "n")
+        return self
 
     @property
     def chance(self) -> float:
@@ -55,7 +72,7 @@ class Constant(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     value: Any
-    calls: int
+    calls: NonNegativeInt
 
 
 class Bare(BaseModel):
@@ -63,8 +80,13 @@ class Bare(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    bare: int
-    calls: int
+    bare: NonNegativeInt
+    calls: NonNegativeInt
+
+    @model_validator(mode="after")
+    def _parts_within_whole(self) -> Bare:
+        _within([self.bare], self.calls, "bare", "calls")
+        return self
 
     @property
     def chance(self) -> float:
@@ -77,9 +99,14 @@ class RankCount(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    n: int
-    next: int
-    reach: int
+    n: NonNegativeInt
+    next: NonNegativeInt
+    reach: NonNegativeInt
+
+    @model_validator(mode="after")
+    def _parts_within_whole(self) -> RankCount:
+        _within([self.next, self.reach], self.n, "next and reach", "n")
+        return self
 
 
 class Walk(BaseModel):
@@ -111,7 +138,7 @@ class ToolFlow(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    calls: int
+    calls: NonNegativeInt
     required: list[str] = Field(default_factory=list)
     bindings: dict[str, Binding] = Field(default_factory=dict)
     lists: dict[str, Binding] = Field(default_factory=dict)
@@ -146,14 +173,14 @@ class ToolFlow(BaseModel):
 class LearnedFrom(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    episodes: int
-    tasks: int
+    episodes: NonNegativeInt
+    tasks: NonNegativeInt
     agents: list[str]
     successful_only: bool
     constants: bool
-    unlisted: dict[str, int] = Field(default_factory=dict)
+    unlisted: dict[str, NonNegativeInt] = Field(default_factory=dict)
     """Calls to tools the catalog does not list (they do not exist), by tool: kept, as neither read nor write."""
-    excluded: dict[str, int] = Field(default_factory=dict)
+    excluded: dict[str, NonNegativeInt] = Field(default_factory=dict)
     """Older files only: episodes left out for calling such tools, by tool (no longer written)."""
 
 
@@ -232,11 +259,7 @@ def parse_flow(raw: Any, *, source: str = "flow") -> Flow:
 def load_flow(path: Path, catalog: Catalog | None = None) -> Flow:
     """Read a flow file; with a catalog, refuse it unless it was learned against that catalog."""
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BadInputError(f"cannot read flow: {exc}", source=str(path)) from exc
-    flow = parse_flow(raw, source=str(path))
+    flow = parse_flow(read_json(path, what="flow"), source=str(path))
     if catalog is not None:
         flow.check_catalog(catalog, source=str(path))
     return flow

@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import write_text_atomic
 from toolshift.flows.calibration import reliability_diagram
 from toolshift.flows.ceiling import TurnAnatomy, anatomy, repeated_reads
 from toolshift.flows.crossval import Crossval, Selection, crossval
@@ -500,11 +501,9 @@ def write_report(out: Path, data: Path, *, console: Console | None = None) -> Pa
     ]
     explanation = explain(air_fig, wb_fig)
     text = "\n".join(head) + "\n" + airline + "\n" + explanation + "\n" + workbench + "\n"
-    tmp = out.with_suffix(".md.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, out)
-    (out.with_suffix(".json")).write_text(json.dumps({"airline": air_fig, "workbench": wb_fig}, indent=1,
-                                                     default=str) + "\n")  # fmt: skip
+    write_text_atomic(out, text)
+    write_text_atomic(out.with_suffix(".json"), json.dumps({"airline": air_fig, "workbench": wb_fig}, indent=1,
+                                                           default=str) + "\n")  # fmt: skip
     return out
 
 

@@ -5,18 +5,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from toolshift.errors import BadInputError
+from toolshift.fileio import loads_json
+
 JSON_START = frozenset('{["-0123456789tfn')
 
 
 def decode_output(text: str | None) -> Any:
-    """A tool result as data: JSON when it parses, else the text itself (None for no result)."""
+    """A tool result as data: JSON when it parses within the bounds of `toolshift.fileio` (depth, size),
+    else the text itself (None for no result)."""
     if text is None:
         return None
     stripped = text.strip()
     if stripped and stripped[0] in JSON_START:
         try:
-            return json.loads(stripped)
-        except ValueError:
+            return loads_json(stripped)
+        except BadInputError:
             return text
     return text
 

@@ -11,7 +11,6 @@ every converter writes a catalog beside its episodes. Each label records its ori
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -20,8 +19,8 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import read_json, write_text_atomic
 from toolshift.models import Effect
-from toolshift.traces.store import write_text_atomic
 
 CATALOG_FORMAT: Final = "toolshift.catalog/1"
 CATALOG_SUFFIX = ".catalog.json"
@@ -201,12 +200,10 @@ def save_catalog(catalog: ToolCatalog, path: Path) -> Path:
 
 
 def load_catalog(path: Path) -> ToolCatalog:
-    """Read a catalog file; an unknown `format` or a malformed tool entry is a BadInputError."""
+    """Read a catalog file; an unknown `format`, a malformed tool entry or a tool listed twice with
+    conflicting labels is a BadInputError naming the file, the tool's index and the field."""
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise BadInputError(f"cannot read tool catalog: {exc}", source=str(path)) from exc
+    raw = read_json(path, what="tool catalog")
     if not isinstance(raw, dict):
         raise BadInputError("a tool catalog is a JSON object", source=str(path))
     if raw.get("format") != CATALOG_FORMAT:
@@ -216,7 +213,7 @@ def load_catalog(path: Path) -> ToolCatalog:
             field="format",
         )
     try:
-        return ToolCatalog.model_validate(raw)
+        catalog = ToolCatalog.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = err["loc"]
@@ -225,3 +222,24 @@ def load_catalog(path: Path) -> ToolCatalog:
         raise BadInputError(
             err["msg"], source=str(path), record=record, field=field or ".".join(map(str, loc))
         ) from exc
+    _refuse_conflicting_duplicates(catalog, path)
+    return catalog
+
+
+def _refuse_conflicting_duplicates(catalog: ToolCatalog, path: Path) -> None:
+    """A tool may be listed more than once only with the same label: which one would count is anyone's guess."""
+    first: dict[str, int] = {}
+    for index, tool in enumerate(catalog.tools):
+        seen = first.setdefault(tool.name, index)
+        if seen == index:
+            continue
+        other = catalog.tools[seen]
+        for field in ("effect", "exists"):
+            if getattr(other, field) != getattr(tool, field):
+                raise BadInputError(
+                    f"tool {tool.name!r} is listed twice with conflicting {field}s: "
+                    f"{getattr(other, field)!r} at tools[{seen}], {getattr(tool, field)!r} here",
+                    source=str(path),
+                    record=index,
+                    field=field,
+                )

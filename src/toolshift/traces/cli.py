@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from toolshift.errors import BadInputError, report_file_errors
+from toolshift.fileio import write_text_atomic
 from toolshift.models import Effect
 from toolshift.traces.anatomy import GROUP_KEYS, Anatomy, anatomy, total
 from toolshift.traces.catalog import catalog_path, load_catalog
@@ -149,6 +150,7 @@ def stats(
             "total": overall.as_dict(),
             "missing_catalogs": sorted(effects.missing),
             "skipped_lines": dict(report.skipped),
+            "torn_last_lines": report.torn,
         }
         typer.echo(json.dumps(payload, indent=2))
         return
@@ -162,6 +164,8 @@ def stats(
         console.print(f"[yellow]no catalog found for:[/] {', '.join(sorted(effects.missing))}")
     if report.skipped:
         console.print(f"[yellow]skipped {sum(report.skipped.values())} bad lines:[/] {dict(report.skipped)}")
+    if report.torn:
+        console.print(f"[yellow]left out {report.torn} torn last line(s):[/] an append a kill interrupted")
 
 
 def anatomy_table(groups: dict[tuple[str, ...], Anatomy], keys: tuple[str, ...], overall: Anatomy) -> Table:
@@ -301,8 +305,7 @@ def anatomy_report(
     from toolshift.traces.anatomy_report import anatomy_markdown
 
     text = anatomy_markdown(shared_data)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    write_text_atomic(out, text)
     console.print(f"wrote {out}")
 
 

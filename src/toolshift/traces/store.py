@@ -7,15 +7,16 @@ File layout (`toolshift.episodes/1`, optionally gzip-compressed when the name en
     ...
 
 Readers refuse a file whose header names another format, and an episode line whose own `format` is
-unknown. Reading iterates lines, so memory does not grow with the file's size.
+unknown. Reading iterates lines, so memory does not grow with the file's size. Lines follow the one JSONL
+rule of `toolshift.fileio`: a last line without a newline is an episode when it parses and a torn write
+(not done: left out, counted in `ReadReport.torn`, cut on the next append) when it does not; any other
+bad line is refused naming the file, record and line (or counted and skipped with `skip_bad`).
 """
 
 from __future__ import annotations
 
 import gzip
-import json
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -26,6 +27,17 @@ from typing import IO, Any, Final, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import (
+    JsonlLine,
+    NotJsonError,
+    fsync_path,
+    jsonl_lines,
+    loads_json,
+    repair_jsonl_tail,
+    temp_sibling,
+)
+from toolshift.fileio import chmod_default as chmod_default  # re-exported; its home is fileio
+from toolshift.fileio import write_text_atomic as write_text_atomic  # re-exported; its home is fileio
 from toolshift.traces.episode import EPISODE_FORMAT, Episode
 
 STORE_FORMAT: Final = "toolshift.episodes/1"
@@ -50,6 +62,8 @@ class ReadReport:
     read: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     first_errors: list[str] = field(default_factory=list)
+    torn: int = 0
+    """Torn last lines left out (an append that a kill interrupted: that episode is not done)."""
 
     def skip(self, error: BadInputError) -> None:
         self.skipped[error.detail.split(":", 1)[0]] += 1
@@ -63,27 +77,26 @@ def _open_text(path: Path, mode: str, *, gz: bool | None = None) -> IO[str]:
     return path.open(mode, encoding="utf-8", newline="\n")
 
 
-def _validation_error(exc: ValidationError, path: Path, index: int) -> BadInputError:
-    bad = BadInputError.from_validation(exc, source=str(path), record=index)
-    return BadInputError(f"invalid episode: {bad.detail}", source=str(path), record=index, field=bad.field)
-
-
 def read_header(path: Path) -> StoreHeader:
     """The file's header; a missing or foreign header is a BadInputError naming the file."""
     path = Path(path)
     try:
-        with _open_binary(path) as fh:
-            first = next(_lines(fh, path), b"")
+        fh = _open_binary(path)
     except OSError as exc:
         raise BadInputError(f"cannot read episode file: {exc}", source=str(path)) from exc
-    return _parse_header(first, path)
+    with fh:
+        return _parse_header(next(_lines(fh, path), None), path)
 
 
-def _parse_header(line: bytes | str, path: Path) -> StoreHeader:
-    try:
-        raw = json.loads(line) if line.strip() else None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"header line is not JSON: {exc}", source=str(path), record="header") from exc
+def _parse_header(line: JsonlLine | None, path: Path) -> StoreHeader:
+    raw = None
+    if line is not None and not line.is_blank():
+        try:
+            raw = loads_json(line.data, source=str(path), record="header")
+        except BadInputError as exc:
+            raise BadInputError(
+                f"header line is not JSON: {exc.detail}", source=str(path), record="header"
+            ) from None
     if not isinstance(raw, dict) or raw.get("format") in (None, EPISODE_FORMAT):
         raise BadInputError(
             f"no header line: an episode file starts with {{'format': {STORE_FORMAT!r}}}",
@@ -110,8 +123,8 @@ def iter_episodes(
     """Yield the file's episodes one at a time (constant memory).
 
     A malformed line raises BadInputError naming the file, the line's 0-based index after the header
-    and the field;
-    with `skip_bad` it is counted in `report` and skipped. An unknown format is never skipped.
+    (and its line number) and the field; with `skip_bad` it is counted in `report` and skipped. An
+    unknown format is never skipped. A torn last line is left out and counted in `report.torn`.
     """
     path = Path(path)
     report = report if report is not None else ReadReport()
@@ -121,12 +134,20 @@ def iter_episodes(
         raise BadInputError(f"cannot read episode file: {exc}", source=str(path)) from exc
     with fh:
         lines = _lines(fh, path)
-        _parse_header(next(lines, b""), path)
-        for index, line in enumerate(lines):
-            if not line.strip():
+        _parse_header(next(lines, None), path)
+        for line in lines:
+            if line.is_blank():
                 continue
             try:
-                episode = _parse_line(line, path, index)
+                episode = _parse_line(line, path)
+            except NotJsonError as exc:
+                if not line.terminated:  # a torn last line: an append a kill interrupted
+                    report.torn += 1
+                    return
+                if not skip_bad:
+                    raise
+                report.skip(exc)
+                continue
             except BadInputError as exc:
                 if not skip_bad or exc.field == "format":
                     raise
@@ -140,36 +161,30 @@ def _open_binary(path: Path) -> IO[bytes]:
     return gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")  # type: ignore[return-value]
 
 
-def _lines(fh: IO[bytes], path: Path) -> Iterator[bytes]:
-    """The file's raw lines; a read error (a truncated gzip) names the line (0-based after the header)."""
-    number = 0
+def _lines(fh: IO[bytes], path: Path) -> Iterator[JsonlLine]:
+    """The file's lines; a read error (a truncated gzip) is reported as an unreadable episode file."""
     try:
-        for number, raw in enumerate(fh):  # noqa: B007 - used in the except clause
-            yield raw
-    except (OSError, EOFError) as exc:
-        raise BadInputError(
-            f"cannot read episode file: {exc}",
-            source=str(path),
-            record="header" if number == 0 else number - 1,
-        ) from exc
+        yield from jsonl_lines(fh, source=str(path))
+    except BadInputError as exc:
+        raise BadInputError(f"cannot read episode file: {exc.detail}", source=str(path)) from None
 
 
-def _parse_line(line: bytes, path: Path, index: int) -> Episode:
+def _parse_line(line: JsonlLine, path: Path) -> Episode:
     # json.loads + model_validate, not model_validate_json: pydantic-core's JSON string cache grows with
     # the number of distinct strings read, which the constant-memory benchmark shows.
+    index = line.number - 2  # 0-based after the header
+    where = f"line {line.number}"
     try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadInputError(f"not UTF-8: {exc.reason}", source=str(path), record=index) from exc
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInputError(f"not JSON: {exc.msg}", source=str(path), record=index) from exc
+        raw = loads_json(line.data, source=str(path), record=index)
+    except BadInputError as exc:
+        raise type(exc)(f"{exc.detail} ({where})", source=str(path), record=index) from None
     if not isinstance(raw, dict):
-        raise BadInputError("not JSON: an episode line is an object", source=str(path), record=index)
+        raise BadInputError(
+            f"not JSON: an episode line is an object ({where})", source=str(path), record=index
+        )
     if raw.get("format", EPISODE_FORMAT) != EPISODE_FORMAT:
         raise BadInputError(
-            f"unknown episode format {raw.get('format')!r} (this reader knows {EPISODE_FORMAT})",
+            f"unknown episode format {raw.get('format')!r} (this reader knows {EPISODE_FORMAT}; {where})",
             source=str(path),
             record=index,
             field="format",
@@ -177,7 +192,10 @@ def _parse_line(line: bytes, path: Path, index: int) -> Episode:
     try:
         return Episode.model_validate(raw)
     except ValidationError as exc:
-        raise _validation_error(exc, path, index) from exc
+        bad = BadInputError.from_validation(exc, source=str(path), record=index)
+        raise BadInputError(
+            f"invalid episode ({where}): {bad.detail}", source=str(path), record=index, field=bad.field
+        ) from None
 
 
 def read_episodes(
@@ -193,8 +211,9 @@ class EpisodeWriter:
 
     A new file is written to a temporary name and renamed on a clean close, so a failed write leaves
     no half file (and the previous file, if any, intact). With `append=True` an existing file is
-    extended in place instead (for resumable runs): its header is checked and a torn last line from
-    a crash is cut off first.
+    extended in place instead (for resumable runs): it is read through first by the same rule as every
+    reader (its header checked, a bad line refused), and a torn last line from a crash is cut off, or a
+    complete last line without its newline given one (`toolshift.fileio.repair_jsonl_tail`).
     """
 
     def __init__(self, path: Path, *, meta: dict[str, Any] | None = None, append: bool = False) -> None:
@@ -210,14 +229,12 @@ class EpisodeWriter:
         if self.append:
             if self.path.name.endswith(".gz"):
                 raise BadInputError("cannot append to a compressed episode file", source=str(self.path))
-            read_header(self.path)
-            _cut_torn_tail(self.path)
+            for _ in iter_episodes(self.path):
+                pass
+            repair_jsonl_tail(self.path)
             self._fh = _open_text(self.path, "at")
         else:
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-            os.close(fd)
-            chmod_default(tmp)
-            self._tmp = Path(tmp)
+            self._tmp = temp_sibling(self.path)
             self._fh = _open_text(self._tmp, "wt", gz=self.path.name.endswith(".gz"))
             self._fh.write(StoreHeader(meta=self.meta).model_dump_json() + "\n")
         return self
@@ -244,53 +261,10 @@ class EpisodeWriter:
         if self._tmp is None:
             return
         if exc_type is None:
+            fsync_path(self._tmp)
             os.replace(self._tmp, self.path)
         else:
             self._tmp.unlink(missing_ok=True)
-
-
-def chmod_default(path: str) -> None:
-    """Give a temp file the mode a plain `open` would have (mkstemp makes it owner-only)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
-
-
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Write a whole text file via a temp sibling and a rename: a failed write leaves the old file intact."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        chmod_default(tmp)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def _cut_torn_tail(path: Path) -> None:
-    with path.open("rb+") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        if size == 0:
-            return
-        fh.seek(size - 1)
-        if fh.read(1) == b"\n":
-            return
-        pos = size
-        while pos > 0:
-            step = min(65536, pos)
-            fh.seek(pos - step)
-            chunk = fh.read(step)
-            nl = chunk.rfind(b"\n")
-            if nl >= 0:
-                fh.truncate(pos - step + nl + 1)
-                return
-            pos -= step
 
 
 def write_episodes(path: Path, episodes: Iterable[Episode], *, meta: dict[str, Any] | None = None) -> int:

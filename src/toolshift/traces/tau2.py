@@ -32,7 +32,6 @@ Choices (also in docs/formats.md):
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -40,6 +39,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import loads_json, read_json
 from toolshift.traces.catalog import ToolCatalog, catalog_by_verb
 from toolshift.traces.conversion import Conversion
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
@@ -75,10 +75,7 @@ class Tau2Run:
 
 
 def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"cannot read τ²-bench results: {exc}", source=str(path)) from exc
+    return read_json(path, what="τ²-bench results")
 
 
 def _locate(path: Path) -> tuple[Path, Path | None]:
@@ -210,9 +207,11 @@ def _message(
             args = tc.get("arguments") or {}
             if isinstance(args, str):
                 try:
-                    args = json.loads(args)
-                except json.JSONDecodeError as exc:
-                    raise _bad(f"arguments are not JSON: {exc.msg}", file, index, f"{f}.arguments") from exc
+                    args = loads_json(args)
+                except BadInputError as exc:
+                    raise _bad(
+                        f"arguments are not JSON: {exc.detail}", file, index, f"{f}.arguments"
+                    ) from exc
             if not isinstance(args, dict):
                 raise _bad("arguments are not an object", file, index, f"{f}.arguments")
             try:

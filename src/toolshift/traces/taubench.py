@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import loads_json, read_json
 from toolshift.traces.conversion import Conversion
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
 from toolshift.traces.tau_tools import TAU_BENCH_V1_TOOLS, tau_catalog
@@ -117,10 +118,10 @@ def _message(
             name = _need(fn.get("name"), str, path, index, f"{f}.function.name")
             args_text = fn.get("arguments") or "{}"
             try:
-                args = json.loads(args_text) if isinstance(args_text, str) else args_text
-            except json.JSONDecodeError as exc:
+                args = loads_json(args_text) if isinstance(args_text, str) else args_text
+            except BadInputError as exc:
                 raise BadInputError(
-                    f"arguments are not JSON: {exc.msg}",
+                    f"arguments are not JSON: {exc.detail}",
                     source=str(path),
                     record=index,
                     field=f"{f}.function.arguments",
@@ -171,10 +172,7 @@ def _termination(messages: list[Message]) -> str:
 def convert_taubench_v1(path: Path, *, domain: str | None = None, skip_bad: bool = False) -> Conversion:
     """Convert one τ-bench v1 trajectory file (see the module docstring for every choice made)."""
     path = Path(path)
-    try:
-        records = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"cannot read τ-bench trajectories: {exc}", source=str(path)) from exc
+    records = read_json(path, what="τ-bench trajectories")
     if not isinstance(records, list):
         raise BadInputError("a τ-bench trajectory file is a JSON list of runs", source=str(path))
     called = {

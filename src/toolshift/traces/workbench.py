@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import io
 import json
 import re
 import sys
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import read_text
 from toolshift.models import Effect
 from toolshift.traces.catalog import CatalogTool, ToolCatalog
 from toolshift.traces.conversion import Conversion
@@ -222,7 +224,7 @@ def _gold_tasks(csv_path: Path, domain: str) -> dict[str, tuple[int, list[str]]]
     if not tasks.is_file():
         return {}
     out: dict[str, tuple[int, list[str]]] = {}
-    with tasks.open(newline="", encoding="utf-8") as fh:
+    with io.StringIO(read_text(tasks, what="WorkBench task CSV"), newline="") as fh:
         reader = csv.DictReader(fh)
         for i, row in _csv_rows(reader, tasks, ("query", "answer")):
             try:
@@ -274,11 +276,7 @@ def convert_workbench_csv(path: Path, *, skip_bad: bool = False) -> Conversion:
     conv = Conversion(converter=CONVERTER, inputs=[str(path)])
     hallucinated: set[str] = set()
     csv.field_size_limit(sys.maxsize)
-    try:
-        fh = path.open(newline="", encoding="utf-8")
-    except OSError as exc:
-        raise BadInputError(f"cannot read: {exc}", source=str(path)) from exc
-    with fh:
+    with io.StringIO(read_text(path, what="WorkBench results CSV"), newline="") as fh:
         for index, row in _csv_rows(csv.DictReader(fh), path, COLUMNS):
             conv.records += 1
             try:

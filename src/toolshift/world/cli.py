@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from toolshift.errors import BadInputError, ToolshiftError, report_file_errors
+from toolshift.fileio import loads_json
 from toolshift.world.limits import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
 
 app = typer.Typer(no_args_is_help=True, help="Stateful tool worlds: compile, serve over MCP, call.")
@@ -118,14 +119,7 @@ def call_cmd(
     from toolshift.world.tools import ToolError
     from toolshift.world.world import World
 
-    try:
-        parsed = json.loads(args)
-    except json.JSONDecodeError as exc:
-        raise BadInputError(f"not JSON: {exc.msg} at column {exc.colno}", source="--args") from None
-    except RecursionError:
-        raise BadInputError("nested too deeply to read", source="--args") from None
-    except ValueError as exc:  # e.g. an integer literal over Python's 4,300-digit limit
-        raise BadInputError(f"not usable JSON: {exc}", source="--args") from None
+    parsed = loads_json(args, source="--args")
     if not isinstance(parsed, dict):
         raise BadInputError("must be a JSON object", source="--args")
     world = World(load_domain(domain, seed=seed))

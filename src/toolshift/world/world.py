@@ -22,6 +22,7 @@ from typing import Any
 import jsonschema
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import atomic_path, loads_json
 from toolshift.models import RowChange
 from toolshift.world.compiler import CompiledDomain
 from toolshift.world.runtime import Runtime
@@ -40,15 +41,15 @@ class Snapshot:
     taken_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="milliseconds"))
 
     def save(self, path: str | Path) -> Path:
-        """Write the snapshot as a standalone SQLite file."""
+        """Write the snapshot as a standalone SQLite file, atomically: a temp sibling renamed over `path`, so
+        a kill mid-write leaves any previous file whole."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.unlink(missing_ok=True)
-        dst = sqlite3.connect(path)
-        try:
-            self.conn.backup(dst)
-        finally:
-            dst.close()
+        with atomic_path(path) as tmp:
+            dst = sqlite3.connect(tmp)
+            try:
+                self.conn.backup(dst)
+            finally:
+                dst.close()
         return path
 
     def to_bytes(self) -> bytes:
@@ -145,7 +146,9 @@ class World:
                     source=str(path),
                     field="_ts_meta.format",
                 )
-            spec = parse_spec(json.loads(meta["spec"]), f"{path}:_ts_meta.spec")
+            spec = parse_spec(
+                loads_json(meta["spec"], source=f"{path}:_ts_meta.spec"), f"{path}:_ts_meta.spec"
+            )
             return cls(compile_domain(spec, str(path)), state=src)
         except (sqlite3.DatabaseError, KeyError, json.JSONDecodeError) as exc:
             raise BadInputError(f"not a toolshift world file: {exc}", source=str(path)) from None

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import write_bytes_atomic, write_text_atomic
 
 console = Console()
 
@@ -145,16 +146,12 @@ def reference(
     console.print(drift_table(rows))
     console.print(f"drift plot: {png}")
     if markdown:
-        import shutil
-
         from toolshift.bench.ecosystem.report import ecosystem_markdown
 
         markdown.parent.mkdir(parents=True, exist_ok=True)
         figure = markdown.parent / f"{markdown.stem}_drift.png"
-        shutil.copyfile(png, figure)
-        markdown.write_text(
-            ecosystem_markdown(eco, header, rows, figure, _command(ctx), build), encoding="utf-8"
-        )
+        write_bytes_atomic(figure, png.read_bytes())
+        write_text_atomic(markdown, ecosystem_markdown(eco, header, rows, figure, _command(ctx), build))
         console.print(f"wrote {markdown}")
 
 
@@ -243,7 +240,7 @@ def evaluate(
             console.print("excluded: " + ", ".join(f"{k}: {v}" for k, v in sorted(ev.excluded.items())))
     if markdown:
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(results_markdown(eco, evals, _command(ctx)), encoding="utf-8")
+        write_text_atomic(markdown, results_markdown(eco, evals, _command(ctx)))
         console.print(f"wrote {markdown}")
     if json_out:
         body = {
@@ -257,7 +254,7 @@ def evaluate(
             },
             "excluded": {ev.agent: dict(ev.excluded) for ev in evals},
         }
-        json_out.write_text(json.dumps(body, indent=1), encoding="utf-8")
+        write_text_atomic(json_out, json.dumps(body, indent=1))
 
 
 def serve(

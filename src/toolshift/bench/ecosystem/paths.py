@@ -28,6 +28,7 @@ from toolshift.bench.ecosystem.store import (
 )
 from toolshift.bench.reference import ImplementationIndex, ReferencePath, optimal_path
 from toolshift.errors import BadInputError
+from toolshift.fileio import atomic_path, read_text
 from toolshift.models import Task, covers
 from toolshift.world.world import World
 
@@ -175,7 +176,7 @@ def load_references(build: str | Path) -> tuple[ReferenceHeader, list[ReferenceR
     path = ecosystem_dir(build) / "references.jsonl"
     if not path.is_file():
         raise BadInputError("no reference paths; run `toolshift bench reference` first", source=str(path))
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path, what="reference paths").splitlines()
     try:
         header = ReferenceHeader.model_validate_json(lines[0])
     except (IndexError, ValueError) as exc:
@@ -269,7 +270,7 @@ def plot_drift(rows: list[dict[str, Any]], out: Path) -> Path:
     axes[2].set_title("Mean reference weight per version")
     axes[2].legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=8, frameon=False)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=120, format=Path(out).suffix.lstrip(".") or "png")
     plt.close(fig)
     return out

@@ -13,8 +13,6 @@ Layout inside a bench build directory (docs/formats.md, "Ecosystem benchmark bui
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ from toolshift.bench.ecosystem.evolve import (
 )
 from toolshift.bench.reference import Implementation
 from toolshift.errors import BadInputError
+from toolshift.fileio import read_json, write_text_atomic
 from toolshift.models import Task
 from toolshift.world.compiler import compile_domain
 from toolshift.world.spec import load_spec
@@ -126,19 +125,11 @@ def build_fingerprint(build: str | Path) -> str:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, text)
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BadInputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise BadInputError(f"malformed JSON at line {exc.lineno}", source=str(path)) from None
+    return read_json(path, what="ecosystem file")
 
 
 def load_ecosystem(build: str | Path) -> EcosystemManifest:
@@ -147,9 +138,10 @@ def load_ecosystem(build: str | Path) -> EcosystemManifest:
     if not path.is_file():
         raise BadInputError("no evolved ecosystem here; run `toolshift bench evolve` first", source=str(path))
     data = _read_json(path)
-    if data.get("format") != ECOSYSTEM_FORMAT:
+    if not isinstance(data, dict) or data.get("format") != ECOSYSTEM_FORMAT:
         raise BadInputError(
-            f"unknown ecosystem format {data.get('format')!r} (this reads {ECOSYSTEM_FORMAT!r})",
+            f"unknown ecosystem format {data.get('format') if isinstance(data, dict) else None!r} "
+            f"(this reads {ECOSYSTEM_FORMAT!r})",
             source=str(path),
             field="format",
         )

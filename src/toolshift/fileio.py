@@ -1,0 +1,342 @@
+"""Files read and written the same way everywhere: atomic writes, bounded JSON, UTF-8 text, JSONL lines.
+
+The lowest room beside `toolshift.errors`, so every capability can use it:
+
+- **Writes are atomic**: a file is written to a hidden temp sibling `.<name>.<pid>.<random>.tmp`, fsynced
+  and renamed over the target, so a kill mid-write leaves the previous file intact. Temp files whose
+  writer process is gone (killed with SIGKILL) are removed by the next atomic write into that folder.
+- **JSON is bounded**: at most `MAX_JSON_DEPTH` levels of nesting and `MAX_JSON_BYTES` per document
+  (`MAX_LINE_BYTES` per JSONL line), checked before parsing, so deep nesting is a `BadInputError`
+  naming the file, never a `RecursionError`.
+- **Text is UTF-8**: a binary or otherwise undecodable file is a `BadInputError` naming the file and
+  the byte offset, never a `UnicodeDecodeError`.
+- **JSONL lines follow one rule** (`jsonl_lines`, `repair_jsonl_tail`; docs/formats.md): every line
+  ends in a newline; a last line without one is complete when it parses as JSON (it is read, and
+  the next append adds its newline) and torn when it does not (readers leave it out as not written,
+  and the next append cuts it); any other line that cannot be read is refused, naming the file
+  and line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import accumulate
+from pathlib import Path
+from typing import IO, Any
+
+from toolshift.errors import BadInputError
+
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of arrays and objects accepted (the published runs we read nest at most 12)."""
+MAX_JSON_BYTES = 1 << 30
+"""Largest JSON document read whole (1 GiB)."""
+MAX_LINE_BYTES = 64 << 20
+"""Largest JSONL line (64 MiB)."""
+
+# --- bounded JSON -------------------------------------------------------------------------------
+
+
+class NotJsonError(BadInputError):
+    """Text that is not (UTF-8) JSON at all, as opposed to JSON beyond the limits: how a torn line shows."""
+
+
+_KEEP_ONLY_BRACKETS = bytes(b for b in range(256) if b not in b'"[]{}')
+_STRING = re.compile(rb'"[^"]*"')
+_PAIR = re.compile(rb"\[\]|\{\}")
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_PAIR_PASSES = 8
+"""Regex passes before counting bracket by bracket: enough to empty most documents (τ-bench's is 9 deep)."""
+
+
+def json_depth(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep a JSON text nests arrays and objects, counted without parsing it (no recursion).
+
+    Escaped backslashes and quotes go first, then every byte but quotes and brackets, then strings. A few
+    passes then remove the innermost empty pairs (a typical document is empty after as many passes as it
+    is deep); whatever is left is counted bracket by bracket. Malformed text gives some number; the
+    parser then says what is wrong with it.
+    """
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    rest = _STRING.sub(b"", data.translate(None, _KEEP_ONLY_BRACKETS))
+    passes = 0
+    while rest and passes < min(limit, _PAIR_PASSES):
+        inner = _PAIR.sub(b"", rest)
+        if inner == rest:
+            break
+        rest, passes = inner, passes + 1
+    return passes + max(accumulate(_STEP.get(b, 0) for b in rest), default=0)
+
+
+def loads_json(
+    text: str | bytes,
+    *,
+    source: str | None = None,
+    record: int | str | None = None,
+    max_depth: int | None = None,
+    max_bytes: int | None = None,
+) -> Any:
+    """Parse one JSON document within the depth and size limits (default: the module's); any failure is a
+    one-line BadInputError, a `NotJsonError` when the text is not UTF-8 JSON at all."""
+    max_depth = MAX_JSON_DEPTH if max_depth is None else max_depth
+    max_bytes = MAX_JSON_BYTES if max_bytes is None else max_bytes
+    if isinstance(text, bytes | bytearray):
+        try:
+            text = bytes(text).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise NotJsonError(
+                f"not UTF-8: {exc.reason} at byte {exc.start}", source=source, record=record
+            ) from None
+    if len(text) > max_bytes:
+        raise BadInputError(
+            f"JSON document of {len(text):,} characters exceeds the limit of {max_bytes:,}",
+            source=source,
+            record=record,
+        )
+    # Only a text with more openers than the limit can nest deeper than it: most skip the scan.
+    if text.count("[") + text.count("{") > max_depth and json_depth(text, max_depth) > max_depth:
+        raise BadInputError(
+            f"JSON nested more than {max_depth} levels deep (the limit)", source=source, record=record
+        )
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = f"character {exc.pos}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
+        raise NotJsonError(f"not JSON: {exc.msg} at {at}", source=source, record=record) from None
+    except RecursionError:  # belt and braces: the depth check above should make this unreachable
+        raise BadInputError(
+            f"JSON nested too deeply (limit {max_depth})", source=source, record=record
+        ) from None
+
+
+def decode_utf8(data: bytes, *, source: str | None = None, record: int | str | None = None) -> str:
+    """Bytes as UTF-8 text (a leading byte-order mark dropped); undecodable bytes are a BadInputError."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BadInputError(
+            f"not UTF-8 text: {exc.reason} at byte {exc.start} (a binary file?)",
+            source=source,
+            record=record,
+        ) from None
+
+
+def read_text(path: str | Path, *, what: str = "file", max_bytes: int | None = None) -> str:
+    """A whole UTF-8 text file: a missing, oversized, unreadable or binary file is a one-line BadInputError
+    ("cannot read <what>: ...") naming the file."""
+    path = Path(path)
+    max_bytes = MAX_JSON_BYTES if max_bytes is None else max_bytes
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise BadInputError(f"cannot read {what}: {exc.strerror or exc}", source=str(path)) from None
+    if len(data) > max_bytes:
+        raise BadInputError(
+            f"cannot read {what}: larger than the limit of {max_bytes:,} bytes", source=str(path)
+        )
+    try:
+        return decode_utf8(data, source=str(path))
+    except BadInputError as exc:
+        raise BadInputError(f"cannot read {what}: {exc.detail}", source=str(path)) from None
+
+
+def read_json(path: str | Path, *, what: str = "JSON file", max_depth: int | None = None) -> Any:
+    """A whole JSON file, read as UTF-8 and parsed within the limits; errors name the file and say what it
+    was read as ("cannot read <what>: not JSON: ...")."""
+    text = read_text(path, what=what)
+    try:
+        return loads_json(text, source=str(path), max_depth=max_depth)
+    except BadInputError as exc:
+        raise type(exc)(f"cannot read {what}: {exc.detail}", source=str(path)) from None
+
+
+# --- JSONL lines --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JsonlLine:
+    """One line of a JSONL file: its 1-based number, its bytes (newline stripped), whether it ended in one."""
+
+    number: int
+    data: bytes
+    terminated: bool
+
+    def is_blank(self) -> bool:
+        return not self.data.strip()
+
+
+def jsonl_lines(fh: IO[bytes], *, source: str, max_line_bytes: int | None = None) -> Iterator[JsonlLine]:
+    """The lines of a binary stream, each at most `max_line_bytes` (default `MAX_LINE_BYTES`) long; a longer
+    one is a BadInputError. A read error part-way (a truncated gzip stream) is one too, naming the line.
+    """
+    max_line_bytes = MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
+    number = 0
+    while True:
+        number += 1
+        try:
+            raw = fh.readline(max_line_bytes + 1)
+        except (OSError, EOFError) as exc:
+            raise BadInputError(f"cannot read line {number}: {exc}", source=source) from None
+        if not raw:
+            return
+        terminated = raw.endswith(b"\n")
+        if not terminated and len(raw) > max_line_bytes:
+            raise BadInputError(
+                f"line {number} is longer than the limit of {max_line_bytes:,} bytes", source=source
+            )
+        yield JsonlLine(number, raw[:-1] if terminated else raw, terminated)
+
+
+def is_torn(line: JsonlLine) -> bool:
+    """The one rule for an interrupted append: an unterminated line that is not a complete JSON value."""
+    if line.terminated:
+        return False
+    try:
+        loads_json(line.data)
+    except NotJsonError:
+        return True
+    except BadInputError:  # complete but beyond the limits: a bad line, refused where it is read
+        return False
+    return False
+
+
+def repair_jsonl_tail(path: str | Path) -> str:
+    """Make an appendable JSONL file end in a newline, by the rule of `is_torn`.
+
+    Returns "ok" (it already did, or is empty), "terminated" (a complete last line got its newline) or
+    "cut" (a torn last line was removed).
+    """
+    with Path(path).open("rb+") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        if size == 0:
+            return "ok"
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return "ok"
+        start = _last_line_start(fh, size)
+        fh.seek(start)
+        tail = fh.read(size - start)
+        if not is_torn(JsonlLine(0, tail, terminated=False)):
+            fh.seek(size)
+            fh.write(b"\n")
+            return "terminated"
+        fh.truncate(start)
+        return "cut"
+
+
+def _last_line_start(fh: IO[bytes], size: int) -> int:
+    pos = size
+    while pos > 0:
+        step = min(65536, pos)
+        fh.seek(pos - step)
+        chunk = fh.read(step)
+        nl = chunk.rfind(b"\n")
+        if nl >= 0:
+            return pos - step + nl + 1
+        pos -= step
+    return 0
+
+
+# --- atomic writes ------------------------------------------------------------------------------
+
+_TEMP_NAME = re.compile(r"^\..+\.(\d+)\.[A-Za-z0-9_]+\.tmp(-journal|-wal|-shm)?$")
+"""A temp file of `temp_sibling` (or SQLite's journal beside one): `.<name>.<pid>.<random>.tmp`."""
+
+
+def chmod_default(path: str | Path) -> None:
+    """Give a temp file the mode a plain `open` would have (mkstemp makes it owner-only)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temps(folder: str | Path) -> list[Path]:
+    """Remove the temp files of atomic writes in `folder` whose writing process no longer exists."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _TEMP_NAME.match(entry.name)
+        if match and not _alive(int(match.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
+
+
+def temp_sibling(path: str | Path) -> Path:
+    """Create an empty hidden temp file beside `path`, named for this process (see `remove_stale_temps`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path.parent)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
+    os.close(fd)
+    chmod_default(tmp)
+    return Path(tmp)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temp sibling to write `path` through: renamed over `path` when the block ends, removed if it raises.
+
+    For writers that need a path (SQLite, matplotlib); `write_text_atomic` for a whole text.
+    """
+    path = Path(path)
+    tmp = temp_sibling(path)
+    try:
+        yield tmp
+        fsync_path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_text(path: str | Path) -> Iterator[IO[str]]:
+    """A text stream (UTF-8) that replaces `path` when the block ends cleanly: for files written piecemeal."""
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="\n") as fh:
+        yield fh
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Write a whole text file (UTF-8) atomically: a failed or killed write leaves the old file intact."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8", newline="\n")
+    return Path(path)
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
+    """Write a whole binary file atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+    return Path(path)
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a written file to disk before it is renamed into place (best effort)."""
+    with contextlib.suppress(OSError), path.open("rb") as fh:
+        os.fsync(fh.fileno())
