@@ -15,11 +15,11 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray")
-    from toolshift.agents.ray_executor import connect
+    from toolshift.agents.ray_executor import connect, shutdown
 
     connect(None, num_cpus=2)
     yield ray
-    ray.shutdown()
+    shutdown()
 
 
 def _outcomes(episodes):

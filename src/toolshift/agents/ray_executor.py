@@ -3,19 +3,29 @@
 Each Ray task runs one episode with `asyncio.run` in a worker process and returns it as JSON; the
 driver keeps at most `concurrency` in flight, appends each episode durably as it arrives, and
 narrows the window when workers report rate limits. Workers import toolshift: on a real cluster
-install the same version on every node (or pass a `runtime_env`); see docs/formats.md.
+install the same version on every node (or pass a `runtime_env`); see docs/formats.md. A local cluster
+is owned by a watchdog process that stops all of it when the driver exits or is killed (`LocalCluster`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from toolshift.agents.loop import hung_episode
 from toolshift.agents.runner import HUNG_GRACE, DurableLog, EpisodeListener, RunPlan, done_key, episode_id
+from toolshift.errors import ToolshiftError
 from toolshift.traces.episode import Episode
 
 _recorded_cache: dict[str, Any] = {}
@@ -60,25 +70,111 @@ def episode_in_worker(
     return episode.model_dump_json(exclude_none=True), rate_limits
 
 
+class LocalCluster:
+    """A local Ray cluster owned by a watchdog process (`ray_watchdog.py`) in a session of its own.
+
+    The watchdog starts the cluster and stops every process of it, the dashboard and runtime-env agents
+    included, when this driver closes its pipe or dies in any way (SIGKILL included): a killed run
+    leaves nothing behind.
+    """
+
+    def __init__(self, num_cpus: int | None = None) -> None:
+        src = str(Path(__file__).resolve().parents[2])
+        # Token authentication with a token of this cluster's own, passed to its processes and this driver by
+        # environment (Ray would otherwise read or write ~/.ray/auth_token, shared with every other cluster).
+        self.auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+        path = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)
+        env = {**os.environ, **self.auth, "PYTHONPATH": path}
+        command = [sys.executable, str(Path(__file__).with_name("ray_watchdog.py"))]
+        if num_cpus is not None:
+            command.append(f"--num-cpus={num_cpus}")
+        self.watchdog = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True, text=True
+        )
+        assert self.watchdog.stdout is not None
+        line = self.watchdog.stdout.readline().strip()
+        if not line.startswith("ready "):
+            self.watchdog.wait()
+            raise ToolshiftError(f"could not start a local Ray cluster: {line or 'the watchdog exited'}")
+        self.address = line.split(" ", 1)[1]
+
+    def stop(self) -> None:
+        """Disconnect this driver, then let the watchdog stop the cluster and wait until it has."""
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+        for name, value in self.auth.items():
+            if os.environ.get(name) == value:
+                del os.environ[name]
+        if self.watchdog.poll() is None:
+            assert self.watchdog.stdin is not None
+            with contextlib.suppress(OSError):
+                self.watchdog.stdin.close()
+            self.watchdog.wait()
+
+
+_local: LocalCluster | None = None
+
+
 def connect(address: str | None, *, num_cpus: int | None = None) -> Any:
-    """Join the cluster at `address`, or start a local one (this package put on the workers' path)."""
+    """Join the cluster at `address`, or start a local one owned by a watchdog (this package on the
+    workers' path), stopped when this process exits in any way."""
     import ray
 
+    global _local
     if ray.is_initialized():
         return ray
     if address:
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
-    else:
-        src = str(Path(__file__).resolve().parents[2])
-        path = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)
-        ray.init(
-            num_cpus=num_cpus,
-            include_dashboard=False,
-            ignore_reinit_error=True,
-            log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": path}},
-        )
+        return ray
+    if _local is None or _local.watchdog.poll() is not None:
+        _local = LocalCluster(num_cpus)
+        atexit.register(_local.stop)
+    _use_auth(_local.auth)
+    with _keeping_signal_handlers():
+        ray.init(address=_local.address, ignore_reinit_error=True, log_to_driver=False)
     return ray
+
+
+@contextlib.contextmanager
+def _keeping_signal_handlers() -> Iterator[None]:
+    """Keep this process's SIGTERM and SIGINT handlers across `ray.init`, whose own end the driver at once
+    (SIGTERM aborts it, SIGINT exits 0): `toolshift`'s end the run by an exception, so its files are
+    closed and the cluster stopped."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)} if main else {}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if callable(handler):
+                signal.signal(sig, handler)
+
+
+def _use_auth(auth: dict[str, str]) -> None:
+    """Present the local cluster's token from this driver: Ray reads its auth mode when it is imported, so
+    refresh its config and token cache the way Ray's own local start does (versions without token
+    authentication have neither)."""
+    os.environ.update(auth)
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
+    except ImportError:
+        return
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+def shutdown() -> None:
+    """Disconnect from Ray and stop the local cluster, if this process started one."""
+    import ray
+
+    global _local
+    if _local is not None:
+        _local.stop()
+        _local = None
+    elif ray.is_initialized():
+        ray.shutdown()
 
 
 def run_ray(
@@ -142,6 +238,10 @@ def run_ray(
                     window += 1
                 record(Episode.model_validate_json(text), log)
         finally:
-            for ref in in_flight:
-                ray.cancel(ref, force=True)
+            # Interrupted: a local cluster goes with its watchdog. On a remote one, ask the tasks to stop;
+            # force-cancelling tasks that are finishing at that moment aborts this driver (Ray 2.60).
+            if in_flight and _local is None:
+                for ref in in_flight:
+                    with contextlib.suppress(Exception):
+                        ray.cancel(ref)
     return done

@@ -1,0 +1,111 @@
+"""Own a local Ray cluster and leave nothing of it behind; run as a script by `toolshift.agents.ray_executor`.
+
+The driver starts this script in a session of its own with a pipe on its stdin. It starts the cluster with
+`ray start --head` (so every process of the cluster, the dashboard and runtime-env agents and the workers
+included, belongs to this session), prints `ready <address>` and waits. When the pipe closes (the driver
+finished, or died in any way: SIGTERM, SIGINT, SIGKILL) it stops every other process of its session,
+SIGTERM first and SIGKILL after a grace, removes the cluster's temp folder and exits. Only the standard
+library is imported: it starts fast and holds a few MB while it waits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GRACE_SECONDS = 3.0
+"""How long the cluster's processes get to exit on SIGTERM before they are killed."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def session_members() -> list[int]:
+    """Every other live process of this process's session."""
+    me, session = os.getpid(), os.getsid(0)
+    if Path("/proc").is_dir():
+        pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+    else:  # macOS and other Unixes without /proc
+        listing = subprocess.run(["ps", "-A", "-o", "pid="], capture_output=True, text=True, check=False)
+        pids = [int(p) for p in listing.stdout.split()]
+    members = []
+    for pid in pids:
+        if pid == me:
+            continue
+        with contextlib.suppress(OSError):
+            if os.getsid(pid) == session and not _zombie(pid):
+                members.append(pid)
+    return members
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
+
+
+def stop_session(grace: float = GRACE_SECONDS) -> None:
+    """SIGTERM every other process of the session, then SIGKILL whatever is left after `grace` seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        members = session_members()
+        for pid in members:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 10 * grace)
+        while members and time.monotonic() < deadline:
+            time.sleep(0.05)
+            members = session_members()
+        if not members:
+            return
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--num-cpus", type=int, default=None)
+    args = parser.parse_args()
+    if os.getsid(0) != os.getpid():
+        os.setsid()  # normally done by the driver (start_new_session); never share a session with it
+    temp_dir = tempfile.mkdtemp(prefix="ts-ray-")  # short: Ray's socket paths live under it
+
+    def stop(*_: object) -> None:
+        stop_session()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    port = free_port()
+    command = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", f"--port={port}",
+               "--node-ip-address=127.0.0.1",
+               f"--dashboard-agent-listen-port={free_port()}", "--include-dashboard=false",
+               "--disable-usage-stats", f"--temp-dir={temp_dir}"]  # fmt: skip
+    if args.num_cpus is not None:
+        command.append(f"--num-cpus={args.num_cpus}")
+    started = subprocess.run(command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+    if started.returncode != 0:
+        tail = " | ".join((started.stderr or started.stdout).strip().splitlines()[-3:])
+        print(f"failed ray start exited {started.returncode}: {tail}", flush=True)
+        stop()
+    print(f"ready 127.0.0.1:{port}", flush=True)
+    with contextlib.suppress(OSError):
+        sys.stdin.buffer.read()  # returns at EOF: the driver closed the pipe or died
+    stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
