@@ -169,8 +169,29 @@ def test_depth_is_counted_without_recursion_and_strings_do_not_count():
     assert json_depth(DEEP) > MAX_JSON_DEPTH
     assert json_depth('{"a": "[[[[{{{{", "b": [["\\"]]]"]]}') == 3
     assert json_depth('["\\\\", {"x": "\\u005b"}]') == 2
-    assert loads_json("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH) is not None
-    with pytest.raises(BadInputError, match="nested more than"):
-        loads_json("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1))
+    assert json_depth('[["]", "["], {"k": "}", "v": [""]}]') == 3  # adjacent strings, brackets inside
     with pytest.raises(BadInputError, match="nested more than"):
         loads_json("[" * 100_000)  # unbalanced as well as deep
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1])
+@pytest.mark.parametrize("tail", ["", ", oops"])
+def test_the_bound_is_the_same_on_both_parsers(depth, tail):
+    """pydantic-core's parser (the fast path) and the standard library's (malformed text) share the bound."""
+    text = "[" * depth + "]" * depth
+    if tail:
+        text = text[:-1] + tail + "]"  # malformed: only the standard library's parser says why
+    if depth > MAX_JSON_DEPTH:
+        with pytest.raises(BadInputError, match=f"nested more than {MAX_JSON_DEPTH} levels"):
+            loads_json(text)
+    elif tail:
+        with pytest.raises(BadInputError, match="not JSON"):
+            loads_json(text)
+    else:
+        assert loads_json(text) is not None
+
+
+def test_what_only_the_standard_parser_reads_is_still_read():
+    assert loads_json('["\\ud800", NaN]')[0] == "\ud800"  # a lone surrogate escape
+    assert loads_json(b"\xef\xbb\xbf[1]") == [1]  # a byte-order mark
+    assert loads_json("[1, 2, 12345678901234567890123]") == [1, 2, 12345678901234567890123]

@@ -6,8 +6,9 @@ The lowest room beside `toolshift.errors`, so every capability can use it:
   and renamed over the target, so a kill mid-write leaves the previous file intact. Temp files whose
   writer process is gone (killed with SIGKILL) are removed by the next atomic write into that folder.
 - **JSON is bounded**: at most `MAX_JSON_DEPTH` levels of nesting and `MAX_JSON_BYTES` per document
-  (`MAX_LINE_BYTES` per JSONL line), checked before parsing, so deep nesting is a `BadInputError`
-  naming the file, never a `RecursionError`.
+  (`MAX_LINE_BYTES` per JSONL line), so deep nesting is a `BadInputError` naming the file, never a
+  `RecursionError`. pydantic-core's parser bounds the depth in Rust (and is faster than `json`); text
+  it refuses is counted without recursion (`json_depth`) before the standard library's parser says why.
 - **Text is UTF-8**: a binary or otherwise undecodable file is a `BadInputError` naming the file and
   the byte offset, never a `UnicodeDecodeError`.
 - **JSONL lines follow one rule** (`jsonl_lines`, `repair_jsonl_tail`; docs/formats.md): every line
@@ -30,10 +31,15 @@ from itertools import accumulate
 from pathlib import Path
 from typing import IO, Any
 
+import pydantic_core
+
 from toolshift.errors import BadInputError
 
-MAX_JSON_DEPTH = 100
-"""Deepest nesting of arrays and objects accepted (the published runs we read nest at most 12)."""
+PARSER_DEPTH = 201
+"""The deepest nesting pydantic-core's JSON parser (jiter) accepts; tests/test_bad_files.py pins it."""
+MAX_JSON_DEPTH = PARSER_DEPTH
+"""Deepest nesting of arrays and objects accepted (the published runs we read nest at most 12; pydantic
+serialises about 250 levels, so whatever is read can be written again)."""
 MAX_JSON_BYTES = 1 << 30
 """Largest JSON document read whole (1 GiB)."""
 MAX_LINE_BYTES = 64 << 20
@@ -65,7 +71,9 @@ def json_depth(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> int:
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if b"\\" in data:
         data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-    rest = _STRING.sub(b"", data.translate(None, _KEEP_ONLY_BRACKETS))
+    # Quotes left are string delimiters in turn: two adjacent ones are an empty string, or one string's
+    # end and the next one's start (nothing kept between them), so dropping them keeps the rest paired.
+    rest = _STRING.sub(b"", data.translate(None, _KEEP_ONLY_BRACKETS).replace(b'""', b""))
     passes = 0
     while rest and passes < min(limit, _PAIR_PASSES):
         inner = _PAIR.sub(b"", rest)
@@ -84,36 +92,51 @@ def loads_json(
     max_bytes: int | None = None,
 ) -> Any:
     """Parse one JSON document within the depth and size limits (default: the module's); any failure is a
-    one-line BadInputError, a `NotJsonError` when the text is not UTF-8 JSON at all."""
+    one-line BadInputError, a `NotJsonError` when the text is not UTF-8 JSON at all.
+
+    The fast path is pydantic-core's parser, which refuses nesting beyond `PARSER_DEPTH` in Rust. What it
+    refuses otherwise goes to the standard library's parser, after the depth is counted by `json_depth`:
+    its message says what is wrong, and it reads what only it accepts (a lone surrogate escape).
+    """
     max_depth = MAX_JSON_DEPTH if max_depth is None else max_depth
     max_bytes = MAX_JSON_BYTES if max_bytes is None else max_bytes
-    if isinstance(text, bytes | bytearray):
+    if len(text) > max_bytes:
+        raise BadInputError(
+            f"JSON document of {len(text):,} bytes exceeds the limit of {max_bytes:,}",
+            source=source,
+            record=record,
+        )
+    if max_depth >= PARSER_DEPTH:
         try:
-            text = bytes(text).decode("utf-8-sig")
+            return pydantic_core.from_json(text, cache_strings=False)
+        except ValueError as exc:
+            if str(exc).startswith("recursion limit exceeded"):
+                raise _too_deep(max_depth, source, record) from None
+    raw = bytes(text) if isinstance(text, bytes | bytearray) else None
+    if raw is not None:
+        try:
+            text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise NotJsonError(
                 f"not UTF-8: {exc.reason} at byte {exc.start}", source=source, record=record
             ) from None
-    if len(text) > max_bytes:
-        raise BadInputError(
-            f"JSON document of {len(text):,} characters exceeds the limit of {max_bytes:,}",
-            source=source,
-            record=record,
-        )
+    assert isinstance(text, str)
     # Only a text with more openers than the limit can nest deeper than it: most skip the scan.
-    if text.count("[") + text.count("{") > max_depth and json_depth(text, max_depth) > max_depth:
-        raise BadInputError(
-            f"JSON nested more than {max_depth} levels deep (the limit)", source=source, record=record
-        )
+    if text.count("[") + text.count("{") > max_depth and json_depth(raw or text, max_depth) > max_depth:
+        raise _too_deep(max_depth, source, record)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         at = f"character {exc.pos}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
         raise NotJsonError(f"not JSON: {exc.msg} at {at}", source=source, record=record) from None
-    except RecursionError:  # belt and braces: the depth check above should make this unreachable
-        raise BadInputError(
-            f"JSON nested too deeply (limit {max_depth})", source=source, record=record
-        ) from None
+    except RecursionError:  # belt and braces: the depth check above makes this unreachable
+        raise _too_deep(max_depth, source, record) from None
+
+
+def _too_deep(max_depth: int, source: str | None, record: int | str | None) -> BadInputError:
+    return BadInputError(
+        f"JSON nested more than {max_depth} levels deep (the limit)", source=source, record=record
+    )
 
 
 def decode_utf8(data: bytes, *, source: str | None = None, record: int | str | None = None) -> str:

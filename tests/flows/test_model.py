@@ -109,7 +109,7 @@ def test_binary_and_deeply_nested_flow_files_are_one_line_errors(tmp_path):
         load_flow(path)
     assert err.value.source == str(path)
     path.write_text('{"kind": "toolshift.flow", "sites": ' + "[" * 100_000 + "]" * 100_000 + "}")
-    with pytest.raises(BadInputError, match="nested more than 100 levels"):
+    with pytest.raises(BadInputError, match="nested more than 201 levels"):
         load_flow(path)
 
 

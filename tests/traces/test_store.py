@@ -218,7 +218,7 @@ def test_deep_nesting_is_bad_input_not_a_recursion_error(tmp_path):
         "null", "[" * 50_000 + "]" * 50_000
     )
     path = _file(tmp_path, [HEADER, GOOD, deep])
-    with pytest.raises(BadInputError, match="nested more than 100 levels") as err:
+    with pytest.raises(BadInputError, match="nested more than 201 levels") as err:
         list(iter_episodes(path))
     assert (err.value.source, err.value.record) == (str(path), 1)
     deep_header = _file(

@@ -170,8 +170,8 @@ def _lines(fh: IO[bytes], path: Path) -> Iterator[JsonlLine]:
 
 
 def _parse_line(line: JsonlLine, path: Path) -> Episode:
-    # json.loads + model_validate, not model_validate_json: pydantic-core's JSON string cache grows with
-    # the number of distinct strings read, which the constant-memory benchmark shows.
+    # loads_json (pydantic-core's parser without its string cache) + model_validate, not model_validate_json:
+    # that cache grows with the number of distinct strings read, which the constant-memory benchmark shows.
     index = line.number - 2  # 0-based after the header
     where = f"line {line.number}"
     try:
