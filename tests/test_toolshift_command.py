@@ -10,7 +10,7 @@ import pytest
 
 def _toolshift(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "toolshift", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "toolshift", *args], capture_output=True, text=True, timeout=900
     )
 
 

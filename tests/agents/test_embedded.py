@@ -100,7 +100,7 @@ def test_the_process_exits_cleanly_after_using_the_model(tmp_path):
         "assert len(_models) == 2\n"
         "print('used both')\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "used both"
     assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -49,7 +49,7 @@ def test_a_killed_run_loses_nothing_it_finished(tasks_file: Path, tmp_path: Path
             "--model", "oracle", "--trials", "150", "--concurrency", "2", "--out", str(out)]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 600  # a hang guard, never a speed limit
     path = None
     while time.monotonic() < deadline:
         found = list(out.glob("run-*.episodes.jsonl"))
@@ -58,11 +58,11 @@ def test_a_killed_run_loses_nothing_it_finished(tasks_file: Path, tmp_path: Path
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(10)
-    assert path is not None, "the run wrote nothing in 60 s"
+    proc.wait(60)
+    assert path is not None, "the run wrote nothing in 600 s"
     before = {e.id for e in iter_episodes(path, skip_bad=True)}
     assert 20 <= len(before) < 450
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     assert f"{450 - len(before)} to run, {len(before)} already done" in done.stdout.replace("\n", " ")
     after = list(iter_episodes(path))

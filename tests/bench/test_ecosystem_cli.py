@@ -16,7 +16,7 @@ runner = CliRunner()
 
 def _toolshift(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "toolshift", *args], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-m", "toolshift", *args], capture_output=True, text=True, timeout=900, check=False
     )
 
 

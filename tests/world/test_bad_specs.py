@@ -85,7 +85,7 @@ def test_cli_prints_one_line_and_exits_2(tmp_path, tiny_data, mutate, key):
         [sys.executable, "-m", "toolshift", "world", "tools", str(path)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=900,
     )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
@@ -107,7 +107,7 @@ def test_cli_malformed_yaml_exit_2(tmp_path):
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=900,
     )
     assert proc.returncode == 2 and str(path) in proc.stderr and "malformed YAML" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -118,7 +118,7 @@ def test_unknown_domain_name_suggests():
         [sys.executable, "-m", "toolshift", "world", "tools", "clinik"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=900,
     )
     assert proc.returncode == 2 and "clinic" in proc.stderr
 

@@ -18,7 +18,7 @@ def _toolshift(*args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "toolshift", "world", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=900,
         env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
     )
 
