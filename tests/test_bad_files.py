@@ -191,6 +191,12 @@ def test_the_bound_is_the_same_on_both_parsers(depth, tail):
         assert loads_json(text) is not None
 
 
+def test_json_python_cannot_hold_is_bad_input():
+    with pytest.raises(BadInputError, match="4300 digits") as err:
+        loads_json("[" + "9" * 5000 + "]", source="--args")
+    assert err.value.source == "--args"
+
+
 def test_what_only_the_standard_parser_reads_is_still_read():
     assert loads_json('["\\ud800", NaN]')[0] == "\ud800"  # a lone surrogate escape
     assert loads_json(b"\xef\xbb\xbf[1]") == [1]  # a byte-order mark

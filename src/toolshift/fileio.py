@@ -129,6 +129,8 @@ def loads_json(
     except json.JSONDecodeError as exc:
         at = f"character {exc.pos}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
         raise NotJsonError(f"not JSON: {exc.msg} at {at}", source=source, record=record) from None
+    except ValueError as exc:  # JSON Python cannot hold: an integer over its 4,300-digit conversion limit
+        raise BadInputError(f"not usable JSON: {exc}", source=source, record=record) from None
     except RecursionError:  # belt and braces: the depth check above makes this unreachable
         raise _too_deep(max_depth, source, record) from None
 
