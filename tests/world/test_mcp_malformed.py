@@ -24,7 +24,7 @@ from toolshift.world.serve import free_port
 pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).parent
-REPLY_WAIT = 120.0
+REPLY_WAIT = 600.0
 """Liveness bound for one reply (a missing reply fails here instead of hanging); never a speed check."""
 INIT = {
     "jsonrpc": "2.0",
@@ -82,7 +82,7 @@ class RawStdio:
 
     def close(self) -> None:
         self.proc.kill()
-        self.proc.wait(timeout=30)
+        self.proc.wait(timeout=120)
 
 
 class RawHttp:
@@ -123,7 +123,7 @@ class RawHttp:
     def close(self) -> None:
         self.http.close()
         self.proc.terminate()
-        self.proc.wait(timeout=30)
+        self.proc.wait(timeout=120)
 
 
 def _serve_argv(transport: str, port: int | None = None) -> list[str]:
