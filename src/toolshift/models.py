@@ -46,16 +46,257 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def covers(agent: Iterable[RowChange], gold: Iterable[RowChange]) -> bool:
-    """Δgold ⊆ Δagent: every change the gold path made, the agent made too, leaving the same value."""
-    made = {c.identity() for c in agent}
-    return all(c.identity() in made for c in gold)
+# --- the judge: Δgold ⊆ Δagent up to a renaming of generated keys ---------------------------------
+#
+# The world generates the keys of the rows it creates (an id sequence) and, for a few fields, running
+# numbers (a tracking number from a count of shipments). Two runs that create the same rows in another
+# order, or with another row created first, give them each other's numbers. The judge therefore asks
+# for a renaming σ: an injective map from the rows Δgold creates to rows Δagent creates, table by
+# table, such that every gold change holds in Δagent once every generated value — wherever it appears
+# as a whole field value — is replaced by its image. Everything else is content and must match
+# exactly. Definition, ambiguity and cost bounds: docs/decisions.md D70.
+
+MAX_JUDGE_STEPS = 20_000
+"""Candidate assignments the search may try over created rows linked by references (D70)."""
+
+_Row = tuple[str, str]
+"""A created row: (table, key)."""
+_Home = tuple[_Row, str | None]
+"""Where a generated value lives: the created row, and its field (None: the row's key)."""
 
 
-def missing_changes(agent: Iterable[RowChange], gold: Iterable[RowChange]) -> list[RowChange]:
-    """The gold changes the agent did not make (empty when `covers` holds)."""
-    made = {c.identity() for c in agent}
-    return [c for c in gold if c.identity() not in made]
+class _Judgement:
+    """The search for a renaming σ of Δgold's created rows into Δagent's (D70)."""
+
+    def __init__(
+        self, agent: Iterable[RowChange], gold: Iterable[RowChange], generated: Iterable[str]
+    ) -> None:
+        self.agent_changes = list(agent)
+        self.gold_changes = list(gold)
+        self.generated = set(generated)
+        self.made = {c.identity() for c in self.agent_changes}
+
+    def verdict(self) -> list[RowChange]:
+        """The missing gold changes: empty exactly when Δgold ⊆ Δagent up to a renaming."""
+        if all(c.identity() in self.made for c in self.gold_changes):
+            return []
+        self._prepare()
+        if self._search() is not None:
+            return []
+        # report against the unpruned candidates; a full renaming found here (possible only when the
+        # search ran out of budget) is a success, so `covers` and `missing_changes` always agree
+        self.cands = {row: self._local_candidates(row) for row in self.gold_rows}
+        return self._missing_under(self._greedy())
+
+    # --- reading both diffs -------------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        self.gold_rows = _created(self.gold_changes)
+        self.agent_rows = _created(self.agent_changes)
+        self.agent_keys: dict[str, set[str]] = {}
+        self.agent_by_table: dict[str, list[tuple[_Row, dict[str, str]]]] = {}
+        for (table, key), fields in self.agent_rows.items():
+            self.agent_keys.setdefault(table, set()).add(key)
+            canon = {f: _canonical(v) for f, v in fields.items()}
+            self.agent_by_table.setdefault(table, []).append(((table, key), canon))
+        self.home: dict[str, _Home] = {}
+        for row in sorted(self.gold_rows):  # a value two created rows hold resolves to the first
+            self.home.setdefault(row[1], (row, None))
+        for row in sorted(self.gold_rows):
+            for f, v in sorted(self.gold_rows[row].items()):
+                if isinstance(v, str) and v in self.generated and v not in self.home:
+                    self.home[v] = (row, f)
+        # per gold row: fields that must equal, fields the world generated, and references
+        self.plain: dict[_Row, dict[str, str]] = {}
+        self.own: dict[_Row, list[tuple[str, str | None]]] = {}
+        self.edges: list[tuple[_Row, str, _Home]] = []
+        for row, fields in self.gold_rows.items():
+            self.plain[row], self.own[row] = {}, []
+            for f, v in fields.items():
+                home = self._home(v)
+                if v == row[1]:
+                    self.own[row].append((f, None))
+                elif home is not None and home == (row, f):
+                    self.own[row].append((f, f))
+                elif home is not None:
+                    self.edges.append((row, f, home))
+                else:
+                    self.plain[row][f] = _canonical(v)
+        # gold changes to rows that existed before: fixed, or pointing at a generated value
+        self.fixed: list[RowChange] = []
+        self.pointers: list[tuple[RowChange, _Home]] = []
+        for c in self.gold_changes:
+            if c.op == "insert":
+                continue
+            home = self._home(c.after)
+            if home is None:
+                self.fixed.append(c)
+            else:
+                self.pointers.append((c, home))
+        self.cands = {row: self._local_candidates(row) for row in self.gold_rows}
+        linked = {r for e in self.edges for r in (e[0], e[2][0])} | {h[0] for _, h in self.pointers}
+        self.linked = sorted(linked, key=lambda r: (len(self.cands[r]), r))
+        self.free = sorted(set(self.gold_rows) - linked)
+        self.steps = 0
+
+    def _home(self, value: Any) -> _Home | None:
+        return self.home.get(value) if isinstance(value, str) else None
+
+    def _image(self, agent_row: _Row, field: str | None) -> Any:
+        """What a generated value is renamed to when its gold row maps to `agent_row`."""
+        return agent_row[1] if field is None else self.agent_rows[agent_row].get(field)
+
+    def _local_candidates(self, row: _Row) -> list[_Row]:
+        """Agent-created rows of the same table whose content matches the gold row's, field by field."""
+        refs = [(f, h) for r, f, h in self.edges if r == row]
+        plain = list(self.plain[row].items())
+        out = []
+        for arow, canon in self.agent_by_table.get(row[0], ()):
+            if any(canon.get(f) != v for f, v in plain):
+                continue
+            afields = self.agent_rows[arow]
+            if any(afields.get(f) != arow[1] for f, hf in self.own[row] if hf is None):
+                continue
+            if any(afields.get(f) is None for f, hf in self.own[row] if hf is not None):
+                continue
+            if any(hf is None and afields.get(f) not in self.agent_keys.get(h[0], ()) for f, (h, hf) in refs):
+                continue
+            out.append(arow)
+        return out
+
+    # --- the search ---------------------------------------------------------------------------------
+
+    def _propagate(self) -> bool:
+        """Arc consistency over references and pointers; False when some created row has no candidate."""
+        for c, (row, hf) in self.pointers:
+            self.cands[row] = [
+                a for a in self.cands[row]
+                if (c.table, c.key, c.field, c.op, _canonical(self._image(a, hf))) in self.made
+            ]  # fmt: skip
+        changed = True
+        while changed:
+            changed = False
+            for row, f, (target, hf) in self.edges:
+                images = {_canonical(self._image(a, hf)) for a in self.cands[target]}
+                kept = [a for a in self.cands[row] if _canonical(self.agent_rows[a].get(f)) in images]
+                values = {_canonical(self.agent_rows[a].get(f)) for a in kept}
+                kept_t = [a for a in self.cands[target] if _canonical(self._image(a, hf)) in values]
+                if len(kept) != len(self.cands[row]) or len(kept_t) != len(self.cands[target]):
+                    self.cands[row], self.cands[target] = kept, kept_t
+                    changed = True
+        return all(self.cands[r] for r in self.gold_rows)
+
+    def _consistent(self, sigma: dict[_Row, _Row], row: _Row) -> bool:
+        """Every reference between rows already mapped, one end being `row`, maps to its image."""
+        for r, f, (t, hf) in self.edges:
+            linked = (r == row or t == row) and r in sigma and t in sigma
+            if linked and self.agent_rows[sigma[r]].get(f) != self._image(sigma[t], hf):
+                return False
+        return True
+
+    def _match_free(self, used: set[_Row]) -> dict[_Row, _Row] | None:
+        """A maximum bipartite matching of the unlinked gold rows into unused agent rows (Kuhn)."""
+        owner: dict[_Row, _Row] = {}
+
+        def augment(row: _Row, seen: set[_Row]) -> bool:
+            for cand in self.cands[row]:
+                if cand in used or cand in seen:
+                    continue
+                seen.add(cand)
+                if cand not in owner or augment(owner[cand], seen):
+                    owner[cand] = row
+                    return True
+            return False
+
+        for row in self.free:
+            if not augment(row, set()):
+                return None
+        return {row: cand for cand, row in owner.items()}
+
+    def _search(self) -> dict[_Row, _Row] | None:
+        """A renaming under which every gold change holds, or None (none exists, or the budget ran out)."""
+        if any(c.identity() not in self.made for c in self.fixed) or not self._propagate():
+            return None
+        sigma: dict[_Row, _Row] = {}
+
+        def extend(i: int) -> dict[_Row, _Row] | None:
+            if i == len(self.linked):
+                rest = self._match_free(set(sigma.values()))
+                return None if rest is None else {**sigma, **rest}
+            row = self.linked[i]
+            for cand in self.cands[row]:
+                self.steps += 1
+                if self.steps > MAX_JUDGE_STEPS:
+                    return None
+                if cand in sigma.values():
+                    continue
+                sigma[row] = cand
+                if self._consistent(sigma, row):
+                    found = extend(i + 1)
+                    if found is not None:
+                        return found
+                del sigma[row]
+            return None
+
+        return extend(0)
+
+    # --- reporting ----------------------------------------------------------------------------------
+
+    def _greedy(self) -> dict[_Row, _Row]:
+        """A best-effort renaming for reporting: each row's first consistent unused candidate, else its
+        first unused one (so a row whose only fault is one reference reports just that field)."""
+        sigma: dict[_Row, _Row] = {}
+        for row in [*self.linked, *self.free]:
+            unused = [c for c in self.cands[row] if c not in sigma.values()]
+            for cand in unused:
+                sigma[row] = cand
+                if self._consistent(sigma, row):
+                    break
+            else:
+                if unused:
+                    sigma[row] = unused[0]
+        return sigma
+
+    def _missing_under(self, sigma: dict[_Row, _Row]) -> list[RowChange]:
+        """The gold changes that do not hold in Δagent under a (possibly partial) renaming."""
+        out: list[RowChange] = []
+        for c in self.gold_changes:
+            home = self._home(c.after)
+            want: Any = c.after
+            if home is not None:
+                if home[0] not in sigma:
+                    out.append(c)
+                    continue
+                want = self._image(sigma[home[0]], home[1])
+            if c.op == "insert":
+                image = sigma.get((c.table, c.key))
+                if image is None or (image[0], image[1], c.field, c.op, _canonical(want)) not in self.made:
+                    out.append(c)
+            elif (c.table, c.key, c.field, c.op, _canonical(want)) not in self.made:
+                out.append(c)
+        return out
+
+
+def _created(changes: list[RowChange]) -> dict[_Row, dict[str, Any]]:
+    rows: dict[_Row, dict[str, Any]] = {}
+    for c in changes:
+        if c.op == "insert":
+            rows.setdefault((c.table, c.key), {})[c.field] = c.after
+    return rows
+
+
+def covers(agent: Iterable[RowChange], gold: Iterable[RowChange], *, generated: Iterable[str] = ()) -> bool:
+    """Δgold ⊆ Δagent up to a renaming of generated keys: every change the gold path made, the agent
+    made too, leaving the same value, where rows both created may carry each other's generated keys
+    and running numbers (`generated`: Δgold's generated values other than keys, `Task.generated_values`)."""
+    return not _Judgement(agent, gold, generated).verdict()
+
+
+def missing_changes(
+    agent: Iterable[RowChange], gold: Iterable[RowChange], *, generated: Iterable[str] = ()
+) -> list[RowChange]:
+    """The gold changes the agent did not make under the closest renaming found (empty when `covers` holds)."""
+    return _Judgement(agent, gold, generated).verdict()
 
 
 class UserInstruction(BaseModel):
@@ -100,11 +341,25 @@ class Task(BaseModel):
     """The capability sequence reference paths are computed over (one per gold call by default)."""
     expected_changes: list[RowChange]
     """Δgold: the row-level changes replaying the gold path from a fresh snapshot produces."""
+    generated_values: list[str] = Field(default_factory=list)
+    """Values in Δgold the world generated other than created rows' keys (running numbers such as a
+    tracking number): judged like keys, so `covers(diff, task.expected_changes,
+    generated=task.generated_values)` is the task's success."""
     split: Literal["train", "test"] | None = None
     difficulty: dict[str, Any] = Field(default_factory=dict)
     history: list[TaskRevision] = Field(default_factory=list)
 
+    def covered_by(self, diff: Iterable[RowChange]) -> bool:
+        """The task's success on a world diff: Δgold ⊆ diff up to a renaming of generated values."""
+        return covers(diff, self.expected_changes, generated=self.generated_values)
+
+    def missing_from(self, diff: Iterable[RowChange]) -> list[RowChange]:
+        """The gold changes `diff` lacks under the closest renaming (empty exactly when `covered_by`)."""
+        return missing_changes(diff, self.expected_changes, generated=self.generated_values)
+
     def fingerprint(self) -> str:
         """A hash of what defines the task (not its history): changes when the task changes."""
         body = self.model_dump(mode="json", exclude={"history", "version", "split"})
+        if not self.generated_values:  # tasks made before the field existed keep their fingerprint
+            body.pop("generated_values")
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]

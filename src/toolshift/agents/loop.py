@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from toolshift.agents.chat import ChatModel, ModelConfigError, ModelReply, ProposedCall
 from toolshift.agents.toolbox import McpToolbox, ToolOutcome
 from toolshift.agents.users import END_CONVERSATION, END_TOOL, UserSimulator, UserSimulatorError, UserTurn
-from toolshift.models import RowChange, Task, covers, missing_changes
+from toolshift.models import RowChange, Task
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall, Usage
 
 TERMINATIONS = (
@@ -319,8 +319,8 @@ def _judge(
         info["charged_to"] = "user" if conv.reason == "user_error" else "harness"
         outcome = Outcome(reward=None, success=None, judged_by="delta-cover", info=info)
     else:
-        success = covers(diff, task.expected_changes)
-        info["missing_changes"] = len(missing_changes(diff, task.expected_changes))
+        success = task.covered_by(diff)
+        info["missing_changes"] = len(task.missing_from(diff))
         info["changes_made"] = len(diff)
         outcome = Outcome(reward=float(success), success=success, judged_by="delta-cover", info=info)
     return Episode(

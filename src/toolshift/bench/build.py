@@ -22,7 +22,7 @@ from toolshift.bench.instructions import paraphrase
 from toolshift.bench.synthesis import Synthesizer
 from toolshift.errors import BadInputError, ToolshiftError
 from toolshift.fileio import read_json, read_text, write_text_atomic
-from toolshift.models import Task, TaskRevision, covers
+from toolshift.models import Task, TaskRevision
 from toolshift.taskfile import read_tasks as read_task_file
 from toolshift.world.compiler import compile_domain
 from toolshift.world.registry import resolve_spec_path
@@ -143,7 +143,7 @@ def replay_problems(world: World, task: Task) -> list[str]:
     for call in task.gold_path:
         if call.tool in reads:
             world.call(call.tool, call.arguments)
-    if covers(world.diff(base), task.expected_changes):
+    if task.covered_by(world.diff(base)):
         problems.append("a read-only replay already satisfies the task")
     world.restore(base)
     return problems

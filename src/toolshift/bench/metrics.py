@@ -193,13 +193,17 @@ def world_tool_calls(episode: Episode, catalog: Iterable[str] | None = None) -> 
 
 
 def agent_path(
-    episode: Episode, expected_changes: Sequence[RowChange], tool_costs: Mapping[str, float]
+    episode: Episode,
+    expected_changes: Sequence[RowChange],
+    tool_costs: Mapping[str, float],
+    generated: Sequence[str] = (),
 ) -> AgentPath:
-    """Steps, cost, success and exposed tools of a recorded episode against one version's costs."""
+    """Steps, cost, success and exposed tools of a recorded episode against one version's costs
+    (`generated`: the task's `generated_values`, judged like keys)."""
     calls = world_tool_calls(episode, tool_costs)
     exposed = episode.source.get("exposed_tools")
     return AgentPath(
-        success=covers(episode.world_diff or [], expected_changes),
+        success=covers(episode.world_diff or [], expected_changes, generated=generated),
         steps=len(calls),
         cost=round(sum(tool_costs.get(n, CALL_COST) for n in calls), 2),
         exposed=frozenset(exposed) if exposed is not None else frozenset(calls),

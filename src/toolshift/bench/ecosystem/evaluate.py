@@ -133,7 +133,7 @@ def evaluate(
                 excluded[agent]["reference path failed replay" if has_paths else "no reference path"] += 1
                 continue
             criterion = str(ep.source.get("criterion") or "both")
-            path = agent_path(ep, task.expected_changes, costs[(task.domain, version)])
+            path = agent_path(ep, task.expected_changes, costs[(task.domain, version)], task.generated_values)
             paths[(agent, ep.task_id, version)][criterion] = path
     evals: dict[str, AgentEval] = {}
     for (agent, task_id, version), by_crit in sorted(paths.items()):

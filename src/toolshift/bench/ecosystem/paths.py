@@ -29,7 +29,7 @@ from toolshift.bench.ecosystem.store import (
 from toolshift.bench.reference import ImplementationIndex, ReferencePath, optimal_path
 from toolshift.errors import BadInputError
 from toolshift.fileio import atomic_path, read_text
-from toolshift.models import Task, covers
+from toolshift.models import Task
 from toolshift.world.world import World
 
 
@@ -99,7 +99,7 @@ def replay(world: World, fresh: Any, calls: list[tuple[str, dict[str, Any]]], ta
         r = world.call(name, args)
         if not r.ok:
             return f"{name}: {r.error}"
-    if not covers(world.changes_since(fresh), task.expected_changes):
+    if not task.covered_by(world.changes_since(fresh)):
         return "the diff does not cover Δgold"
     return ""
 
