@@ -305,6 +305,33 @@ def test_build_with_a_paraphraser_keeps_only_fact_preserving_rewrites(tmp_path: 
     named = build_domain(tmp_path / "c", "customer_support", seed=0, per_domain=5, rewrite=leaky)
     assert named.paraphrase == {"paraphrase_names_function": 5}
 
+    def inventive(text: str) -> str:
+        return text + " It was promised by 2026-07-31 under ticket TCK-424242."
+
+    invented = build_domain(tmp_path / "d", "customer_support", seed=0, per_domain=5, rewrite=inventive)
+    assert invented.paraphrase == {"paraphrase_added_values": 5}
+
+
+@pytest.mark.slow
+def test_paraphrase_with_the_embedded_model_keeps_every_fact(tmp_path: Path):
+    """`bench build --model embedded`: the real SmolLM2 rewrites each intent; a rewrite is kept only if
+    every fact survives verbatim and it adds no number or code; the template stays otherwise."""
+    from toolshift.bench.instructions import added_values, model_rewriter
+
+    rewrite = model_rewriter("embedded", seed=0)
+    rep = build_domain(tmp_path / "m", "payroll", seed=0, per_domain=3, rewrite=rewrite, model="embedded")
+    assert rep.model == "embedded" and sum(rep.paraphrase.values()) == 3
+    assert set(rep.paraphrase) <= {
+        "kept", "paraphrase_empty", "paraphrase_lost_facts", "paraphrase_added_values", "paraphrase_names_function"
+    }  # fmt: skip
+    build_domain(tmp_path / "t", "payroll", seed=0, per_domain=3)  # the same tasks, template intents
+    templates = {t.id: t.instruction.intent for t in load_tasks(tmp_path / "t", domain="payroll")}
+    for task in load_tasks(tmp_path / "m", domain="payroll"):
+        assert missing_facts(task.instruction, task.instruction.intent) == []
+        assert added_values(templates[task.id], task.instruction.intent) == []
+    kept = sum(t.instruction.intent != templates[t.id] for t in load_tasks(tmp_path / "m", domain="payroll"))
+    assert kept == rep.paraphrase.get("kept", 0)
+
 
 def test_gold_paths_follow_dependency_graph_edges(built: Path):
     from toolshift.bench.graph import DependencyGraph

@@ -146,11 +146,43 @@ def stats_cmd(
     build_dir: Path = typer.Argument(..., help="A directory made by `toolshift bench build`."),
     png: Path = typer.Option(None, "--png", help="Histogram PNG path (default: DIR/stats.png)."),
     markdown_out: Path = typer.Option(None, "--markdown", help="Also write the tables as markdown here."),
+    judge: str = typer.Option(
+        "",
+        "--judge",
+        help="Also score each intent's naturalness with this model (embedded, openai:<name>, anthropic:<name>); "
+        "scores are cached in DIR/naturalness.json. Without it the rubric is scored by rules.",
+    ),
 ) -> None:
-    """Per-domain counts: tools, tasks, splits, path lengths, functions per task; writes a PNG histogram."""
-    from toolshift.bench.stats import build_stats, distribution, histogram_png, markdown
+    """Per-domain counts (tools, tasks, splits, path lengths, functions per task), task quality (policy
+    conflicts, duplicate Δgold, routed references, reordered creates, naturalness); writes a PNG."""
+    from toolshift.bench.stats import (
+        build_stats,
+        distribution,
+        histogram_png,
+        markdown,
+        quality_rows,
+        quality_stats,
+    )
 
+    scorer = None
+    if judge:
+        from toolshift.agents.config import check_model_spec
+        from toolshift.bench.naturalness import model_judge
+
+        check_model_spec(judge)
+        if judge in ("oracle", "replay", "scripted"):
+            raise BadInputError(f"{judge!r} is not a language model", field="--judge")
+        scorer = (judge, model_judge(judge))
     stats = build_stats(build_dir)
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        job = bar.add_task("auditing tasks", total=sum(s.tasks for s in stats))
+        quality = quality_stats(build_dir, scorer, progress=lambda: bar.advance(job))
     table = Table(title=f"bench build {build_dir}")
     cols = ("domain", "tools", "tasks", "train", "test", "path mean", "path min–max", "functions/task")
     for col in cols:
@@ -174,7 +206,13 @@ def stats_cmd(
         str(sum(s.train for s in stats)), str(sum(s.test for s in stats)), "", "", "",
     )  # fmt: skip
     console.print(table)
-    path = histogram_png(stats, png or build_dir / "stats.png")
+    qtable = Table(title="task quality")
+    for col in ("measure", "value"):
+        qtable.add_column(col)
+    for measure, value, _ in quality_rows(quality):
+        qtable.add_row(measure, value)
+    console.print(qtable)
+    path = histogram_png(stats, png or build_dir / "stats.png", quality)
     console.print(f"histogram → {path}")
     if markdown_out:
         markdown_out.parent.mkdir(parents=True, exist_ok=True)
@@ -182,10 +220,12 @@ def stats_cmd(
 
         m = load_manifest(build_dir)
         png_arg = f" --png {png}" if png else ""
+        judge_arg = f" --judge {judge}" if judge else ""
         text = markdown(
             stats,
-            f"toolshift bench stats {build_dir} --markdown {markdown_out}{png_arg}",
+            f"toolshift bench stats {build_dir} --markdown {markdown_out}{png_arg}{judge_arg}",
             f"toolshift bench build --out {build_dir} --seed {m.seed} --per-domain {m.per_domain}",
+            quality,
         )
         if png:
             text += f"\n![functions per task and path length]({png.name})\n"

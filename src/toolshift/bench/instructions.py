@@ -8,6 +8,7 @@ optional paraphrase (any text-to-text callable) is accepted only if it keeps eve
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -51,19 +52,40 @@ def field_words(name: str, noun: str = "") -> str:
     return name.replace("_", " ")
 
 
-def attribute_phrase(words: str, value: str) -> str:
-    """`placed on` + date → `placed on 2026-03-04`; `status` + `open` → `whose status is open`."""
+def identified_phrase(noun: str, words: str, value: str) -> str:
+    """How a person names a row by an identifier: `opportunity` + `opportunity number` → `opportunity
+    OPP-000235`; `employee` + `work email` → `the employee with work email …`."""
+    if words in ("number", f"{noun} number", f"{noun.split(' ')[-1]} number"):
+        return f"{noun} {value}"
+    return f"the {noun} with {words} {value}"
+
+
+def role_words(param: str) -> str:
+    """What a key parameter is to the user: `approver_id` → `approver`, `batch_id` → `batch`."""
+    words = field_words(param)
+    return words.removesuffix(" number") if words != "number" else words
+
+
+def attribute_phrase(words: str, value: str, *, nested: bool = False) -> str:
+    """`placed on` + date → `placed on 2026-03-04`; `status` + `open` → `whose status is open` (or, for
+    a reference that already has a "whose", `with status open`)."""
     if words.endswith((" on", " at", " by")):
         return f"{words} {value}"
-    return f"whose {words} is {value}"
+    return f"with {words} {value}" if nested else f"whose {words} is {value}"
 
 
 def row_value_text(value: Any) -> str:
+    """A value as a person writes it: `True` → `yes`, `2.5` → `2.50`, `employee_only` → `employee only`."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.2f}"
+    if isinstance(value, str) and _SNAKE.fullmatch(value):
+        return value.replace("_", " ")
     return str(value)
+
+
+_SNAKE = re.compile(r"[a-z]+(?:_[a-z0-9]+)+")
 
 
 def _article(noun: str) -> str:
@@ -87,11 +109,20 @@ def _intent_clause(intent: Any) -> str:
     if intent.kind == "delete":
         return f"have {intent.target} removed"
     extra = "; ".join(f"{k}: {v}" for k, v in details)
-    if intent.verb.endswith(" " + intent.noun):
-        head = intent.verb[: -len(intent.noun)] + intent.target
-    else:
-        head = f"{intent.verb} for {intent.target}"
-    return head + (f" ({extra})" if extra else "")
+    return action_clause(intent.verb, intent.noun, intent.target) + (f" ({extra})" if extra else "")
+
+
+def action_clause(verb: str, noun: str, target: str) -> str:
+    """A custom action on its target, said the way its name reads: `reissue payslip` → `reissue <target>`,
+    `mark finding remediated` → `mark <target> remediated`, `close won` → `close won for <target>`."""
+    words = verb.split(" ")
+    if verb.endswith(" " + noun):
+        return verb[: -len(noun)] + target
+    head = noun.split(" ")[-1]
+    if head in words[1:]:
+        i = words.index(head, 1)
+        return " ".join([*words[:i], target, *words[i + 1 :]])
+    return f"{verb} for {target}"
 
 
 def action_request_phrase(verb: str, noun: str) -> str:
@@ -168,7 +199,8 @@ def missing_facts(instruction: UserInstruction, text: str) -> list[str]:
 def paraphrase(
     instruction: UserInstruction, rewrite: Callable[[str], str], forbidden: tuple[str, ...] = ()
 ) -> tuple[UserInstruction, str | None]:
-    """Apply a model's rewrite to the intent; keep it only if every fact survives and no tool is named.
+    """Apply a model's rewrite to the intent; keep it only if every fact survives verbatim, it adds no
+    number or code of its own, and it names no tool.
 
     Returns the manual to use (the original when the rewrite is refused) and the refusal reason.
     """
@@ -178,10 +210,22 @@ def paraphrase(
     lost = missing_facts(instruction, text)
     if lost:
         return instruction, "paraphrase_lost_facts"
+    if added_values(instruction.intent, text):
+        return instruction, "paraphrase_added_values"
     low = text.lower()
     if any(name.lower() in low for name in forbidden):
         return instruction, "paraphrase_names_function"
     return instruction.model_copy(update={"intent": text}), None
+
+
+_VALUE = re.compile(r"[A-Za-z0-9@._+-]*\d[A-Za-z0-9@._+-]*")
+
+
+def added_values(original: str, rewrite: str) -> list[str]:
+    """Numbers, codes and dates in `rewrite` that `original` does not hold: a paraphrase may not invent
+    a fact (a user simulator would state it)."""
+    have = {v.strip(".,;:") for v in _VALUE.findall(original)}
+    return [v for v in (w.strip(".,;:") for w in _VALUE.findall(rewrite)) if v and v not in have]
 
 
 PARAPHRASE_PROMPT = (

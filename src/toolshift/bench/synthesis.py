@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolshift.bench.audit import TaskReader, delta_signature, same_delta
 from toolshift.bench.graph import (
     DependencyGraph,
     Param,
@@ -33,8 +34,10 @@ from toolshift.bench.instructions import (
     entity_noun,
     fact_key,
     field_words,
+    identified_phrase,
     make_instruction,
     missing_facts,
+    role_words,
     row_value_text,
 )
 from toolshift.models import GoldCall, RowChange, Task, UserInstruction, covers
@@ -260,7 +263,13 @@ class Synthesizer:
         depth: int = 0,
         visiting: frozenset[tuple[str, str]] = frozenset(),
     ) -> Reach:
-        """Sample a read path from a query-type start to `row`; biased toward starting reads."""
+        """Sample a read path from a query-type start to `row`; biased toward starting reads.
+
+        A row whose entity has identifiers (`lookup`: the ones its domain's policy accepts) is named
+        by one of them — looked up directly, searched, or picked from its listing — and reached
+        through a parent's list only when none of those reads exists; a row without identifiers is
+        named through a record that holds or lists it ("the line of order … whose sku is …").
+        """
         e = self.ent[entity]
         key = str(row[e.key])
         if (entity, key) in draft.known:
@@ -281,15 +290,15 @@ class Synthesizer:
         lst = self.by_kind.get(("list", entity))
         if lst and self.sigs[lst].query_start and e.lookup:
             idx = next(i for i, r in enumerate(current) if str(r[e.key]) == key)
-            lab = e.label or e.lookup[0]
-            unique = sum(1 for r in current if r.get(lab) == row.get(lab)) == 1
-            if idx < 100 and row.get(lab) not in (None, "") and unique:
+            lab = self._identifier_among(e, row, current)
+            if idx < 100 and lab is not None:
                 options.append((1.5 if depth else 0.6, "list", (idx, lab)))
-        if depth < MAX_DEPTH:
+        if depth < MAX_DEPTH and (not e.lookup or not options):
             for rel in self.relations_into.get(entity, []):
                 via = self._via(rel)
                 if via and row.get(via):
                     options.append((1.0 if depth else 2.2, "parent", (rel, via)))
+        if depth < MAX_DEPTH and not e.lookup:
             for child, fname in self._children_of(entity):
                 options.append((0.5 if depth else 1.2, "child", (child, fname)))
         self.rng.shuffle(options)
@@ -306,6 +315,15 @@ class Synthesizer:
             except Rejected:
                 continue
         raise Rejected(f"unreachable:{entity}")
+
+    @staticmethod
+    def _identifier_among(e: EntitySpec, row: dict[str, Any], among: list[dict[str, Any]]) -> str | None:
+        """The first identifier (`lookup` field, the key last) whose value tells `row` from `among`."""
+        for name in sorted(e.lookup, key=lambda n: n == e.key):
+            v = row.get(name)
+            if v not in (None, "") and sum(1 for r in among if r.get(name) == v) == 1:
+                return name
+        return None
 
     def _via(self, rel: ToolSignature) -> str | None:
         name = rel.name.removeprefix(self.spec.tool_prefix)
@@ -345,7 +363,7 @@ class Synthesizer:
             return Reach(
                 [step],
                 {fact_key(noun, words): row_value_text(val)},
-                f"the {noun} with {words} {row_value_text(val)}",
+                identified_phrase(noun, words, row_value_text(val)),
                 step.tool,
             )
         if how == "list":
@@ -354,7 +372,7 @@ class Synthesizer:
             step = Step(self.by_kind[("list", e.name)], args)
             words = field_words(lab, noun)
             val = row_value_text(row[lab])
-            return Reach([step], {fact_key(noun, words): val}, f"the {noun} with {words} {val}", step.tool)
+            return Reach([step], {fact_key(noun, words): val}, identified_phrase(noun, words, val), step.tool)
         if how == "parent":
             rel, via = extra
             parent_entity = rel.entity or ""
@@ -368,11 +386,13 @@ class Synthesizer:
             idx = next(i for i, r in enumerate(siblings) if str(r[e.key]) == key)
             if idx >= 100:
                 raise Rejected("not_specific")
-            pick = self._unique_value(e, row, siblings, {via})
+            if e.lookup:  # named by an identifier that is unique only among its parent's rows
+                name = self._identifier_among(e, row, siblings)
+                pick = None if name is None else (name, row[name])
+            else:
+                pick = self._unique_value(e, row, siblings, {via})
             if pick is None:
-                if e.key not in e.lookup:
-                    raise Rejected("not_specific")
-                pick = (e.key, key)
+                raise Rejected("not_specific")
             pr = self.reach(parent_entity, parent, draft, depth + 1, visiting)
             args = {pe.key: str(parent[pe.key])}
             if idx >= PAGE:
@@ -380,7 +400,9 @@ class Synthesizer:
             step = Step(rel.name, args)
             fname, fval = pick
             words = field_words(fname, noun)
-            phrase = f"the {noun} of {pr.phrase} {attribute_phrase(words, row_value_text(fval))}"
+            # one "whose" per reference: a nested pick reads "with <attribute> <value>"
+            attr = attribute_phrase(words, row_value_text(fval), nested="whose " in pr.phrase)
+            phrase = f"the {noun} {attr} of {pr.phrase}"
             facts = dict(pr.facts)
             if pr.sibling_fact is not None:
                 add_fact(facts, *pr.sibling_fact)
@@ -612,7 +634,7 @@ class Synthesizer:
                 draft.sibling_facts[(ent, str(picked[pname][self.ent[ent].key]))] = used
         anchor = reaches[0][1].phrase if reaches else ""
         for pname, r in reaches[1:]:
-            details.append((field_words(pname, noun), r.phrase))
+            details.append((role_words(pname), r.phrase))
         step = Step(sig.name, args)
         self.run(draft, step)
         for pname, row in picked.items():
@@ -625,6 +647,9 @@ class Synthesizer:
                 if (
                     f.type == "ref"
                     and f.ref
+                    and not self.ent[
+                        f.ref
+                    ].lookup  # a row with identifiers is named by one, never "the X of …"
                     and row.get(f.name)
                     and (f.ref, str(row[f.name])) not in draft.known
                 ):
@@ -678,6 +703,7 @@ class Synthesizer:
         if len(siblings) > PAGE:
             return
         listed = any(s.tool == rel.name and s.args.get(pe.key) == parent_key for s in draft.steps)
+        parent_phrase = draft.known.get((parent_entity, parent_key))
         enums = [f for f in e.fields if f.type == "enum" and f.name not in first.args]
         self.rng.shuffle(enums)
         for f in enums:
@@ -700,17 +726,22 @@ class Synthesizer:
             except Rejected:
                 del draft.steps[mark:]
                 raise
-            anchor_phrase = draft.known.get((ent, str(row[e.key])), f"{entity_noun(ent)} {row[e.key]}")
-            parent_phrase = draft.known.get(
-                (parent_entity, parent_key), f"the {entity_noun(parent_entity)} of {anchor_phrase}"
-            )
             words = field_words(f.name, entity_noun(ent))
             value = row_value_text(row[f.name])
             intent = draft.intents[-1]
             intent.repeat = len(group)
-            intent.target = f"every {entity_noun(ent)} of {parent_phrase} {attribute_phrase(words, value)} ({len(group)} of them)"
-            # the attribute that told the anchor from its siblings no longer describes the target
-            draft.facts.pop(draft.sibling_facts.pop((ent, str(row[e.key])), ""), None)
+            noun, attr = entity_noun(ent), attribute_phrase(words, value)
+            if parent_phrase is None:
+                # the user named the anchor by its own identifier: the others are its siblings
+                anchor_phrase = draft.known.get((ent, str(row[e.key])), f"{noun} {row[e.key]}")
+                intent.target = (
+                    f"{anchor_phrase} and every other {noun} of the same {entity_noun(parent_entity)} "
+                    f"{attr} ({len(group)} in all)"
+                )
+            else:
+                intent.target = f"every {noun} of {parent_phrase} {attr} ({len(group)} of them)"
+                # the attribute that told the anchor from its siblings no longer describes the target
+                draft.facts.pop(draft.sibling_facts.pop((ent, str(row[e.key])), ""), None)
             add_fact(draft.facts, fact_key(entity_noun(ent), words), value)
             draft.repeated = len(group)
             return
@@ -764,8 +795,9 @@ class Synthesizer:
 
     # --- validation ---------------------------------------------------------------------------------
 
-    def check(self, draft: Draft, instruction: UserInstruction) -> list[RowChange]:
-        """Replay from a fresh snapshot; apply the filters; return Δgold or raise Rejected(reason)."""
+    def check(self, draft: Draft, instruction: UserInstruction) -> tuple[list[RowChange], list[str]]:
+        """Replay from a fresh snapshot; apply the filters; return Δgold and its generated values, or
+        raise Rejected(reason)."""
         self.world.restore(self.base)
         step_changes: list[list[RowChange]] = []
         for s in draft.steps:
@@ -808,13 +840,14 @@ class Synthesizer:
                 if v not in facts_text and f'"{v}"' not in earlier:
                     raise Rejected("incoherent:value_from_nowhere")
         # not already true, and a read-only agent fails
+        generated = generated_values(self.spec, [s.args for s in draft.steps], step_changes)
         self.world.restore(self.base)
-        if covers([], delta):
+        if covers([], delta, generated=generated):
             raise Rejected("already_true")
         for s in draft.steps:
             if self.sigs[s.tool].effect == "read":
                 self.world.call(s.tool, s.args)
-        if covers(self.world.diff(self.base), delta):
+        if covers(self.world.diff(self.base), delta, generated=generated):
             raise Rejected("read_only_passes")
         # the intent states every fact the user holds (a paraphrase is checked against them)
         if missing_facts(instruction, instruction.intent):
@@ -824,7 +857,7 @@ class Synthesizer:
         bare = {n.removeprefix(self.spec.tool_prefix) for n in self.sigs} | set(self.sigs)
         if any(n in text for n in bare if "_" in n):
             raise Rejected("names_function")
-        return delta
+        return delta, generated
 
     # --- the loop -----------------------------------------------------------------------------------
 
@@ -834,13 +867,15 @@ class Synthesizer:
         report = SynthesisReport(self.spec.name, target)
         tasks: list[Task] = []
         seen: set[str] = set()
+        seen_deltas: dict[str, list[Task]] = {}
+        reader = TaskReader(self.world)
         budget = max_attempts or max(200, target * 30)
         while len(tasks) < target and report.attempts < budget:
             report.attempts += 1
             try:
                 draft = self.attempt()
                 instruction, request = make_instruction(self.spec, draft, self.rng)
-                delta = self.check(draft, instruction)
+                delta, generated = self.check(draft, instruction)
             except Rejected as exc:
                 report.rejections[exc.reason] += 1
                 continue
@@ -861,6 +896,7 @@ class Synthesizer:
                 gold_path=gold,
                 base_functions=[s.tool for s in draft.steps],
                 expected_changes=delta,
+                generated_values=generated,
                 difficulty={
                     "path_length": len(draft.steps),
                     "functions": len({s.tool for s in draft.steps}),
@@ -870,6 +906,16 @@ class Synthesizer:
                     "start": draft.steps[0].tool if self.sigs[draft.steps[0].tool].effect == "read" else None,
                 },
             )
+            self.world.restore(self.base)
+            conflicts = reader.policy_conflicts(task)
+            if conflicts:
+                report.rejections[f"policy:{conflicts[0].split(' ', 1)[0]}"] += 1
+                continue
+            same = seen_deltas.setdefault(delta_signature(task), [])
+            if any(same_delta(task, t) for t in same):
+                report.rejections["duplicate_delta"] += 1
+                continue
+            same.append(task)
             tasks.append(task)
             if progress is not None:
                 progress(len(tasks))
@@ -895,6 +941,31 @@ def managed_fields(spec: DomainSpec) -> dict[str, set[str]]:
     for act in spec.actions:
         for entity, rest in _UPDATE_CALL.findall(act.code):
             out.setdefault(entity, set()).update(_KWARG.findall(rest))
+    return out
+
+
+def generated_values(
+    spec: DomainSpec, arguments: list[dict[str, Any]], changes: list[list[RowChange]]
+) -> list[str]:
+    """Values the world generated in the rows a path created, besides their keys: running numbers.
+
+    A `unique` field of a created row whose value the creating call was not given can only have been
+    numbered by the world (a tracking number from a count of shipments), so its value depends on what
+    was created before; the judge renames these like keys (D70). `changes[i]` are call i's changes.
+    """
+    unique = {(e.name, f.name) for e in spec.entities for f in e.fields if f.unique and f.name != e.key}
+    out: list[str] = []
+    for args, made in zip(arguments, changes, strict=True):
+        given = {_canon(v) for v in args.values()}
+        for c in made:
+            if (
+                c.op == "insert"
+                and (c.table, c.field) in unique
+                and isinstance(c.after, str)
+                and _canon(c.after) not in given
+                and c.after not in out
+            ):
+                out.append(c.after)
     return out
 
 
