@@ -144,3 +144,24 @@ def test_the_issues_routed_sentence_fails_the_rubric_and_synthesised_ones_pass(b
     assert not s.passed["no_echo"] and not s.passed["names_by_identifier"] and s.score < 4
     scores = [rule_score(t, nouns, False).score for t in load_tasks(built, domain="sales_pipeline")]
     assert min(scores) >= 4 and sum(scores) / len(scores) > 4.5
+
+
+@pytest.mark.slow
+def test_a_judge_model_scores_naturalness_and_its_scores_are_cached(tmp_path: Path):
+    """`bench stats --judge embedded`: the real SmolLM2 scores each intent 1–5 (or leaves it unscored);
+    a second run reads the cache and never calls the model."""
+    from toolshift.bench.naturalness import model_judge
+    from toolshift.bench.stats import quality_stats
+
+    build_domain(tmp_path, "payroll", seed=0, per_domain=3)
+    write_manifest(tmp_path, ["payroll"], 0, 3)
+    first = quality_stats(tmp_path, ("embedded", model_judge("embedded")))
+    assert len(first.judge_scores) + first.judge_unscored == 3
+    assert all(1 <= s <= 5 for s in first.judge_scores)
+    assert (tmp_path / "naturalness.json").is_file()
+
+    def never(text: str) -> int:
+        raise AssertionError("the cache should have answered")
+
+    again = quality_stats(tmp_path, ("embedded", never))
+    assert again.judge_scores == first.judge_scores and again.rule_scores == first.rule_scores

@@ -1,9 +1,11 @@
 """Benchmark builds: per domain, the spec copy, its dependency graph and its validated tasks, resumable.
 
-Layout (format `toolshift.bench-build/1`, docs/formats.md):
+Layout (format `toolshift.bench-build/2`, docs/formats.md):
 `DIR/manifest.json`, and per domain `DIR/domains/<d>/{spec.yaml, graph.json, tasks.jsonl, report.json}`.
 `report.json` is written last and doubles as the domain's completion marker: a rerun skips a
-domain whose marker matches the spec digest, seed and target.
+domain whose marker matches the spec digest, seed, target and the digest of its tasks file.
+The manifest records every domain's spec and tasks digests, and every reader checks the whole build
+against it (`load_manifest`): a build is used as built or refused, naming the file that differs.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from toolshift.world.registry import resolve_spec_path
 from toolshift.world.spec import load_spec
 from toolshift.world.world import World
 
-BUILD_FORMAT = "toolshift.bench-build/1"
-REPORT_FORMAT = "toolshift.bench-report/1"
+BUILD_FORMAT = "toolshift.bench-build/2"
+REPORT_FORMAT = "toolshift.bench-report/2"
 TRAIN_FRACTION = 0.75
 MIN_TASKS_PER_DOMAIN = 10
 
@@ -45,6 +47,10 @@ class DomainEntry(BaseModel):
     test: int = 0
     target: int = 0
     message: str = ""
+    spec_digest: str
+    """sha256 (16 hex) of `domains/<d>/spec.yaml`."""
+    tasks_digest: str
+    """sha256 (16 hex) of `domains/<d>/tasks.jsonl`, byte for byte."""
 
 
 class Manifest(BaseModel):
@@ -80,10 +86,16 @@ class DomainReport(BaseModel):
     """The paraphrasing model (`--model`), empty for template-only instructions."""
     paraphrase: dict[str, int] = Field(default_factory=dict)
     """With a model: instructions kept as paraphrased, and refusals by reason (the template is kept)."""
+    tasks_digest: str = ""
+    """sha256 (16 hex) of the tasks.jsonl this report describes; a resume requires it to match."""
 
 
 def spec_text_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 def domain_key(name: str) -> str:
@@ -155,10 +167,12 @@ def read_tasks(path: Path) -> list[Task]:
 
 
 def _read_report(path: Path) -> DomainReport | None:
+    """A domain's report, or None when it is missing, unreadable or of another format (not done)."""
     try:
-        return DomainReport.model_validate_json(path.read_text(encoding="utf-8"))
+        rep = DomainReport.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValidationError, ValueError):
         return None
+    return rep if rep.format == REPORT_FORMAT else None
 
 
 def build_domain(
@@ -180,14 +194,17 @@ def build_domain(
     ddir = out / "domains" / name
     report_path = ddir / "report.json"
     done = _read_report(report_path)
+    tasks_path = ddir / "tasks.jsonl"
     if (
         not force
         and done is not None
         and (done.spec_digest, done.seed, done.target, done.model) == (digest, seed, per_domain, model)
-        and (ddir / "tasks.jsonl").is_file()
+        and tasks_path.is_file()
+        and file_digest(tasks_path) == done.tasks_digest
     ):
         return done
     ddir.mkdir(parents=True, exist_ok=True)
+    _atomic_write(ddir / "spec.yaml", text)
     spec = load_spec(path)
     compiled = compile_domain(spec, str(path))
     world = World(compiled)
@@ -197,12 +214,11 @@ def build_domain(
     except BadInputError as exc:
         report = DomainReport(
             domain=name, spec_digest=digest, seed=seed, target=per_domain, made=0, attempts=0,
-            tools=tools, title=spec.title, status="failed", message=exc.detail,
+            tools=tools, title=spec.title, status="failed", message=exc.detail, tasks_digest=spec_text_digest(""),
         )  # fmt: skip
-        _atomic_write(ddir / "tasks.jsonl", "")
+        _atomic_write(tasks_path, "")
         _atomic_write(report_path, report.model_dump_json(indent=1) + "\n")
         return report
-    _atomic_write(ddir / "spec.yaml", text)
     synth.graph.save(ddir / "graph.json")
     tasks, rep = synth.synthesize(per_domain, progress=progress)
     # independent check on a fresh world: every kept task replays to exactly its Δgold
@@ -225,7 +241,8 @@ def build_domain(
     assign_splits(kept, seed)
     old = read_tasks(ddir / "tasks.jsonl")
     carry_versions(kept, old, reason=f"rebuilt (seed {seed}, spec {digest})")
-    _atomic_write(ddir / "tasks.jsonl", "".join(t.model_dump_json() + "\n" for t in kept))
+    tasks_text = "".join(t.model_dump_json() + "\n" for t in kept)
+    _atomic_write(tasks_path, tasks_text)
     floor = min(MIN_TASKS_PER_DOMAIN, per_domain)
     status: Literal["ok", "short", "failed"] = "ok" if len(kept) >= per_domain else "short"
     message = ""
@@ -239,7 +256,7 @@ def build_domain(
         rejections=dict(sorted(rep.rejections.items())),
         candidates_passed_over=dict(sorted(rep.candidates.items())), tools=tools, model=model,
         paraphrase=dict(sorted(paraphrased.items())), title=spec.title, status=status,
-        message=message,
+        message=message, tasks_digest=spec_text_digest(tasks_text),
     )  # fmt: skip
     _atomic_write(report_path, report.model_dump_json(indent=1) + "\n")
     fresh.close()
@@ -247,27 +264,56 @@ def build_domain(
     return report
 
 
-def write_manifest(out: Path, names: list[str], seed: int, per_domain: int) -> Manifest:
-    entries: list[DomainEntry] = []
-    for name in map(domain_key, names):
-        ddir = out / "domains" / name
-        rep = _read_report(ddir / "report.json")
-        if rep is None:
-            continue
-        tasks = read_tasks(ddir / "tasks.jsonl")
-        entries.append(
-            DomainEntry(
-                name=name,
-                title=rep.title,
-                status=rep.status,
-                tools=rep.tools,
-                tasks=len(tasks),
-                train=sum(1 for t in tasks if t.split == "train"),
-                test=sum(1 for t in tasks if t.split == "test"),
-                target=rep.target,
-                message=rep.message,
-            )
+def _existing_manifest(out: Path) -> Manifest | None:
+    """The manifest already in `out`, unchecked (None when there is none or it is not this format)."""
+    try:
+        data = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+        return Manifest.model_validate(data) if data.get("format") == BUILD_FORMAT else None
+    except (OSError, ValueError, ValidationError, AttributeError):
+        return None
+
+
+def check_rebuild(out: Path, names: list[str], seed: int, per_domain: int) -> None:
+    """Refuse, before any work, a partial rebuild that would mix seeds or targets in one build."""
+    old = _existing_manifest(out)
+    if old is None or (old.seed, old.per_domain) == (seed, per_domain):
+        return
+    rest = [e.name for e in old.domains if e.name not in set(map(domain_key, names))]
+    if rest:
+        raise BadInputError(
+            f"this build was made with --seed {old.seed} --per-domain {old.per_domain}; rebuilding only "
+            f"{', '.join(map(domain_key, names))} with --seed {seed} --per-domain {per_domain} would leave "
+            f"{len(rest)} domain(s) made otherwise ({', '.join(rest[:4])}{', …' if len(rest) > 4 else ''}; "
+            "rebuild them all, or use another --out)",
+            source=str(out / "manifest.json"),
         )
+
+
+def _entry(out: Path, name: str) -> DomainEntry | None:
+    ddir = out / "domains" / name
+    rep = _read_report(ddir / "report.json")
+    if rep is None:
+        return None
+    tasks = read_tasks(ddir / "tasks.jsonl")
+    return DomainEntry(
+        name=name, title=rep.title, status=rep.status, tools=rep.tools, tasks=len(tasks),
+        train=sum(1 for t in tasks if t.split == "train"), test=sum(1 for t in tasks if t.split == "test"),
+        target=rep.target, message=rep.message, spec_digest=rep.spec_digest,
+        tasks_digest=file_digest(ddir / "tasks.jsonl"),
+    )  # fmt: skip
+
+
+def write_manifest(out: Path, names: list[str], seed: int, per_domain: int) -> Manifest:
+    """Record the domains just built; a build's other domains keep their entries (and digests) as they were."""
+    check_rebuild(out, names, seed, per_domain)
+    built = {name: _entry(out, name) for name in map(domain_key, names)}
+    old = _existing_manifest(out)
+    entries: list[DomainEntry] = []
+    for e in old.domains if old is not None else []:
+        entry = built.pop(e.name) if e.name in built else e
+        if entry is not None:
+            entries.append(entry)
+    entries += [e for e in built.values() if e is not None]
     m = Manifest(
         seed=seed,
         per_domain=per_domain,
@@ -278,6 +324,7 @@ def write_manifest(out: Path, names: list[str], seed: int, per_domain: int) -> M
         test=sum(e.test for e in entries),
     )
     _atomic_write(out / "manifest.json", m.model_dump_json(indent=1) + "\n")
+    _verified.clear()
     return m
 
 
@@ -289,11 +336,21 @@ def clean_domain(out: Path, name: str) -> None:
 
 
 def load_manifest(out: str | Path) -> Manifest:
+    """A build's manifest, after checking the whole build against it (`check_build`)."""
     path = Path(out) / "manifest.json"
     if not path.is_file():
         raise BadInputError("not a bench build: no manifest.json", source=str(path))
     data = read_json(path, what="build manifest")
-    if not isinstance(data, dict) or data.get("format") != BUILD_FORMAT:
+    if not isinstance(data, dict):
+        raise BadInputError("not a bench build manifest (a JSON object)", source=str(path))
+    if data.get("format") == "toolshift.bench-build/1":
+        raise BadInputError(
+            "made by an older toolshift (toolshift.bench-build/1 records no digests); rebuild it with "
+            "`toolshift bench build --out DIR`",
+            source=str(path),
+            field="format",
+        )
+    if data.get("format") != BUILD_FORMAT:
         raise BadInputError(
             f"unknown build format {data.get('format') if isinstance(data, dict) else None!r} "
             f"(this reads {BUILD_FORMAT!r})",
@@ -301,9 +358,80 @@ def load_manifest(out: str | Path) -> Manifest:
             field="format",
         )
     try:
-        return Manifest.model_validate(data)
+        m = Manifest.model_validate(data)
     except ValidationError as exc:
         raise BadInputError.from_validation(exc, source=str(path)) from None
+    check_build(Path(out), m)
+    return m
+
+
+_verified: dict[Path, tuple[Any, ...]] = {}
+"""Builds checked in this process, by the size and mtime of every file checked (a change re-checks)."""
+
+
+def check_build(out: Path, m: Manifest) -> None:
+    """Check every domain the manifest lists against its files, by digest; refuse the first that differs.
+
+    Per domain: `spec.yaml`, `tasks.jsonl` and `report.json` exist; the spec's digest is the manifest's
+    and the report's; the tasks file's digest is the manifest's and the report's; the manifest's totals
+    are the sums of its entries. The error names the file and field and says how to repair the build.
+    """
+    files = [out / "manifest.json"] + [
+        out / "domains" / e.name / f for e in m.domains for f in ("spec.yaml", "tasks.jsonl", "report.json")
+    ]
+    try:
+        stamp = tuple((st.st_size, st.st_mtime_ns) for st in (f.stat() for f in files))
+    except OSError:
+        stamp = ()
+    key = out.resolve()
+    if stamp and _verified.get(key) == stamp:
+        return
+    repair = "rebuild the domain with `toolshift bench build --out {out} --domains {d} --force`"
+    manifest = str(out / "manifest.json")
+    for i, e in enumerate(m.domains):
+        ddir = out / "domains" / e.name
+        hint = repair.format(out=out, d=e.name)
+        for f in ("spec.yaml", "tasks.jsonl", "report.json"):
+            if not (ddir / f).is_file():
+                raise BadInputError(
+                    f"missing (the manifest lists domain {e.name}); {hint}", source=str(ddir / f)
+                )
+        rep = _read_report(ddir / "report.json")
+        if rep is None:
+            raise BadInputError(f"not a {REPORT_FORMAT} report; {hint}", source=str(ddir / "report.json"))
+        spec = spec_text_digest((ddir / "spec.yaml").read_text(encoding="utf-8"))
+        if spec != e.spec_digest or spec != rep.spec_digest:
+            raise BadInputError(
+                f"the spec's digest is {spec}, but the manifest records {e.spec_digest} and report.json "
+                f"{rep.spec_digest}: the tasks were not made from this spec; {hint}",
+                source=str(ddir / "spec.yaml"),
+            )
+        tasks = file_digest(ddir / "tasks.jsonl")
+        if tasks != e.tasks_digest or tasks != rep.tasks_digest:
+            raise BadInputError(
+                f"digest {tasks} differs from the manifest's {e.tasks_digest} (domain {e.name} has "
+                f"{e.tasks} tasks: {e.train} train, {e.test} test); the file was changed after the build; {hint}",
+                source=str(ddir / "tasks.jsonl"),
+                field="tasks_digest",
+            )
+        if e.tasks != rep.made:
+            raise BadInputError(
+                f"domain {e.name}: the manifest says {e.tasks} tasks, report.json {rep.made}",
+                source=manifest, record=i, field="tasks",
+            )  # fmt: skip
+    for name, total in (
+        ("total_tasks", "tasks"),
+        ("train", "train"),
+        ("test", "test"),
+        ("total_tools", "tools"),
+    ):
+        summed = sum(getattr(e, total) for e in m.domains)
+        if getattr(m, name) != summed:
+            raise BadInputError(
+                f"{getattr(m, name)} is not the sum over its domains ({summed})", source=manifest, field=name
+            )
+    if stamp:
+        _verified[key] = stamp
 
 
 def iter_domain_tasks(out: str | Path) -> Iterator[tuple[str, list[Task]]]:
@@ -315,8 +443,10 @@ def iter_domain_tasks(out: str | Path) -> Iterator[tuple[str, list[Task]]]:
 def load_tasks(
     out: str | Path, domain: str | None = None, split: Literal["train", "test"] | None = None
 ) -> list[Task]:
-    """Tasks of a build, optionally of one domain and one split, in id order."""
+    """Tasks of a build (checked whole against its manifest), optionally of one domain and one split."""
     if domain is not None:
+        if (Path(out) / "manifest.json").is_file():
+            load_manifest(out)
         path = Path(out) / "domains" / domain / "tasks.jsonl"
         if not path.is_file():
             raise BadInputError(f"no tasks for domain {domain!r} in this build", source=str(out))
@@ -327,10 +457,20 @@ def load_tasks(
 
 
 def build_world(out: str | Path, domain: str) -> World:
-    """A fresh world compiled from the build's own copy of the domain spec."""
+    """A fresh world compiled from the build's own copy of the domain spec — refused when the spec is not
+    the one its tasks were made from (its digest differs from report.json's)."""
     path = Path(out) / "domains" / domain / "spec.yaml"
     if not path.is_file():
         raise BadInputError(f"no spec for domain {domain!r} in this build", source=str(out))
+    text = path.read_text(encoding="utf-8")
+    rep = _read_report(path.with_name("report.json"))
+    if rep is None or rep.spec_digest != spec_text_digest(text):
+        raise BadInputError(
+            f"digest {spec_text_digest(text)} is not the spec_digest in report.json "
+            f"({rep.spec_digest if rep else 'no report'}): the tasks were made from another spec",
+            source=str(path),
+            field="spec_digest",
+        )
     return World(compile_domain(load_spec(path), str(path)))
 
 

@@ -71,7 +71,7 @@ def build_cmd(
     ),
 ) -> None:
     """Synthesise and validate tasks for each domain; write spec, graph, tasks and report per domain."""
-    from toolshift.bench.build import build_domain, write_manifest
+    from toolshift.bench.build import build_domain, check_rebuild, write_manifest
     from toolshift.bench.domains import resolve_domains
 
     rewrite = None
@@ -84,6 +84,7 @@ def build_cmd(
             raise BadInputError(f"{model!r} is not a language model", field="--model")
         rewrite = model_rewriter(model, seed=seed)
     names = resolve_domains(domains or None)
+    check_rebuild(out, names, seed, per_domain)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     results = []
@@ -238,12 +239,17 @@ def verify_cmd(
     build_dir: Path = typer.Argument(..., help="A directory made by `toolshift bench build`."),
     domains: str = typer.Option("", "--domains", help="Comma-separated domains (default: all in the build)."),
 ) -> None:
-    """Re-check every task of a build: its gold path replays to exactly Δgold on a fresh world,
-    Δgold is non-empty, the path's reads alone do not reach it, and its history matches its content."""
+    """Re-check a build: every file against the manifest by digest, each domain's task and split counts,
+    and every task — its gold path replays to exactly Δgold on a fresh world of the spec it was made
+    from, Δgold is non-empty, the path's reads alone do not reach it, and its history matches its content."""
     from toolshift.bench.build import build_world, load_manifest, load_tasks, replay_problems
 
     m = load_manifest(build_dir)
-    names = [d.strip() for d in domains.split(",") if d.strip()] or [e.name for e in m.domains]
+    entries = {e.name: e for e in m.domains}
+    names = [d.strip() for d in domains.split(",") if d.strip()] or list(entries)
+    unknown = [n for n in names if n not in entries]
+    if unknown:
+        raise BadInputError(f"not in this build: {', '.join(unknown)}", field="--domains")
     table = Table(title=f"verify {build_dir}")
     for col in ("domain", "tasks", "problems"):
         table.add_column(col, justify="left" if col == "domain" else "right")
@@ -254,6 +260,17 @@ def verify_cmd(
         job = bar.add_task("domains", total=len(names))
         for name in names:
             tasks = load_tasks(build_dir, domain=name)
+            e = entries[name]
+            counts = (
+                len(tasks),
+                sum(t.split == "train" for t in tasks),
+                sum(t.split == "test" for t in tasks),
+            )
+            if counts != (e.tasks, e.train, e.test) or len({t.id for t in tasks}) != len(tasks):
+                problems.append(
+                    f"{name}: tasks.jsonl holds {counts[0]} tasks ({counts[1]} train, {counts[2]} test, "
+                    f"{len({t.id for t in tasks})} ids); the manifest says {e.tasks} ({e.train} train, {e.test} test)"
+                )
             world = build_world(build_dir, name)
             found = 0
             for t in tasks:

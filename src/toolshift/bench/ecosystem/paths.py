@@ -8,12 +8,13 @@ Paths that fail replay are kept in the file, marked, and excluded from scoring.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from toolshift.bench.ecosystem.catalog import DomainCatalog
 from toolshift.bench.ecosystem.store import (
@@ -177,10 +178,9 @@ def load_references(build: str | Path) -> tuple[ReferenceHeader, list[ReferenceR
     if not path.is_file():
         raise BadInputError("no reference paths; run `toolshift bench reference` first", source=str(path))
     lines = read_text(path, what="reference paths").splitlines()
-    try:
-        header = ReferenceHeader.model_validate_json(lines[0])
-    except (IndexError, ValueError) as exc:
-        raise BadInputError(f"bad header line: {exc}", source=str(path), record=0) from None
+    if not lines:
+        raise BadInputError("empty file: no header line", source=str(path), record=0)
+    header = _reference_line(ReferenceHeader, lines[0], path, 0)
     if header.format != REFERENCE_FORMAT:
         raise BadInputError(f"unknown reference format {header.format!r}", source=str(path), field="format")
     if header.ecosystem != eco.id:
@@ -189,14 +189,22 @@ def load_references(build: str | Path) -> tuple[ReferenceHeader, list[ReferenceR
             source=str(path),
             field="ecosystem",
         )
-    records = []
-    for k, line in enumerate(lines[1:], start=1):
-        if line.strip():
-            try:
-                records.append(ReferenceRecord.model_validate_json(line))
-            except ValueError as exc:
-                raise BadInputError(str(exc).splitlines()[0], source=str(path), record=k) from None
+    records = [
+        _reference_line(ReferenceRecord, line, path, k) for k, line in enumerate(lines[1:], start=1) if line.strip()
+    ]
     return header, records
+
+
+def _reference_line(model: type[BaseModel], line: str, path: Path, k: int) -> Any:
+    """One line of references.jsonl as `model`; a bad line is refused naming its line and field."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise BadInputError(f"malformed JSON at column {exc.colno}", source=str(path), record=k) from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise BadInputError.from_validation(exc, source=str(path), record=k) from None
 
 
 def drift(records: list[ReferenceRecord], versions: int) -> list[dict[str, Any]]:
