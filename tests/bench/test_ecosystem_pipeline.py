@@ -124,7 +124,7 @@ def test_an_ecosystem_of_other_tasks_is_refused(build):
     try:
         tasks.write_text(original.splitlines()[0] + "\n")
         # the build itself is refused first: its tasks no longer match its manifest (D73)
-        with pytest.raises(BadInputError, match="evolved from build|differs from the manifest"):
+        with pytest.raises(BadInputError, match=r"evolved from build|differs from the manifest"):
             load_ecosystem(out)
     finally:
         tasks.write_text(original)
