@@ -43,6 +43,22 @@ class RowChange(BaseModel):
 
 
 def _canonical(value: Any) -> str:
+    """A value as a string two changes agree on exactly when their values are equal as JSON.
+
+    Scalars take a fast path (the judge canonicalises every field of every diff it reads); a string is
+    tagged so it never equals a number, `true` or `null`; anything else is sorted-key JSON.
+    """
+    kind = type(value)
+    if kind is str:
+        return "s" + value
+    if kind is int:
+        return str(value)
+    if kind is float:
+        return repr(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
     return json.dumps(value, sort_keys=True, default=str)
 
 

@@ -172,17 +172,16 @@ class TaskReader:
         return {row_value_text(row[f]) for f in self.ent[entity].lookup if row.get(f) not in (None, "")}
 
     def named_rows(self, task: Task) -> list[tuple[int, str, str, str]]:
-        """Every row the gold path names, in order: (call index, entity, key, how the agent got its key).
+        """Every use of a row as a key argument, in order: (call index, entity, key, how the agent got it).
 
-        `how` is `user` (a fact the user gives, used as the key), `search:<field>` (found by a user's
-        value), `listing` (picked from a list of its own entity), `routed` (reached through another
-        record: a relation traversal or another row's foreign key) or `created` (the task made it).
+        `how` is `user` (the user states the key), `search:<fields>` (found by the user's values),
+        `listing` (picked from a list of its own entity), `routed` (reached through another record: a
+        relation traversal or another row's foreign key) or `created` (the task made it). A row used by
+        several calls has one entry per call.
         """
         facts = set(task.instruction.facts.values())
         results = [_canon(c.result) for c in task.gold_path]
-        base_keys: dict[str, str] = {}
         out: list[tuple[int, str, str, str]] = []
-        seen: set[tuple[str, str]] = set()
         for i, call in enumerate(task.gold_path):
             sig = self.sigs.get(call.tool)
             if sig is None:
@@ -192,9 +191,6 @@ class TaskReader:
                 if not p.vtype.startswith("key:") or v in (None, ""):
                     continue
                 entity, key = p.vtype.removeprefix("key:"), str(v)
-                if (entity, key) in seen:
-                    continue
-                seen.add((entity, key))
                 token = json.dumps(key)
                 sources = [k for k in range(i) if token in results[k]]
                 # the read that looked the row up itself, if any; else the first record that showed it
@@ -202,12 +198,22 @@ class TaskReader:
                 source = (own or sources or [None])[0]
                 if self.row(entity, key) is None:
                     how = "created"
+                elif key in facts:
+                    how = "user"
                 elif source is None:
-                    how = "user" if key in facts else "unknown"
+                    how = "unknown"
                 else:
                     how = self._how(task, source, entity, facts)
-                base_keys[key] = entity
                 out.append((i, entity, key, how))
+        return out
+
+    def row_uses(self, task: Task) -> dict[tuple[str, str], tuple[set[str], bool]]:
+        """(entity, key) → (how its uses got it, whether a write takes it)."""
+        writes = {i for i, c in enumerate(task.gold_path) if self.sigs[c.tool].effect == "write"}
+        out: dict[tuple[str, str], tuple[set[str], bool]] = {}
+        for i, entity, key, how in self.named_rows(task):
+            hows, taken = out.get((entity, key), (set(), False))
+            out[(entity, key)] = (hows | {how}, taken or i in writes)
         return out
 
     def _reads_own(self, tool: str, entity: str) -> bool:
@@ -224,7 +230,7 @@ class TaskReader:
             return "search:" + ",".join(sorted(given))
         if sig.kind == "list":
             return "listing"
-        return "routed" if sig.kind == "get" and sig.entity != entity else "user"
+        return "routed"  # a get whose key the user did not state re-reads a row reached otherwise
 
     def repeated_keys(self, task: Task) -> set[str]:
         """Keys of rows a repeated write handles as a group ("every open ticket of …"), not one by one."""
@@ -249,38 +255,42 @@ class TaskReader:
         and so must such a row that a write takes even when the agent reaches it through another
         record ("the employee on payslip …" leaves a policy-following agent asking for an identifier
         the user does not hold). Rows the task creates and rows a repeated write handles as a group
-        ("every open ticket of …") are not named one by one and are not checked.
+        ("every open ticket of …") are not named one by one and are not checked. A row used several
+        times is fine when one use names it by an accepted identifier.
         """
         facts = set(task.instruction.facts.values())
         group = self.repeated_keys(task)
-        writes = {i for i, c in enumerate(task.gold_path) if self.sigs[c.tool].effect == "write"}
-        takes = {(e, k) for i, e, k, _ in self.named_rows(task) if i in writes}
         out: list[str] = []
-        for _, entity, key, how in self.named_rows(task):
+        for (entity, key), (hows, taken) in self.row_uses(task).items():
             e = self.ent[entity]
-            if not e.lookup or how == "created" or key in group:
-                continue
-            if how == "routed" and (entity, key) not in takes:
+            if not e.lookup or "created" in hows or key in group:
                 continue
             row = self.row(entity, key) or {}
-            accepted = self.identifiers(entity, row)
-            if how == "user":
-                ok = e.key in e.lookup
-            elif how.startswith("search:"):
-                ok = any(f in e.lookup for f in how.removeprefix("search:").split(",") if f)
+            named = hows - {"routed", "unknown"}
+            if not named and not taken:
+                continue  # only read on the way to another row
+            accepted = bool(self.identifiers(entity, row) & facts)
+            ok = any(
+                (h == "user" and e.key in e.lookup)
+                or (
+                    h.startswith("search:")
+                    and any(f in e.lookup for f in h.removeprefix("search:").split(","))
+                )
+                or (h == "listing" and accepted)
+                for h in named
+            ) or (not named and accepted)
+            if ok:
+                continue
+            words = " or ".join(e.lookup)
+            if not named:
+                out.append(
+                    f"{entity} {key} is reached through another record; the user never gives its {words}"
+                )
             else:
-                ok = bool(accepted & facts)
-            if not ok:
-                named = sorted(f for f in (f.name for f in e.fields) if row_value_text(row.get(f)) in facts)
-                accepted_words = " or ".join(e.lookup)
-                if how == "routed":
-                    out.append(
-                        f"{entity} {key} is reached through another record; the user never gives its {accepted_words}"
-                    )
-                else:
-                    out.append(
-                        f"{entity} {key} is named by {', '.join(named) or how}, not by {accepted_words}"
-                    )
+                fields = sorted(f.name for f in e.fields if row_value_text(row.get(f.name)) in facts)
+                out.append(
+                    f"{entity} {key} is named by {', '.join(fields) or '/'.join(sorted(named))}, not by {words}"
+                )
         return out
 
     def direct_identifiers(self, entity: str) -> set[str]:
@@ -300,20 +310,29 @@ class TaskReader:
         return out
 
     def routed_despite_identifier(self, task: Task) -> list[str]:
-        """Rows reached through another record although the user states one of the row's own identifiers
-        and a read looks rows up by it ("the opportunity of … whose opportunity number is OPP-000033")."""
+        """Rows only ever reached through another record although the user states one of the row's own
+        identifiers and a read finds the row by it ("the opportunity of … whose opportunity number is …")."""
         facts = set(task.instruction.facts.values())
         out = []
-        for _, entity, key, how in self.named_rows(task):
-            if how != "routed":
+        for (entity, key), (hows, _) in self.row_uses(task).items():
+            if hows != {"routed"}:
                 continue
             row = self.row(entity, key) or {}
-            usable = self.direct_identifiers(entity)
-            if any(row_value_text(row.get(f)) in facts for f in usable if row.get(f) not in (None, "")):
-                out.append(f"{entity} {key}")
+            for f in self.direct_identifiers(entity):
+                v = row.get(f)
+                # a read by this identifier finds the row itself only when no other row shares the value
+                if v not in (None, "") and row_value_text(v) in facts and self._unique(entity, f, v):
+                    out.append(f"{entity} {key}")
+                    break
         return out
 
+    def _unique(self, entity: str, field: str, value: Any) -> bool:
+        return self.world.runtime.count(entity, **{field: value}) == 1
+
     def routed(self, task: Task) -> list[str]:
-        """Rows the writes take that the agent reaches through another record."""
-        writes = {i for i, c in enumerate(task.gold_path) if self.sigs[c.tool].effect == "write"}
-        return [f"{e} {k}" for i, e, k, how in self.named_rows(task) if how == "routed" and i in writes]
+        """Rows the writes take that the agent only ever reaches through another record."""
+        return [
+            f"{e} {k}"
+            for (e, k), (hows, taken) in self.row_uses(task).items()
+            if taken and hows == {"routed"}
+        ]

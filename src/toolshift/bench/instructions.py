@@ -54,8 +54,10 @@ def field_words(name: str, noun: str = "") -> str:
 
 def identified_phrase(noun: str, words: str, value: str) -> str:
     """How a person names a row by an identifier: `opportunity` + `opportunity number` → `opportunity
-    OPP-000235`; `employee` + `work email` → `the employee with work email …`."""
-    if words in ("number", f"{noun} number", f"{noun.split(' ')[-1]} number"):
+    OPP-000235`, `room` + `room code` → `room R052`; `employee` + `work email` → `the employee with work
+    email …`."""
+    head = noun.split(" ")[-1]
+    if words == "number" or any(words in (f"{noun} {k}", f"{head} {k}") for k in ("number", "code", "id")):
         return f"{noun} {value}"
     return f"the {noun} with {words} {value}"
 
@@ -66,9 +68,12 @@ def role_words(param: str) -> str:
     return words.removesuffix(" number") if words != "number" else words
 
 
-def attribute_phrase(words: str, value: str, *, nested: bool = False) -> str:
+def attribute_phrase(words: str, value: str, *, nested: bool = False, noun: str = "") -> str:
     """`placed on` + date → `placed on 2026-03-04`; `status` + `open` → `whose status is open` (or, for
-    a reference that already has a "whose", `with status open`)."""
+    a reference that already has a "whose", `with status open`); a field named after its own noun drops
+    it (`clause` + `clause type` → `whose type is …`)."""
+    if noun and words.startswith(noun + " "):
+        words = words.removeprefix(noun + " ")
     if words.endswith((" on", " at", " by")):
         return f"{words} {value}"
     return f"with {words} {value}" if nested else f"whose {words} is {value}"
@@ -121,7 +126,10 @@ def action_clause(verb: str, noun: str, target: str) -> str:
     head = noun.split(" ")[-1]
     if head in words[1:]:
         i = words.index(head, 1)
-        return " ".join([*words[:i], target, *words[i + 1 :]])
+        rest = words[i + 1 :]
+        # only where the words after the noun still read after a long target ("… remediated", "… to category")
+        if not rest or rest[0].endswith("ed") or rest[0] in ("to", "as", "on", "in", "from", "into", "with"):
+            return " ".join([*words[:i], target, *rest])
     return f"{verb} for {target}"
 
 

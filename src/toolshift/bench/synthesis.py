@@ -46,6 +46,10 @@ from toolshift.world.world import World
 
 MAX_DEPTH = 3
 CANDIDATES_PER_WRITE = 14
+REPEAT_CHANCE = 0.45
+"""Chance an attempt repeats its write over the anchor row's siblings (subpath repetition)."""
+SPLICE_CHANCE = 0.55
+"""Chance an attempt splices a second write on a row the path holds or refers to."""
 PAGE = 20
 
 
@@ -91,6 +95,9 @@ class Draft:
     """(entity, key) → phrase, for rows the path has already put in the agent's hands."""
     sibling_facts: dict[tuple[str, str], str] = field(default_factory=dict)
     """(entity, key) → the name of the fact that tells that row from its siblings."""
+    related: set[tuple[str, str]] = field(default_factory=set)
+    """Rows with identifiers that rows of the path refer to: a spliced write may take one (the user then
+    names it by its identifier), so the second change is about a record the first one touches."""
     spliced: bool = False
     repeated: int = 1
 
@@ -401,7 +408,7 @@ class Synthesizer:
             fname, fval = pick
             words = field_words(fname, noun)
             # one "whose" per reference: a nested pick reads "with <attribute> <value>"
-            attr = attribute_phrase(words, row_value_text(fval), nested="whose " in pr.phrase)
+            attr = attribute_phrase(words, row_value_text(fval), nested="whose " in pr.phrase, noun=noun)
             phrase = f"the {noun} {attr} of {pr.phrase}"
             facts = dict(pr.facts)
             if pr.sibling_fact is not None:
@@ -523,8 +530,9 @@ class Synthesizer:
 
     def _candidate_rows(self, entity: str, draft: Draft, prefer_known: bool) -> list[dict[str, Any]]:
         rows = self.rows(entity)
-        known = [r for r in rows if (entity, str(r[self.ent[entity].key])) in draft.known]
-        rest = [r for r in rows if (entity, str(r[self.ent[entity].key])) not in draft.known]
+        near = draft.known.keys() | draft.related
+        known = [r for r in rows if (entity, str(r[self.ent[entity].key])) in near]
+        rest = [r for r in rows if (entity, str(r[self.ent[entity].key])) not in near]
         self.rng.shuffle(rest)
         if prefer_known and known:
             self.rng.shuffle(known)
@@ -539,14 +547,14 @@ class Synthesizer:
         last: Rejected | None = None
         for _ in range(CANDIDATES_PER_WRITE):
             mark = len(draft.steps)
-            saved = dict(draft.facts), dict(draft.known), dict(draft.sibling_facts)
+            saved = dict(draft.facts), dict(draft.known), dict(draft.sibling_facts), set(draft.related)
             try:
                 return self._try_write(draft, sig, prefer_known)
             except Rejected as exc:
                 last = exc
                 self.candidate_rejections[exc.reason] += 1
                 del draft.steps[mark:]
-                draft.facts, draft.known, draft.sibling_facts = saved
+                draft.facts, draft.known, draft.sibling_facts, draft.related = saved
         raise last or Rejected(f"no_candidate:{tool}")
 
     def _pick_rows(self, sig: ToolSignature, draft: Draft, prefer_known: bool) -> dict[str, dict[str, Any]]:
@@ -644,23 +652,23 @@ class Synthesizer:
             for r_ent, r_key, r_phrase in next(r.rows for n, r in reaches if n == pname):
                 draft.known.setdefault((r_ent, r_key), r_phrase)
             for f in self.ent[ent].fields:
-                if (
-                    f.type == "ref"
-                    and f.ref
-                    and not self.ent[
-                        f.ref
-                    ].lookup  # a row with identifiers is named by one, never "the X of …"
-                    and row.get(f.name)
-                    and (f.ref, str(row[f.name])) not in draft.known
-                ):
-                    draft.known[(f.ref, str(row[f.name]))] = f"the {entity_noun(f.ref)} of {phrase}"
+                if f.type != "ref" or not f.ref or not row.get(f.name):
+                    continue
+                ref = (f.ref, str(row[f.name]))
+                if self.ent[f.ref].lookup:
+                    draft.related.add(ref)  # a row with identifiers is named by one if used later
+                elif ref not in draft.known:
+                    draft.known[ref] = f"the {entity_noun(f.ref)} of {phrase}"
         for fact_name, fact_value in details:
             if not fact_value.startswith("the "):
                 add_fact(draft.facts, fact_name, fact_value)
         target_phrase = anchor
         if kind == "create":
             verb = "create"
-            target_phrase = f"a new {entity_noun(sig.entity or '')}"
+            created_noun = entity_noun(sig.entity or "")
+            target_phrase = (
+                f"a {created_noun}" if created_noun.startswith("new ") else f"a new {created_noun}"
+            )
             if anchor:
                 details.insert(0, ("for", anchor))
         elif kind == "update":
@@ -730,15 +738,17 @@ class Synthesizer:
             value = row_value_text(row[f.name])
             intent = draft.intents[-1]
             intent.repeat = len(group)
-            noun, attr = entity_noun(ent), attribute_phrase(words, value)
+            noun = entity_noun(ent)
             if parent_phrase is None:
                 # the user named the anchor by its own identifier: the others are its siblings
                 anchor_phrase = draft.known.get((ent, str(row[e.key])), f"{noun} {row[e.key]}")
+                attr = attribute_phrase(words, value, nested="whose " in anchor_phrase, noun=noun)
                 intent.target = (
                     f"{anchor_phrase} and every other {noun} of the same {entity_noun(parent_entity)} "
                     f"{attr} ({len(group)} in all)"
                 )
             else:
+                attr = attribute_phrase(words, value, nested="whose " in parent_phrase, noun=noun)
                 intent.target = f"every {noun} of {parent_phrase} {attr} ({len(group)} of them)"
                 # the attribute that told the anchor from its siblings no longer describes the target
                 draft.facts.pop(draft.sibling_facts.pop((ent, str(row[e.key])), ""), None)
@@ -761,15 +771,15 @@ class Synthesizer:
         draft = Draft()
         tool = self._pick_write()
         first, picked = self.add_write(draft, tool)
-        if self.rng.random() < 0.35:
+        if self.rng.random() < REPEAT_CHANCE:
             mark = len(draft.steps)
             try:
                 self.repeat_write(draft, first, picked)
             except Rejected:
                 del draft.steps[mark:]
                 self._replay_prefix(draft)
-        if self.rng.random() < 0.4:
-            known_types = {f"key:{ent}" for ent, _ in draft.known}
+        if self.rng.random() < SPLICE_CHANCE:
+            known_types = {f"key:{ent}" for ent, _ in draft.known.keys() | draft.related}
             second = [
                 w
                 for w in self.usable_writes
@@ -777,13 +787,16 @@ class Synthesizer:
             ]
             if second:
                 mark = len(draft.steps)
-                snap = (dict(draft.facts), dict(draft.known), list(draft.intents), dict(draft.sibling_facts))
+                snap = (
+                    dict(draft.facts), dict(draft.known), list(draft.intents), dict(draft.sibling_facts),
+                    set(draft.related),
+                )  # fmt: skip
                 try:
                     self.add_write(draft, self.rng.choice(second), prefer_known=True)
                     draft.spliced = True
                 except Rejected:
                     del draft.steps[mark:]
-                    draft.facts, draft.known, draft.intents, draft.sibling_facts = snap
+                    draft.facts, draft.known, draft.intents, draft.sibling_facts, draft.related = snap
                     self._replay_prefix(draft)
         return draft
 

@@ -190,7 +190,9 @@ def load_references(build: str | Path) -> tuple[ReferenceHeader, list[ReferenceR
             field="ecosystem",
         )
     records = [
-        _reference_line(ReferenceRecord, line, path, k) for k, line in enumerate(lines[1:], start=1) if line.strip()
+        _reference_line(ReferenceRecord, line, path, k)
+        for k, line in enumerate(lines[1:], start=1)
+        if line.strip()
     ]
     return header, records
 
