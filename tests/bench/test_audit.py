@@ -123,7 +123,9 @@ def test_rows_are_named_the_way_a_person_names_them():
     assert identified_phrase("opportunity", "opportunity number", "OPP-000033") == "opportunity OPP-000033"
     assert identified_phrase("payment batch", "batch number", "PAYRUN-7") == "payment batch PAYRUN-7"
     assert identified_phrase("room", "room code", "R052") == "room R052"
-    assert identified_phrase("design change", "eco number", "ECO-1") == "the design change with eco number ECO-1"
+    assert (
+        identified_phrase("design change", "eco number", "ECO-1") == "the design change with eco number ECO-1"
+    )
     assert identified_phrase("employee", "work email", "a@b.org") == "the employee with work email a@b.org"
     assert role_words("approver_id") == "approver" and role_words("verified_by") == "verified by"
     assert action_clause("reissue payslip", "payslip", "payslip PSL-1") == "reissue payslip PSL-1"
