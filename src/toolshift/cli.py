@@ -25,6 +25,7 @@ def _attach() -> None:
     from toolshift.agents import cli as agents_cli
     from toolshift.bench.cli import app as bench_app
     from toolshift.flows.cli import app as flows_app
+    from toolshift.report import cli as report_cli
     from toolshift.traces.cli import app as traces_app
     from toolshift.world.cli import app as world_app
 
@@ -38,6 +39,10 @@ def _attach() -> None:
     app.add_typer(agents_cli.app, name="agents", help="Agent models, user simulators, scripted policies.")
     app.add_typer(
         bench_app, name="bench", help="Ecosystem benchmark: domains, dependency graphs, validated tasks."
+    )
+    app.add_typer(report_cli.app, name="report", help="Results pages drawn from several capabilities.")
+    app.command("view", help="A local trajectory viewer over episode files and τ²-bench results.")(
+        report_cli.view
     )
     app.command("run", help="Run tasks × trials of an agent against a world (resumable).")(agents_cli.run)
     app.command("demo", help="The main job on embedded defaults: no API key, no network.")(demo.run)

@@ -1,0 +1,155 @@
+"""The `toolshift report` commands and `toolshift view`: the HTML report of a set of results, and the viewer.
+
+`toolshift report RUNS... --out report.html` is `toolshift report html`: the page is the group's
+default command, so other report commands can sit beside it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from typer.core import TyperGroup
+
+from toolshift.errors import BadInputError, report_file_errors
+
+
+class _DefaultToHtml(TyperGroup):
+    """Arguments that do not start with a command name go to `html` (`toolshift report RUNS --out F`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["html", *args]
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(
+    cls=_DefaultToHtml, no_args_is_help=True, help="Results pages drawn from several capabilities."
+)
+console = Console()
+
+RunsArg = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Result files or folders: episode stores, τ²-bench results, catalogs, flows, builds."
+    ),
+]
+CacheOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache", help="Where episode indexes are kept (default $TOOLSHIFT_VIEW_CACHE or a temp folder)."
+    ),
+]
+
+
+def _progress() -> Any:
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                    transient=True)  # fmt: skip
+
+
+@app.command()
+def html(
+    runs: RunsArg,
+    out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")] = Path("report.html"),
+    threshold: Annotated[float, typer.Option("--threshold", help="θ of the flows' deciders.")] = 0.3,
+    flow_tasks: Annotated[
+        str, typer.Option("--flow-tasks", help="Tasks a given flow is replayed on: all, train or test.")
+    ] = "test",
+    resamples: Annotated[int, typer.Option("--resamples", min=10, help="Bootstrap resamples.")] = 1000,
+    title: Annotated[str, typer.Option("--title", help="The page's title.")] = "toolshift report",
+    cache: CacheOpt = None,
+) -> None:
+    """One self-contained HTML page: runs, benchmark versions and drift, flows' ceilings and savings, bad files."""
+    from toolshift.report.build import build_report
+    from toolshift.report.sections import Options
+
+    if flow_tasks not in ("all", "train", "test"):
+        raise BadInputError(f"--flow-tasks is all, train or test, not {flow_tasks!r}", field="flow-tasks")
+    options = Options(threshold=threshold, flow_tasks=flow_tasks, resamples=resamples)
+    with _progress() as bar:
+        task = bar.add_task("reading the inputs", total=None)
+        report = build_report(runs, out, options=options, cache=cache, title=title,
+                              progress=lambda m: bar.update(task, description=m))  # fmt: skip
+    bad = report.inputs.bad
+    console.print(
+        f"wrote {report.path} ({report.bytes / 1024:.0f} KiB; sections: {', '.join(report.sections)})"
+        + (f"; {len(bad)} file(s) with problems named in it" if bad else "")
+    )
+    for f in bad:
+        for p in f.problems()[:3]:
+            console.print(f"  [yellow]{p}[/]", highlight=False)
+
+
+def view(
+    runs: RunsArg,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind (loopback unless --allow-remote).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port (0: any free one).")] = 8800,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote", help="Allow a non-loopback --host: anyone who reaches it reads every episode."
+        ),
+    ] = False,
+    flow: Annotated[
+        Path | None, typer.Option("--flow", help="A flow: mark its saved turns and detours.")
+    ] = None,
+    catalog: Annotated[
+        Path | None,
+        typer.Option("--catalog", help="The flow's tool catalog (default: one among RUNS for its domain)."),
+    ] = None,
+    decider: Annotated[str, typer.Option("--decider", help="reach or next-step.")] = "reach",
+    threshold: Annotated[float, typer.Option("--threshold", help="θ of the decider.")] = 0.3,
+    cache: CacheOpt = None,
+) -> None:
+    """Serve a local trajectory viewer: filter episodes, step through messages, calls, results and diffs."""
+    from toolshift.report.inputs import discover
+    from toolshift.report.view.marks import FlowMarker
+    from toolshift.report.view.server import Viewer, check_bind, make_server, url_of
+
+    check_bind(host, allow_remote)
+    with _progress() as bar:
+        task = bar.add_task("indexing", total=None)
+        inputs = discover(runs, cache=cache, progress=lambda p: bar.update(task, description=f"indexed {p}"))
+    if not inputs.episode_sources():
+        named = "; ".join(p for f in inputs.bad for p in f.problems()[:1])
+        raise BadInputError("no readable episodes here" + (f" ({named})" if named else ""),
+                            source=", ".join(map(str, runs)))  # fmt: skip
+    marker = None
+    if flow is not None:
+        marker = FlowMarker(flow, catalog or _catalog_for(flow, inputs), decider, threshold)
+    elif catalog is not None:
+        raise BadInputError("--catalog goes with --flow", field="catalog")
+    viewer = Viewer(inputs, marker)
+    server = make_server(viewer, host, port)
+    for f in inputs.bad:
+        for p in f.problems()[:3]:
+            console.print(f"[yellow]{p}[/]", highlight=False)
+    console.print(f"serving {viewer.runs.size} episodes from {len(inputs.episode_sources())} files at "
+                  f"[bold]{url_of(server)}[/] (Ctrl-C stops)")  # fmt: skip
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        console.print("stopped")
+    finally:
+        server.server_close()
+
+
+def _catalog_for(flow: Path, inputs: Any) -> Path:
+    from toolshift.flows.model import load_flow
+
+    domain = load_flow(flow).domain
+    for f in inputs.of("catalog"):
+        if f.extra["catalog"].domain == domain:
+            return f.path
+    raise BadInputError(
+        f"no catalog of {domain!r} among the runs: pass --catalog", source=str(flow), field="catalog"
+    )
+
+
+report_file_errors(app)

@@ -1,0 +1,386 @@
+"""An index of episode files: byte offsets of lines with the fields people filter by, built once and cached.
+
+The viewer and the report open run sets of any size through it: one pass over each file records, per
+episode line, its byte offset and length and a few fields (id, task, trial, domain, agent, model,
+harness, ecosystem version, outcome, reward, turns, calls, termination); afterwards a page of episodes
+is read by seeking to its lines, never by reading the file again. The index of a file is cached
+(`toolshift.episode-index/1`, docs/formats.md) under a key made of the file's real path, size and
+modification time, so an edited or appended file is indexed afresh and an unchanged one never is.
+
+Lines follow the episode store's rules (`toolshift.traces.store`): a header line first; a last line
+without its newline that does not parse is a torn write, left out and counted; any other line that is
+not an episode object is counted as bad with its line number and reason, and the rest of the file is
+still indexed, so one bad line never hides a file. Only the indexed fields are checked here; a line is
+validated in full as an `Episode` when it is shown.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from toolshift.errors import BadInputError
+from toolshift.traces.episode import EPISODE_FORMAT, Episode
+from toolshift.traces.store import read_header, write_text_atomic
+
+INDEX_FORMAT: Final = "toolshift.episode-index/1"
+MAX_ERRORS = 20
+"""Bad lines whose reason an index keeps (all are counted)."""
+CATEGORIES = ("domain", "agent", "model", "harness", "version", "outcome", "termination")
+"""Columns stored as codes into a list of values: few distinct values, filtered by equality."""
+NUMBERS = ("offset", "length", "line", "trial", "turns", "calls")
+OUTCOMES = ("success", "failure", "unjudged")
+
+
+class _Outcome(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    reward: float | None = None
+    success: bool | None = None
+
+
+class _IndexedFields(BaseModel):
+    """The fields the index keeps, checked as the Episode model types them; everything else is ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str
+    task_id: str
+    trial: int = 0
+    domain: str
+    agent: str | None = None
+    model: str | None = None
+    harness: str | None = None
+    ecosystem_version: str | None = None
+    termination_reason: str | None = None
+    outcome: _Outcome | None = None
+    messages: list[Any] = []
+
+
+def default_cache_dir() -> Path:
+    """`$TOOLSHIFT_VIEW_CACHE`, else a per-user folder under the system's temporary directory."""
+    env = os.environ.get("TOOLSHIFT_VIEW_CACHE")
+    if env:
+        return Path(env)
+    return Path(tempfile.gettempdir()) / f"toolshift-view-cache-{os.getuid()}"
+
+
+def cache_key(path: Path, *parts: str) -> str:
+    """A key naming this exact version of a file: its real path, size and modification time (and `parts`)."""
+    st = path.stat()
+    body = "\0".join([str(path.resolve()), str(st.st_size), str(st.st_mtime_ns), INDEX_FORMAT, *parts])
+    return hashlib.sha256(body.encode()).hexdigest()[:24]
+
+
+def outcome_of(outcome: Any) -> str:
+    """`success`, `failure` or `unjudged`: the episode's own verdict, else its reward (1 is a success)."""
+    if outcome is None:
+        return "unjudged"
+    if outcome.success is not None:
+        return "success" if outcome.success else "failure"
+    if outcome.reward is not None:
+        return "success" if outcome.reward >= 1.0 else "failure"
+    return "unjudged"
+
+
+@dataclass
+class FileIndex:
+    """One episode file's index: where each episode line is, its filter fields, and what was left out."""
+
+    source: Path
+    """The file as given (an episode store, or a τ²-bench results file converted for reading)."""
+    read_from: Path
+    """The plain JSONL whose byte offsets these are (the source itself, or a cached plain copy)."""
+    columns: dict[str, list[Any]]
+    values: dict[str, list[str]]
+    """For each category column, the value of each code."""
+    torn: int = 0
+    bad_lines: int = 0
+    errors: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def episodes(self) -> int:
+        return len(self.columns["offset"])
+
+    def value(self, column: str, row: int) -> Any:
+        v = self.columns[column][row]
+        return self.values[column][v] if column in self.values else v
+
+    def read_line(self, row: int) -> bytes:
+        """The raw JSON line of one indexed episode (one seek, one read)."""
+        with self.read_from.open("rb") as fh:
+            fh.seek(self.columns["offset"][row])
+            return fh.read(self.columns["length"][row])
+
+    def episode(self, row: int) -> Episode:
+        """One indexed episode, validated in full; a line that is not a valid episode names file, line and field."""
+        line_no = self.columns["line"][row]
+        where = str(self.source)
+        raw = json.loads(self.read_line(row))
+        try:
+            return Episode.model_validate(raw)
+        except ValidationError as exc:
+            bad = BadInputError.from_validation(exc, source=where)
+            raise BadInputError(
+                f"invalid episode (line {line_no}): {bad.detail}", source=where, record=row, field=bad.field
+            ) from None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": INDEX_FORMAT,
+            "source": str(self.source),
+            "read_from": str(self.read_from),
+            "episodes": self.episodes,
+            "torn": self.torn,
+            "bad_lines": self.bad_lines,
+            "errors": self.errors,
+            "meta": self.meta,
+            "values": self.values,
+            "columns": self.columns,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any], source: Path) -> FileIndex:
+        if raw.get("format") != INDEX_FORMAT:
+            raise ValueError(f"unknown index format {raw.get('format')!r}")
+        return cls(
+            source=source,
+            read_from=Path(raw["read_from"]),
+            columns=raw["columns"],
+            values=raw["values"],
+            torn=int(raw["torn"]),
+            bad_lines=int(raw["bad_lines"]),
+            errors=list(raw["errors"]),
+            meta=dict(raw.get("meta") or {}),
+        )
+
+
+def _lines_with_offsets(fh: Any) -> Any:
+    """(offset, raw line) for every line of a binary file."""
+    offset = 0
+    for raw in fh:
+        yield offset, raw
+        offset += len(raw)
+
+
+def scan(source: Path, read_from: Path) -> FileIndex:
+    """Index a plain episode store in one pass (the header is checked as the store's readers check it)."""
+    header = read_header(read_from)
+    columns: dict[str, list[Any]] = {name: [] for name in (*NUMBERS, "id", "task_id", *CATEGORIES)}
+    codes: dict[str, dict[str, int]] = {name: {} for name in CATEGORIES}
+    index = FileIndex(source, read_from, columns, {})
+    index.meta = dict(header.meta)
+    cols = [columns[n] for n in (*NUMBERS, "id", "task_id")]
+    cat_cols = [(columns[n], codes[n]) for n in CATEGORIES]
+
+    def bad(line_no: int, reason: str) -> None:
+        index.bad_lines += 1
+        if len(index.errors) < MAX_ERRORS:
+            index.errors.append(f"{source}: line {line_no}: {reason}")
+
+    with read_from.open("rb") as fh:
+        lines = _lines_with_offsets(fh)
+        next(lines, None)  # the header, checked above
+        for number, (offset, raw) in enumerate(lines, start=2):
+            if not raw.strip():
+                continue
+            try:
+                doc = json.loads(raw)
+            except (ValueError, UnicodeDecodeError) as exc:
+                if not raw.endswith(b"\n"):
+                    index.torn += 1  # a torn last line: the append a kill interrupted
+                    break
+                bad(number, f"not JSON: {exc}")
+                continue
+            if not isinstance(doc, dict):
+                bad(number, "not JSON: an episode line is an object")
+                continue
+            if doc.get("format", EPISODE_FORMAT) != EPISODE_FORMAT:
+                bad(
+                    number,
+                    f"unknown episode format {doc.get('format')!r} (this reader knows {EPISODE_FORMAT})",
+                )
+                continue
+            try:
+                f = _IndexedFields.model_validate(doc)
+            except ValidationError as exc:
+                err = BadInputError.from_validation(exc)
+                bad(number, f"invalid episode: field {err.field!r}: {err.detail}")
+                continue
+            turns = calls = 0
+            for m in f.messages:
+                if isinstance(m, dict) and m.get("role") == "assistant":
+                    turns += 1
+                    calls += len(m.get("tool_calls") or ())
+            row = (offset, len(raw), number, f.trial, turns, calls, f.id, f.task_id)
+            for col, v in zip(cols, row, strict=True):
+                col.append(v)
+            version = f.ecosystem_version or ""
+            cats = (
+                f.domain,
+                f.agent or "",
+                f.model or "",
+                f.harness or "",
+                version,
+                outcome_of(f.outcome),
+                f.termination_reason or "",
+            )
+            for (col, table), v in zip(cat_cols, cats, strict=True):
+                code = table.get(v)
+                if code is None:
+                    code = table[v] = len(table)
+                col.append(code)
+    index.values = {name: list(codes[name]) for name in CATEGORIES}
+    return index
+
+
+def _plain_copy(source: Path, cache: Path, key: str) -> Path:
+    """A compressed store decompressed once into the cache (pages seek in it)."""
+    target = cache / f"{key}.episodes.jsonl"
+    if not target.exists():
+        fd, tmp = tempfile.mkstemp(dir=cache, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as out, gzip.open(source, "rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+            os.replace(tmp, target)
+        except (OSError, EOFError) as exc:
+            Path(tmp).unlink(missing_ok=True)
+            raise BadInputError(f"cannot read episode file: {exc}", source=str(source)) from exc
+    return target
+
+
+def index_file(source: Path, *, read_from: Path | None = None, cache: Path | None = None) -> FileIndex:
+    """The index of one episode store, from the cache when this version of the file was indexed before.
+
+    `read_from` is the plain JSONL to index when it is not `source` itself (a converted τ²-bench file).
+    """
+    source = Path(source)
+    cache = Path(cache) if cache is not None else default_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    plain = Path(read_from) if read_from is not None else source
+    if plain.name.endswith(".gz"):
+        plain = _plain_copy(plain, cache, cache_key(plain, "plain"))
+    key = cache_key(plain)
+    cached = cache / f"{key}.index.json"
+    if cached.exists():
+        try:
+            found = FileIndex.from_json(json.loads(cached.read_text(encoding="utf-8")), source)
+            if found.read_from == plain:
+                return found
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # an unreadable cache entry is rebuilt
+    index = scan(source, plain)
+    write_text_atomic(cached, json.dumps(index.to_json(), ensure_ascii=False, separators=(",", ":")))
+    return index
+
+
+@dataclass
+class RunSet:
+    """Several indexed files seen as one table: a global row number for every episode, and filters over them."""
+
+    files: list[FileIndex]
+    file_of: np.ndarray = field(init=False)
+    row_of: np.ndarray = field(init=False)
+    codes: dict[str, np.ndarray] = field(init=False)
+    values: dict[str, list[str]] = field(init=False)
+    ids: list[str] = field(init=False)
+    lookup: dict[str, dict[str, int]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        sizes = [f.episodes for f in self.files]
+        self.file_of = np.repeat(np.arange(len(self.files), dtype=np.int32), sizes)
+        self.row_of = np.concatenate([np.arange(n, dtype=np.int64) for n in sizes] or [np.zeros(0, np.int64)])
+        self.values, self.codes = {}, {}
+        for name in (*CATEGORIES, "task_id", "file"):
+            table: dict[str, int] = {}
+            parts = []
+            for f in self.files:
+                if name == "file":
+                    local_values, local_codes = [str(f.source)], [0] * f.episodes
+                elif name == "task_id":
+                    local_values = list(dict.fromkeys(f.columns["task_id"]))
+                    position = {v: i for i, v in enumerate(local_values)}
+                    local_codes = [position[v] for v in f.columns["task_id"]]
+                else:
+                    local_values, local_codes = f.values[name], f.columns[name]
+                remap = np.array(
+                    [table.setdefault(v, len(table)) for v in local_values] or [0], dtype=np.int32
+                )
+                parts.append(
+                    remap[np.asarray(local_codes, dtype=np.int32)] if f.episodes else np.zeros(0, np.int32)
+                )
+            self.values[name] = list(table)
+            self.codes[name] = np.concatenate(parts) if parts else np.zeros(0, np.int32)
+        self.lookup = {name: {v: i for i, v in enumerate(vals)} for name, vals in self.values.items()}
+        self.ids = [i for f in self.files for i in f.columns["id"]]
+
+    def numeric(self, name: str) -> np.ndarray:
+        """A number column (`trial`, `turns`, `calls`) over every row."""
+        parts = [np.asarray(f.columns[name], dtype=np.int64) for f in self.files]
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+    @property
+    def size(self) -> int:
+        return int(self.file_of.size)
+
+    def mask(self, filters: dict[str, str], *, without: str | None = None, text: str = "") -> np.ndarray:
+        """Rows matching every `column = value` filter (but `without`'s) and, when given, an id or task substring."""
+        keep = np.ones(self.size, dtype=bool)
+        for name, value in filters.items():
+            if name == without or name not in self.codes:
+                continue
+            code = self.lookup[name].get(value)
+            if code is None:
+                return np.zeros(self.size, dtype=bool)
+            keep &= self.codes[name] == code
+        if text:
+            needle = text.lower()
+            task_hit = np.array([needle in v.lower() for v in self.values["task_id"]], dtype=bool)
+            hit = task_hit[self.codes["task_id"]] if task_hit.size else np.zeros(self.size, dtype=bool)
+            rest = np.nonzero(keep & ~hit)[0]
+            if rest.size:
+                hit[rest] = [needle in self.ids[int(i)].lower() for i in rest]
+            keep &= hit
+        return keep
+
+    def facets(self, filters: dict[str, str], text: str = "", limit: int = 200) -> dict[str, list[list[Any]]]:
+        """For each filterable column, its values and how many rows each would keep under the other filters."""
+        out: dict[str, list[list[Any]]] = {}
+        for name in (*CATEGORIES, "file", "task_id"):
+            if name in ("termination", "harness"):
+                continue
+            keep = self.mask(filters, without=name, text=text)
+            counts = np.bincount(self.codes[name][keep], minlength=len(self.values[name]))
+            order = np.argsort(-counts, kind="stable")[:limit] if name == "task_id" else range(len(counts))
+            out[name] = [[self.values[name][i], int(counts[i])] for i in order if counts[i] > 0]
+        return out
+
+    def locate(self, row: int) -> tuple[FileIndex, int]:
+        if not 0 <= row < self.size:
+            raise IndexError(row)
+        return self.files[int(self.file_of[row])], int(self.row_of[row])
+
+    def summary(self, row: int) -> dict[str, Any]:
+        """What a list of episodes shows of one row, from the index alone."""
+        f, r = self.locate(row)
+        out: dict[str, Any] = {
+            "row": row,
+            "file": str(f.source),
+            "line": f.columns["line"][r],
+            "id": f.columns["id"][r],
+            "task_id": f.columns["task_id"][r],
+        }
+        for name in ("trial", "turns", "calls"):
+            out[name] = f.columns[name][r]
+        for name in CATEGORIES:
+            out[name] = f.value(name, r)
+        return out

@@ -1,0 +1,286 @@
+"""The flows section: per tool catalog, the read-only ceiling, the turns a flow saves, its detours, its calibration.
+
+For each catalog among the inputs (or that a τ²-bench result brought), the episodes of its domain are
+turned into timelines (`toolshift.flows.timeline`). The ceiling counts every episode. The replay uses a
+flow given for that catalog, on the chosen tasks (`--flow-tasks`, default the held-out test split); with
+none, a flow is learned on the training split and replayed on the test split, as `toolshift flows`
+does. Both deciders run at θ; every lookup weighed is logged, which gives the reliability diagram.
+Decision logs given as inputs (`flows replay --explore 0 --log`) get their own diagram.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolshift.errors import BadInputError, ToolshiftError
+from toolshift.report.inputs import ResultFile
+from toolshift.report.page import Section, esc, figure, figure_file, figure_png, pyplot, table
+from toolshift.report.sections import Context
+
+ANATOMY_HEADER = [
+    "episodes",
+    "turns",
+    "replies",
+    "writes",
+    "reads",
+    "ceiling",
+    "with the user's words",
+    "with constants",
+    "with both",
+]
+REPLAY_HEADER = [
+    "decider",
+    "episodes",
+    "turns",
+    "saved",
+    "saved % (95% CI)",
+    "share of the ceiling (95% CI)",
+    "lookups made",
+    "used",
+    "detours",
+    "detours per episode",
+]
+
+
+def _catalogs(ctx: Context) -> list[tuple[str, Any]]:
+    """(where it came from, ToolCatalog) for each catalog input and each a τ²-bench result brought."""
+    from toolshift.traces.catalog import load_catalog
+
+    out = [(str(f.path), f.extra["catalog"]) for f in ctx.inputs.of("catalog")]
+    seen = {c.domain for _, c in out}
+    for f in ctx.inputs.of("tau2-results"):
+        for domain, path in sorted(f.extra.get("catalogs", {}).items()):
+            if domain not in seen:
+                out.append((f"{f.path} (τ²-bench's {domain} tools)", load_catalog(path)))
+                seen.add(domain)
+    return out
+
+
+def _episodes(sources: list[ResultFile], domain: str, problems: list[str]) -> list[Any]:
+    episodes = []
+    for f in sources:
+        assert f.index is not None
+        if domain not in f.index.values["domain"]:
+            continue
+        code = f.index.values["domain"].index(domain)
+        for row, c in enumerate(f.index.columns["domain"]):
+            if c != code:
+                continue
+            try:
+                episodes.append(f.index.episode(row))
+            except BadInputError as exc:
+                problems.append(str(exc))
+    return episodes
+
+
+def _pct(x: float) -> str:
+    return "–" if x != x else f"{100 * x:.1f}%"
+
+
+def _ci(iv: Any, digits: int = 1) -> str:
+    return "–" if iv.n == 0 or iv.mean != iv.mean else iv.percent(digits)
+
+
+def _bars(total: Any, results: dict[str, Any], shares: dict[str, Any]) -> bytes:
+    plt = pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    names = ["ceiling", *(f"saved ({k})" for k in results)]
+    means = [100 * total.share("ceiling"), *(100 * shares[k].mean for k in results)]
+    low = [0.0, *(100 * (shares[k].mean - shares[k].low) for k in results)]
+    high = [0.0, *(100 * (shares[k].high - shares[k].mean) for k in results)]
+    left.bar(names, means, yerr=[low, high], color=["#bbbbbb", "#2a9d8f", "#4c78a8"][: len(names)], capsize=4)
+    left.set_ylabel("% of all turns")
+    left.set_title("Ceiling and turns saved (95% CI)", fontsize=10)
+    detours = [r.detours / len(r.episodes) if r.episodes else 0.0 for r in results.values()]
+    right.bar(list(results), detours, color="#e76f51")
+    right.set_ylabel("detours per episode")
+    right.set_title("Detours (lookups the agent did not use)", fontsize=10)
+    fig.tight_layout()
+    return figure_png(fig)
+
+
+def _reliability(series: dict[str, tuple[list[float], list[bool]]], title: str) -> tuple[str, str]:
+    """A calibration table and the reliability diagram (toolshift.flows.calibration) as HTML."""
+    from toolshift.flows.calibration import calibrate, reliability_diagram
+
+    rows = []
+    for name, (scores, used) in sorted(series.items()):
+        c = calibrate(scores, used)
+        rows.append(
+            [
+                name,
+                c.weighed,
+                _pct(c.used_rate),
+                f"{c.ece:.3f}",
+                f"{c.brier:.3f}",
+                "–" if c.auc is None else f"{c.auc:.3f}",
+            ]
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        png = reliability_diagram(series, Path(tmp) / "reliability.png", title)
+        fig = figure_file(
+            png,
+            "Use rate against mean score in ten score bins; the diagonal is perfect calibration",
+            "reliability diagram",
+        )
+    return table(["decider", "weighed", "used", "ECE", "Brier", "AUC"], rows), fig
+
+
+def _catalog_section(ctx: Context, where: str, tool_catalog: Any, number: int) -> Section | None:
+    from toolshift.flows.ceiling import anatomy
+    from toolshift.flows.decide import Decider
+    from toolshift.flows.inputs import select
+    from toolshift.flows.learn import learn_flow
+    from toolshift.flows.replay import replay
+    from toolshift.flows.results import ORDER, split
+    from toolshift.flows.statistics import saved_share, share_of_ceiling
+    from toolshift.flows.timeline import Catalog
+
+    catalog = Catalog.of(tool_catalog)
+    problems: list[str] = []
+    episodes = _episodes(ctx.inputs.episode_sources(), catalog.domain, problems)
+    if not episodes:
+        return None
+    ctx.progress(f"flows: {catalog.domain}")
+    chosen = select(episodes, catalog, "all", source=where)
+    if chosen.excluded.episodes:
+        problems.append(f"{catalog.domain}: {chosen.excluded.describe()}")
+    sid, title = f"flows-{number}", f"Flows: {catalog.domain}"
+    if not chosen.timelines:
+        return Section(
+            sid, title, f'<p class="note">No episode of {esc(catalog.domain)} is usable.</p>', problems
+        )
+    total, per_episode = anatomy(chosen.timelines)
+    a = [
+        total.episodes,
+        total.turns,
+        *(
+            _pct(total.share(n))
+            for n in (
+                "replies",
+                "write_turns",
+                "read_turns",
+                "ceiling",
+                "with_words",
+                "with_constants",
+                "with_both",
+            )
+        ),
+    ]
+    body = [
+        f'<p class="note">Catalog {esc(where)}; {len(chosen.timelines)} episodes of {esc(catalog.domain)}.</p>',
+        "<h3>Turn anatomy and the read-only ceiling (all episodes)</h3>",
+        table(ANATOMY_HEADER, [a], left=0),
+    ]
+    given = [f for f in ctx.inputs.of("flow") if f.extra["flow"].domain == catalog.domain]
+    flow, replayed_on = None, ""
+    for f in given:
+        try:
+            f.extra["flow"].check_catalog(catalog, source=str(f.path))
+            flow = f.extra["flow"]
+            tasks = ctx.options.flow_tasks
+            test = chosen.timelines if tasks == "all" else getattr(split(chosen.timelines), tasks)
+            replayed_on = f"flow {f.path}, replayed on the {tasks} tasks ({len(test)} episodes)"
+            break
+        except BadInputError as exc:
+            problems.append(str(exc))
+    if flow is None:
+        sp = split(chosen.timelines)
+        test = sp.test
+        if not sp.train or not sp.test:
+            body.append(
+                '<p class="note">Too few tasks to learn on a training split and replay on the test split; '
+                "no replay.</p>"
+            )
+            return Section(sid, title, "".join(body), problems)
+        flow = learn_flow(sp.train, catalog)
+        replayed_on = (
+            f"a flow learned here from {flow.learned_from.episodes} successful training episodes, "
+            f"replayed on the {len(test)} test episodes"
+        )
+    if not test:
+        body.append('<p class="note">No episode left to replay on.</p>')
+        return Section(sid, title, "".join(body), problems)
+    ceiling = {e: per_episode[e].ceiling for e in per_episode}
+    theta = ctx.options.threshold
+    results = {k: replay(test, Decider(flow, k, theta), weigh_all=True) for k in ORDER}
+    test_total, _ = anatomy(test)
+    shares = {k: saved_share(r) for k, r in results.items()}
+    rows = []
+    for kind, r in results.items():
+        s = r.summary()
+        rows.append(
+            [
+                kind,
+                s["episodes"],
+                s["turns"],
+                s["saved_turns"],
+                _ci(shares[kind]),
+                _ci(share_of_ceiling(r, ceiling), 0),
+                s["lookups_made"],
+                s["lookups_used"],
+                s["detours"],
+                f"{s['detours_per_episode']:.2f}",
+            ]
+        )
+    body += [
+        f"<h3>Replay from the record (θ = {theta:g})</h3>",
+        f'<p class="note">With {esc(replayed_on)}. A turn is saved when every call in it was answered by an exact '
+        "lookup; a lookup the agent did not go on to make is a detour. Intervals: 95% bootstrap over tasks.</p>",
+        table(REPLAY_HEADER, rows),
+        figure(
+            _bars(test_total, results, shares),
+            "Read-only ceiling and saved turns of the replayed episodes, detours per episode",
+            "flows savings",
+        ),
+        "<h3>Calibration of lookup scores</h3>",
+    ]
+    series = {k: ([w.score for w in r.log], [w.used for w in r.log]) for k, r in results.items()}
+    if any(s for s, _ in series.values()):
+        cal, fig = _reliability(series, f"Reliability of lookup scores: {catalog.domain}")
+        body += [cal, fig]
+    return Section(sid, title, "".join(body), problems)
+
+
+def _log_section(log: ResultFile, number: int) -> Section:
+    problems: list[str] = []
+    series: dict[str, tuple[list[float], list[bool]]] = {}
+    with log.path.open("rb") as fh:
+        for i, line in enumerate(fh):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                scores, used = series.setdefault(str(row["decider"]), ([], []))
+                scores.append(float(row["score"]))
+                used.append(bool(row["used"]))
+            except (ValueError, KeyError, TypeError) as exc:
+                problems.append(f"{log.path}: record {i}: not a decision log row: {exc}")
+                if len(problems) >= 20:
+                    break
+    sid, title = f"decisions-{number}", f"Decision log: {log.path.name}"
+    if not series:
+        return Section(sid, title, '<p class="note">No usable row.</p>', problems)
+    cal, fig = _reliability(series, f"Reliability of lookup scores: {log.path.name}")
+    n = int(np.sum([len(s) for s, _ in series.values()]))
+    return Section(
+        sid, title, f'<p class="note">{n} lookups weighed in {esc(log.path)}.</p>{cal}{fig}', problems
+    )
+
+
+def render(ctx: Context) -> list[Section]:
+    out: list[Section] = []
+    for k, (where, catalog) in enumerate(_catalogs(ctx), start=1):
+        try:
+            section = _catalog_section(ctx, where, catalog, k)
+        except ToolshiftError as exc:
+            section = Section(f"flows-{k}", f"Flows: {catalog.domain}", "", [str(exc)])
+        if section is not None:
+            out.append(section)
+    out += [_log_section(log, k) for k, log in enumerate(ctx.inputs.of("decision-log"), start=1)]
+    return out

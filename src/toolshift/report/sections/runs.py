@@ -1,0 +1,127 @@
+"""The runs section: per agent and per domain × agent, episodes, success with intervals, turns and endings.
+
+Drawn from the episode index alone (no episode is parsed again), so it costs the same for 100 or
+100,000 episodes once the files are indexed. Success is each episode's own verdict (`outcome.success`,
+else a reward of 1); unjudged episodes (WorkBench's, or those charged to the harness) are counted apart
+and left out of the rate. Intervals are 95% percentile bootstraps over tasks (`report.intervals`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from toolshift.report.episode_index import RunSet
+from toolshift.report.intervals import Interval, bootstrap_mean
+from toolshift.report.page import Section, esc, figure, figure_png, pyplot, table
+from toolshift.report.sections import Context
+
+MAX_ROWS = 200
+HEADER = [
+    "episodes",
+    "tasks",
+    "judged",
+    "success % (95% CI)",
+    "unjudged",
+    "mean turns",
+    "mean calls",
+    "ended by",
+]
+
+
+def _groups(rs: RunSet, keys: tuple[str, ...]) -> dict[tuple[str, ...], np.ndarray]:
+    combo = np.zeros(rs.size, dtype=np.int64)
+    for name in keys:
+        combo = combo * (len(rs.values[name]) + 1) + rs.codes[name]
+    out: dict[tuple[str, ...], np.ndarray] = {}
+    for value in np.unique(combo):
+        rows = np.nonzero(combo == value)[0]
+        first = rows[0]
+        out[tuple(rs.values[k][rs.codes[k][first]] for k in keys)] = rows
+    return dict(sorted(out.items()))
+
+
+def _row(
+    rs: RunSet, rows: np.ndarray, turns: np.ndarray, calls: np.ndarray, resamples: int
+) -> tuple[list, Interval]:
+    outcome = np.asarray(rs.values["outcome"], dtype=object)[rs.codes["outcome"][rows]]
+    judged = outcome != "unjudged"
+    tasks = [
+        f"{rs.values['domain'][d]}\0{rs.values['task_id'][t]}"
+        for d, t in zip(rs.codes["domain"][rows], rs.codes["task_id"][rows], strict=True)
+    ]
+    success = (outcome[judged] == "success").astype(float)
+    iv = bootstrap_mean(
+        success, groups=[t for t, j in zip(tasks, judged, strict=True) if j], resamples=resamples
+    )
+    ends = Counter(rs.values["termination"][c] or "—" for c in rs.codes["termination"][rows])
+    ended = ", ".join(f"{k} {n}" for k, n in ends.most_common(3))
+    cells = [
+        len(rows),
+        len(set(tasks)),
+        int(judged.sum()),
+        iv.percent(),
+        int((~judged).sum()),
+        f"{turns[rows].mean():.1f}",
+        f"{calls[rows].mean():.1f}",
+        ended,
+    ]
+    return cells, iv
+
+
+def _chart(labels: list[str], ivs: list[Interval]) -> bytes:
+    plt = pyplot()
+    height = max(2.0, 0.35 * len(labels) + 1)
+    fig, ax = plt.subplots(figsize=(8, height))
+    ys = np.arange(len(labels))
+    means = [100 * iv.mean for iv in ivs]
+    err = [[100 * (iv.mean - iv.low) for iv in ivs], [100 * (iv.high - iv.mean) for iv in ivs]]
+    ax.barh(ys, means, xerr=err, color="#4c78a8", ecolor="#1d2330", capsize=3)
+    ax.set_yticks(ys, labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("success % (95% bootstrap interval over tasks)")
+    fig.tight_layout()
+    return figure_png(fig)
+
+
+def render(ctx: Context) -> list[Section]:
+    rs = ctx.inputs.runset()
+    if rs.size == 0:
+        return [Section("runs", "Runs", '<p class="note">No episode could be read from the inputs.</p>')]
+    turns, calls = rs.numeric("turns"), rs.numeric("calls")
+    resamples = ctx.options.resamples
+    by_agent = _groups(rs, ("agent", "model", "harness"))
+    rows, labels, ivs = [], [], []
+    for (agent, model, harness), idx in by_agent.items():
+        cells, iv = _row(rs, idx, turns, calls, resamples)
+        domains = len(set(rs.codes["domain"][idx].tolist()))
+        rows.append([agent or "—", model or "—", harness or "—", domains, *cells])
+        if iv.n:
+            labels.append(agent if agent == model or not model else f"{agent} ({model})")
+            ivs.append(iv)
+    body = [
+        f'<p class="note">{rs.size} episodes in {len(rs.files)} files. Success is the episode\'s own verdict; '
+        "unjudged episodes are left out of the rate. Intervals: 95% percentile bootstrap over tasks.</p>",
+        "<h3>By agent</h3>",
+        table(["agent", "model", "harness", "domains", *HEADER], rows, left=3),
+    ]
+    if ivs and len(ivs) <= 40:
+        body.append(
+            figure(
+                _chart(labels, ivs), "Success per agent with 95% intervals over tasks", "success per agent"
+            )
+        )
+    by_domain = _groups(rs, ("domain", "agent"))
+    drows = []
+    for (domain, agent), idx in list(by_domain.items())[:MAX_ROWS]:
+        cells, _ = _row(rs, idx, turns, calls, resamples)
+        drows.append([domain, agent or "—", *cells])
+    body += ["<h3>By domain and agent</h3>", table(["domain", "agent", *HEADER], drows, left=2)]
+    if len(by_domain) > MAX_ROWS:
+        body.append(f'<p class="note">{len(by_domain) - MAX_ROWS} more domain × agent groups not shown.</p>')
+    versions = [v for v in rs.values["version"] if v]
+    if versions:
+        body.append(f'<p class="note">Ecosystem versions seen: {esc(", ".join(sorted(versions)))}.</p>')
+    return [Section("runs", "Runs", "".join(body))]

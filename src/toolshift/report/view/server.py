@@ -1,0 +1,209 @@
+"""`toolshift view RUNS`: a local trajectory viewer, plain HTML and JS over a small JSON API that pages.
+
+The server is the standard library's threading HTTP server. It holds only the episode index
+(`toolshift.report.episode_index`); a page of the episode list comes from the index, and opening an
+episode reads its one line. It binds to loopback unless told otherwise, and a non-loopback address
+needs an explicit `allow_remote`. It serves GET only: the static page and
+
+    GET /api/runs                       files, their kinds and problems, totals, the flow if any
+    GET /api/episodes?offset&limit&…    a page of rows, the total, and facet counts (filters: domain,
+                                        agent, model, version, outcome, task, file; q = id/task text)
+    GET /api/episode?row=N              one episode in full, its index row, and the flow's marks
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import numpy as np
+
+from toolshift.errors import BadInputError
+from toolshift.report.inputs import Inputs
+from toolshift.report.view.marks import FlowMarker
+
+STATIC = Path(__file__).parent / "static"
+PAGES = {
+    "/": "index.html",
+    "/index.html": "index.html",
+    "/viewer.js": "viewer.js",
+    "/viewer.css": "viewer.css",
+}
+TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+}
+FILTERS = {"domain": "domain", "agent": "agent", "model": "model", "version": "version", "outcome": "outcome",
+           "task": "task_id", "file": "file"}  # fmt: skip
+MAX_LIMIT = 500
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and names that resolve only to them (localhost)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
+
+
+def check_bind(host: str, allow_remote: bool) -> None:
+    """Refuse a non-loopback address unless explicitly allowed: episodes hold whatever the agents saw."""
+    if not is_loopback(host) and not allow_remote:
+        raise BadInputError(
+            f"{host} is not a loopback address: the viewer serves every episode to whoever can reach it; "
+            "pass --allow-remote to bind it anyway",
+            field="host",
+        )
+
+
+@dataclass
+class Viewer:
+    """What the API answers from: the inputs, their joined index and the flow marker, if any."""
+
+    inputs: Inputs
+    marker: FlowMarker | None = None
+
+    def __post_init__(self) -> None:
+        self.runs = self.inputs.runset()
+
+    def runs_info(self) -> dict[str, Any]:
+        files = []
+        for f in self.inputs.files:
+            files.append({
+                "path": str(f.path),
+                "kind": f.kind,
+                "episodes": f.index.episodes if f.index is not None and not f.error else None,
+                "ok": f.ok,
+                "problems": f.problems(),
+            })  # fmt: skip
+        problems = [p for f in self.inputs.bad for p in f.problems()]
+        return {
+            "files": files,
+            "episodes": self.runs.size,
+            "bad_files": [str(f.path) for f in self.inputs.bad if not f.ok],
+            "problems": problems,
+            "flow": self.marker.describe() if self.marker else None,
+        }
+
+    def page(self, query: dict[str, str]) -> dict[str, Any]:
+        filters = {FILTERS[k]: v for k, v in query.items() if k in FILTERS and v != "*"}
+        text = query.get("q", "").strip()
+        try:
+            offset = max(0, int(query.get("offset", "0")))
+            limit = min(MAX_LIMIT, max(1, int(query.get("limit", "50"))))
+        except ValueError as exc:
+            raise BadInputError("offset and limit are integers", field="offset") from exc
+        mask = self.runs.mask(filters, text=text)
+        rows = np.nonzero(mask)[0]
+        shown = rows[offset : offset + limit]
+        return {
+            "total": int(rows.size),
+            "offset": offset,
+            "limit": limit,
+            "rows": [self.runs.summary(int(r)) for r in shown],
+            "facets": self.runs.facets(filters, text=text),
+        }
+
+    def episode(self, query: dict[str, str]) -> dict[str, Any]:
+        try:
+            row = int(query.get("row", ""))
+            index, local = self.runs.locate(row)
+        except (ValueError, IndexError) as exc:
+            raise BadInputError(f"no episode row {query.get('row')!r}", field="row") from exc
+        out: dict[str, Any] = {"summary": self.runs.summary(row)}
+        try:
+            episode = index.episode(local)
+        except BadInputError as exc:
+            out["error"] = str(exc)
+            return out
+        out["episode"] = episode.model_dump(mode="json", exclude_none=True)
+        if self.marker is not None:
+            try:
+                out["marks"] = self.marker.marks(episode)
+            except BadInputError as exc:
+                out["marks"] = {"available": False, "reason": str(exc)}
+        return out
+
+
+class _Handler(BaseHTTPRequestHandler):
+    viewer: Viewer
+    server_version = "toolshift-view"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, value: Any) -> None:
+        self._send(status, json.dumps(value, ensure_ascii=False).encode(), "application/json; charset=utf-8")
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        if url.path in PAGES:
+            static = STATIC / PAGES[url.path]
+            self._send(HTTPStatus.OK, static.read_bytes(), TYPES[static.suffix])
+            return
+        api = {"/api/runs": lambda: self.viewer.runs_info(), "/api/episodes": lambda: self.viewer.page(query),
+               "/api/episode": lambda: self.viewer.episode(query)}  # fmt: skip
+        answer = api.get(url.path)
+        if answer is None:
+            self._json(HTTPStatus.NOT_FOUND, {"error": f"no such page: {url.path}"})
+            return
+        try:
+            self._json(HTTPStatus.OK, answer())
+        except BadInputError as exc:
+            self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
+
+
+def make_server(viewer: Viewer, host: str = "127.0.0.1", port: int = 8800) -> ThreadingHTTPServer:
+    handler = type("Handler", (_Handler,), {"viewer": viewer})
+    try:
+        server = ThreadingHTTPServer((host, port), handler)
+    except OSError as exc:
+        raise BadInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", field="port") from exc
+    server.daemon_threads = True
+    return server
+
+
+def url_of(server: ThreadingHTTPServer) -> str:
+    host, port = server.server_address[:2]
+    shown = f"[{host}]" if ":" in str(host) else host
+    return f"http://{shown}:{port}/"
+
+
+@contextmanager
+def serving(viewer: Viewer, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """Serve in a background thread for the duration of the block; yields the URL (tests, benchmarks)."""
+    server = make_server(viewer, host, port)
+    thread = threading.Thread(target=server.serve_forever, name="toolshift-view", daemon=True)
+    thread.start()
+    try:
+        yield url_of(server)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
