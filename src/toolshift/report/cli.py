@@ -77,11 +77,12 @@ def html(
     bad = report.inputs.bad
     console.print(
         f"wrote {report.path} ({report.bytes / 1024:.0f} KiB; sections: {', '.join(report.sections)})"
-        + (f"; {len(bad)} file(s) with problems named in it" if bad else "")
+        + (f"; {len(bad)} file(s) with problems named in it" if bad else ""),
+        soft_wrap=True,
     )
     for f in bad:
         for p in f.problems()[:3]:
-            console.print(f"  [yellow]{p}[/]", highlight=False)
+            console.print(f"  [yellow]{p}[/]", highlight=False, soft_wrap=True)
 
 
 def view(
@@ -129,9 +130,9 @@ def view(
     server = make_server(viewer, host, port)
     for f in inputs.bad:
         for p in f.problems()[:3]:
-            console.print(f"[yellow]{p}[/]", highlight=False)
+            console.print(f"[yellow]{p}[/]", highlight=False, soft_wrap=True)
     console.print(f"serving {viewer.runs.size} episodes from {len(inputs.episode_sources())} files at "
-                  f"[bold]{url_of(server)}[/] (Ctrl-C stops)")  # fmt: skip
+                  f"[bold]{url_of(server)}[/] (Ctrl-C stops)", soft_wrap=True)  # fmt: skip
     try:
         server.serve_forever()
     except KeyboardInterrupt:

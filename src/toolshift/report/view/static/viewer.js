@@ -303,7 +303,7 @@ function setup() {
   $("last-step").addEventListener("click", () => showStep(state.steps - 1));
   $("show-all").addEventListener("change", () => showStep(state.step, false));
   document.addEventListener("keydown", (e) => {
-    if (e.target.tagName === "INPUT" || e.target.tagName === "SELECT") return;
+    if (e.target.matches("input:not([type=checkbox]), select, textarea")) return; // typing, not stepping
     if (e.key === "ArrowRight" || e.key === "j") showStep(state.step + 1);
     else if (e.key === "ArrowLeft" || e.key === "k") showStep(state.step - 1);
     else if (e.key === "Home") showStep(0);

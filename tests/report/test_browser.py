@@ -1,0 +1,186 @@
+"""The viewer and the report in headless Chromium (Debian's, driven by Playwright): load, filter, step, look.
+
+Screenshots are checked for structure (the elements a person would look at are there and visible at the
+moment of the shot), never for pixels. `make test` installs Chromium with apt-get; the tests skip only
+where it is absent.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from toolshift.report.build import build_report
+from toolshift.report.inputs import discover
+from toolshift.report.sections import Options
+from toolshift.report.view.marks import FlowMarker
+from toolshift.report.view.server import Viewer, serving
+
+from .conftest import add_corrupt_files
+
+CHROMIUM = Path("/usr/bin/chromium")
+# bypass_csp: the page forbids eval (its own CSP), and Playwright evaluates its wait conditions.
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+TIMEOUT_MS = 120_000
+"""How long a step may wait for the page (a hang guard on a loaded machine, not a speed requirement)."""
+
+pytestmark = [pytest.mark.slow, pytest.mark.shared]
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if not CHROMIUM.exists():
+        pytest.skip(
+            f"Debian's chromium is not installed at {CHROMIUM} (`make test` installs it with apt-get)"
+        )
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (extra `view`)")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(profile), executable_path=str(CHROMIUM), args=ARGS, headless=True,
+            viewport={"width": 1400, "height": 1000}, bypass_csp=True,
+        )  # fmt: skip
+        context.set_default_timeout(TIMEOUT_MS)
+        yield context
+        context.close()
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def visible_box(page, selector: str) -> dict:
+    box = page.locator(selector).first.bounding_box()
+    assert box is not None and box["width"] > 0 and box["height"] > 0, selector
+    return box
+
+
+@pytest.fixture
+def viewer_url(tmp_path, eco_runs, tau_runs, tau2_results):
+    _, runs = eco_runs
+    bad = add_corrupt_files(tmp_path / "bad")
+    inputs = discover([runs, tau_runs, tau2_results, bad["headless"]])
+    marker = FlowMarker(tau_runs / "flow.json", tau_runs / "taubench-v1-airline.catalog.json")
+    with serving(Viewer(inputs, marker)) as url:
+        yield url, inputs
+
+
+def rows(page) -> list[list[str]]:
+    return page.eval_on_selector_all(
+        "#episodes tbody tr", "trs => trs.map(tr => [...tr.cells].map(td => td.textContent))"
+    )
+
+
+def wait_page(page, needle: str) -> None:
+    page.wait_for_function(
+        "needle => document.getElementById('page-info').textContent.includes(needle)", arg=needle
+    )
+
+
+def test_viewer_filters_pages_steps_and_marks(browser, viewer_url, tmp_path):
+    url, inputs = viewer_url
+    total = inputs.runset().size
+    page = browser.new_page()
+    page.goto(url)
+    page.wait_for_selector("#episodes tbody tr")
+    assert page.text_content("#counts").startswith(f"{total} episodes in ")
+    wait_page(page, f"1–50 of {total}")
+    # The bad file is named above the list; everything else is listed.
+    assert page.is_visible("#problems") and "headless.episodes.jsonl" in page.text_content("#problems")
+    # Paging.
+    page.click("#next-page")
+    wait_page(page, f"51–100 of {total}")
+    # Filter by agent, then by outcome: the server pages the filtered rows.
+    page.select_option("#f-agent", "gpt-4o")
+    wait_page(page, "of 100")
+    assert {r[2] for r in rows(page)} == {"gpt-4o"}
+    page.select_option("#f-outcome", "success")
+    page.wait_for_function("document.querySelectorAll('#episodes tbody tr td.outcome-failure').length === 0")
+    successes = rows(page)
+    assert successes and {r[4] for r in successes} == {"success"}
+    # Step through one episode the flow saves turns in (it failed: the outcome filter goes first).
+    page.select_option("#f-outcome", "*")
+    wait_page(page, "of 100")
+    page.fill("#f-q", "gpt-4o.task2.trial0")
+    wait_page(page, "1–1 of 1")
+    page.click("#episodes tbody tr")
+    page.wait_for_selector("#steps li.step")
+    assert page.text_content("#ep-title") == "tau-bench-v1.airline.gpt-4o.task2.trial0"
+    n = page.locator("#steps li.step").count()
+    assert page.text_content("#step-info") == f"step 1 of {n}"
+    page.click("#next-step")
+    page.click("#next-step")
+    assert page.get_attribute("#steps li.step.current", "data-index") == "2"
+    page.uncheck("#show-all")
+    assert page.locator("#steps li.step:not(.future)").count() == 3
+    page.keyboard.press("End")
+    assert page.get_attribute("#steps li.step.current", "data-index") == str(n - 1)
+    page.check("#show-all")
+    assert page.locator(".badge.saved").count() >= 1 and page.locator(".lookup.used").count() >= 1
+    assert "turn(s) saved" in page.text_content("#ep-marks-note")
+    shot = page.screenshot(path=str(tmp_path / "viewer.png"))
+    assert png_size(shot) == (1400, 1000)
+    for selector in ("header h1", "#filters", "#episodes tbody tr", "#stepper", "#steps li.step.current",
+                     "#problems"):  # fmt: skip
+        visible_box(page, selector)
+    page.close()
+
+
+def test_viewer_shows_world_diffs_and_restores_state_from_the_address(browser, viewer_url):
+    url, inputs = viewer_url
+    rs = inputs.runset()
+    oracle = next(r for r in range(rs.size) if rs.summary(r)["agent"] == "oracle")
+    page = browser.new_page()
+    page.goto(f"{url}#agent=oracle&row={oracle}")
+    page.wait_for_selector("#steps li.step.diff")
+    assert page.input_value("#f-agent") == "oracle"
+    assert {r[2] for r in rows(page)} == {"oracle"}
+    assert page.text_content("#ep-title") == rs.summary(oracle)["id"]
+    page.click("#last-step")
+    current = page.locator("#steps li.step.current")
+    assert "world diff" in current.text_content()
+    assert current.locator("table.diff tbody tr").count() >= 1  # the oracle changed rows
+    page.close()
+
+
+def test_viewer_opens_a_tau2_results_file_and_reports_unreadable_lines(browser, tmp_path, tau2_results):
+    bad = add_corrupt_files(tmp_path / "more")
+    inputs = discover([tau2_results, bad["one_bad"]])
+    with serving(Viewer(inputs)) as url:
+        page = browser.new_page()
+        page.goto(url)
+        wait_page(page, "of 5")
+        assert "one-bad-line.episodes.jsonl: line 3" in page.text_content("#problems")
+        page.select_option("#f-file", str(tau2_results))
+        wait_page(page, "1–2 of 2")
+        page.click("#episodes tbody tr")
+        page.wait_for_selector("#steps li.role-tool")
+        assert page.locator("#steps li.role-assistant .call-name").count() >= 1
+        page.close()
+
+
+def test_report_opens_from_file_with_every_section(browser, tmp_path, eco_runs, tau_runs):
+    build, runs = eco_runs
+    bad = add_corrupt_files(tmp_path / "bad")
+    out = tmp_path / "report.html"
+    report = build_report([build, runs, tau_runs, bad["catalog"]], out, options=Options(resamples=50))
+    page = browser.new_page()
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(out.as_uri())
+    ids = page.eval_on_selector_all("section", "s => s.map(x => x.id)")
+    assert ids == report.sections and {"inputs", "runs", "benchmark-1", "flows-1"} <= set(ids)
+    assert page.locator("nav a").count() == len(ids)
+    assert "broken.catalog.json" in page.text_content("#bad-files")
+    loaded = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.complete && i.naturalWidth > 0)")
+    assert len(loaded) >= 5 and all(loaded)
+    assert all(u.startswith(("file:", "data:")) for u in requests), requests
+    page.click("nav a[href='#flows-1']")
+    shot = page.screenshot(path=str(tmp_path / "report.png"))
+    assert png_size(shot) == (1400, 1000)
+    visible_box(page, "#flows-1 h2")
+    page.close()

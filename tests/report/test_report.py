@@ -1,0 +1,133 @@
+"""`toolshift report`: kinds found, sections drawn from real runs, bad files named, one self-contained file."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+
+import pytest
+
+from toolshift.report.build import build_report
+from toolshift.report.inputs import classify, discover
+from toolshift.report.sections import Options
+
+from .conftest import add_corrupt_files
+
+FAST = Options(resamples=50)
+
+
+class _Page(HTMLParser):
+    """Section ids, headings, image sources and every URL-bearing attribute of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sections: list[str] = []
+        self.images: list[str] = []
+        self.urls: list[str] = []
+        self.scripts = 0
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "section":
+            self.sections.append(a.get("id", ""))
+        if tag == "img":
+            self.images.append(a.get("src", ""))
+        if tag == "script":
+            self.scripts += 1
+        for key in ("src", "href"):
+            if key in a and not a[key].startswith("#"):
+                self.urls.append(a[key])
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(path) -> _Page:
+    p = _Page()
+    p.feed(path.read_text(encoding="utf-8"))
+    return p
+
+
+def test_kinds_are_recognised(tmp_path, tau2_results, eco_runs):
+    build, runs = eco_runs
+    assert classify(build)[0] == "bench-build"
+    assert classify(runs / "oracle.episodes.jsonl")[0] == "episodes"
+    assert classify(tau2_results)[0] == "tau2-results"
+    bad = add_corrupt_files(tmp_path / "bad")
+    assert classify(bad["catalog"])[0] == "catalog"  # known by its name, unreadable: it will be named as bad
+    (tmp_path / "notes.json").write_text('{"anything": 1}')
+    assert classify(tmp_path / "notes.json")[0] is None
+
+
+def test_corrupt_files_are_named_and_the_rest_is_read(tmp_path, tau2_results):
+    folder = tau2_results.parent
+    bad = add_corrupt_files(folder)
+    inputs = discover([folder])
+    by_path = {f.path: f for f in inputs.files}
+    assert by_path[tau2_results].ok and by_path[tau2_results].index.episodes == 2
+    assert not by_path[bad["headless"]].ok and "no header line" in by_path[bad["headless"]].error
+    assert not by_path[bad["catalog"]].ok and "broken.catalog.json" in by_path[bad["catalog"]].error
+    one_bad = by_path[bad["one_bad"]]
+    assert one_bad.ok and one_bad.index.episodes == 3
+    assert any("line 3" in p and "not JSON" in p for p in one_bad.problems()), one_bad.problems()
+    assert {f.path for f in inputs.bad} == {bad["headless"], bad["catalog"], bad["one_bad"]}
+    assert inputs.runset().size == 5
+
+
+@pytest.mark.slow
+def test_report_of_benchmark_runs_has_tables_curves_and_drift(tmp_path, eco_runs):
+    build, runs = eco_runs
+    out = tmp_path / "report.html"
+    report = build_report([build, runs], out, options=FAST)
+    assert report.sections == ["inputs", "runs", "benchmark-1"]
+    page = parse(out)
+    text = " ".join(page.text)
+    assert "oracle" in text and "frozen-v1" in text
+    for metric in ("SR", "Step-SPE", "Cost-SPE", "Step-IDR", "Cost-DAR", "F1"):
+        assert metric in text
+    assert (
+        "Reference-path drift" in text and "100.0 [100.0, 100.0]" in text
+    )  # the oracle solves every version
+    assert len(page.images) == 3  # success per agent, the drift plot, the curves
+    assert all(src.startswith("data:image/png;base64,") for src in page.images)
+
+
+@pytest.mark.shared
+def test_report_of_published_runs_with_flows_and_a_bad_file(tmp_path, tau_runs, workbench_runs, tau2_results):
+    bad = add_corrupt_files(tmp_path / "bad")
+    out = tmp_path / "report.html"
+    report = build_report([tau_runs, workbench_runs, tau2_results, bad["headless"]], out, options=FAST)
+    assert report.sections[:2] == ["inputs", "runs"]
+    flows = [s for s in report.sections if s.startswith("flows-")]
+    assert len(flows) >= 3  # τ-bench airline, WorkBench email, τ²-bench airline
+    page = parse(out)
+    text = " ".join(page.text)
+    assert "headless.episodes.jsonl" in text and "no header line" in text  # the bad file is named
+    assert "taubench-v1-airline" in text and "email" in text and "gpt-4o" in text
+    assert "flow " + str(tau_runs / "flow.json") in text  # the given flow was replayed, not a new one
+    assert "Read-only ceiling" in text and "Calibration of lookup scores" in text and "ECE" in text
+    # Self-contained: no script, nothing fetched, every image inline.
+    assert page.scripts == 0
+    assert all(u.startswith("data:") for u in page.urls), page.urls
+    assert not re.search(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//", out.read_text(encoding="utf-8"))
+
+
+def test_command_line_writes_the_report_and_names_bad_files(tmp_path, tau2_results):
+    bad = add_corrupt_files(tmp_path / "bad")
+    out = tmp_path / "r.html"
+    result = subprocess.run(
+        [sys.executable, "-m", "toolshift", "report", str(tau2_results), str(bad["catalog"]), "--out", str(out),
+         "--resamples", "50"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert f"wrote {out}" in " ".join(result.stdout.split()) and "broken.catalog.json" in result.stdout
+    assert "broken.catalog.json" in out.read_text(encoding="utf-8")
+    missing = subprocess.run(
+        [sys.executable, "-m", "toolshift", "report", str(tmp_path / "nope"), "--out", str(out)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert missing.returncode == 2 and "no such file or folder" in missing.stderr
