@@ -1,0 +1,70 @@
+"""`toolshift view` on the command line: it serves the JSON API on loopback, and refuses other binds unasked."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from toolshift.report.view.server import is_loopback
+
+from .conftest import add_corrupt_files
+
+
+def test_loopback_addresses():
+    assert is_loopback("127.0.0.1") and is_loopback("127.3.4.5") and is_loopback("::1")
+    assert is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3") and not is_loopback("::")
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::"])
+def test_a_non_loopback_bind_needs_the_flag(host, tau2_results):
+    result = subprocess.run(
+        [sys.executable, "-m", "toolshift", "view", str(tau2_results), "--host", host],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "not a loopback address" in result.stderr and "--allow-remote" in result.stderr
+
+
+def test_nothing_readable_is_bad_input_naming_the_file(tmp_path):
+    bad = add_corrupt_files(tmp_path / "bad")
+    result = subprocess.run(
+        [sys.executable, "-m", "toolshift", "view", str(bad["headless"])],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2 and "headless.episodes.jsonl" in result.stderr
+
+
+def test_serves_pages_of_episodes_and_one_episode(tmp_path, tau2_results):
+    bad = add_corrupt_files(tmp_path / "bad")
+    env = {**os.environ, "COLUMNS": "300"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolshift", "view", str(tau2_results), str(bad["one_bad"]), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        url = None
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            found = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+            if found:
+                url = found.group(1)
+                break
+        assert url, proc.stderr.read() if proc.stderr else ""
+        info = httpx.get(url + "api/runs", timeout=60).json()
+        assert info["episodes"] == 5 and any("line 3" in p for p in info["problems"])
+        page = httpx.get(url + "api/episodes", params={"limit": 2, "offset": 1}, timeout=60).json()
+        assert page["total"] == 5 and len(page["rows"]) == 2 and page["offset"] == 1
+        one = httpx.get(url + "api/episode", params={"row": page["rows"][0]["row"]}, timeout=60).json()
+        assert one["episode"]["id"] == page["rows"][0]["id"] and one["episode"]["messages"]
+        assert httpx.get(url + "api/episode", params={"row": 99}, timeout=60).status_code == 400
+        assert httpx.get(url + "nothing-here", timeout=60).status_code == 404
+        assert "toolshift view" in httpx.get(url, timeout=60).text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
