@@ -5,16 +5,22 @@ Each capability contributes one step; the demo runs them in order and stops at t
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+from typing import Annotated
+
+import typer
 from rich.console import Console
 from rich.rule import Rule
 
 console = Console()
 
 
-def _steps() -> list[tuple[str, object]]:
+def _steps(out: Path) -> list[tuple[str, object]]:
     from toolshift.agents.demo import run as agents_demo
     from toolshift.bench.ecosystem.demo import run as ecosystem_demo
     from toolshift.flows.demo import run as flows_demo
+    from toolshift.report.demo import run as report_demo
     from toolshift.traces.demo import run as traces_demo
     from toolshift.world.demo import run as world_demo
 
@@ -23,13 +29,21 @@ def _steps() -> list[tuple[str, object]]:
         ("Traces: a tool catalog over MCP, a τ²-bench run through the episode store and back", traces_demo),
         ("Flows: lookups learned from recorded runs, replayed on held-out ones", flows_demo),
         ("Agent runs: the embedded model and the oracle over MCP, judged by the world diff", agents_demo),
-        ("Evolving ecosystem: 3 versions, reference paths, three baselines scored", ecosystem_demo),
+        (
+            "Evolving ecosystem: 3 versions, reference paths, three baselines scored",
+            functools.partial(ecosystem_demo, keep=out / "ecosystem"),
+        ),
+        ("Report: the demo's runs in one HTML page", functools.partial(report_demo, out=out)),
     ]
 
 
-def run() -> None:
+def run(
+    out: Annotated[
+        Path, typer.Option("--out", help="Where the demo keeps its runs and writes its report.")
+    ] = Path("demo-out"),
+) -> None:
     """Run every demo step in order."""
-    for title, step in _steps():
+    for title, step in _steps(out):
         console.print(Rule(f"[bold]{title}"))
         step(console)  # type: ignore[operator]
     console.print(Rule("[bold green]demo finished"))

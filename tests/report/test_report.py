@@ -131,3 +131,26 @@ def test_command_line_writes_the_report_and_names_bad_files(tmp_path, tau2_resul
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+
+
+@pytest.mark.slow
+def test_demo_step_reports_the_runs_the_demo_kept(tmp_path, eco_runs):
+    import io
+    import shutil
+
+    from rich.console import Console
+
+    from toolshift.report import demo
+
+    build, runs = eco_runs
+    out = tmp_path / "demo-out"
+    shutil.copytree(build, out / "ecosystem" / "build")
+    shutil.copytree(runs, out / "ecosystem" / "runs")
+    buffer = io.StringIO()
+    path = demo.run(Console(file=buffer, width=300), out)
+    said = buffer.getvalue()
+    assert path == out / "report.html" and f"report: {path.resolve()}" in said
+    assert "toolshift view" in said
+    ids = parse(path).sections
+    assert {"inputs", "runs", "benchmark-1"} <= set(ids)
+    assert "airline_results.json" in path.read_text(encoding="utf-8")  # the τ²-bench example is in it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -15,7 +16,8 @@ SHOWN = ("SR", "F1", "Step-SPE", "Cost-SPE", "Step-IDR", "Step-DAR", "Cost-IDR",
 """The metrics the demo table shows (P and R are folded into F1 to fit a terminal)."""
 
 
-def run(console: Console) -> None:
+def run(console: Console, keep: Path | None = None) -> None:
+    """Build, evolve, score the baselines and print the tables; with `keep`, leave the build and runs there."""
     from toolshift.bench.build import build_domain, write_manifest
     from toolshift.bench.ecosystem.baselines import run_baseline
     from toolshift.bench.ecosystem.cli import drift_table, version_table
@@ -43,6 +45,9 @@ def run(console: Console) -> None:
         console.print("[dim]embedded SmolLM2 on one task per version (6 turns at most)…[/]")
         run_baseline(build, "embedded", runs, split=None, sample=1, max_turns=6)
         _, evals = evaluate(build, [runs], resamples=200)
+        if keep is not None:
+            _keep(Path(tmp), keep, ("build", "runs"))
+            console.print(f"build and baseline runs kept in {keep}")
     table = Table(title=f"Baselines on {eco.id} (% per version; IDR/DAR from v2)")
     for col in ("agent", "version", "n", *SHOWN):
         table.add_column(col, justify="left" if col == "agent" else "right")
@@ -53,3 +58,14 @@ def run(console: Console) -> None:
             cells = ["–" if row[m].n == 0 else f"{100 * row[m].mean:.0f}" for m in SHOWN]
             table.add_row(ev.agent, "all" if v == 0 else f"v{v}", str(row["SR"].n), *cells)
     console.print(table)
+
+
+def _keep(tmp: Path, keep: Path, names: tuple[str, ...]) -> None:
+    """Copy the step's folders to `keep`, replacing what an earlier demo left there only once the copy is whole."""
+    staging = keep.with_name(f".{keep.name}.new")
+    shutil.rmtree(staging, ignore_errors=True)
+    for name in names:
+        shutil.copytree(tmp / name, staging / name)
+    if keep.exists():
+        shutil.rmtree(keep)
+    staging.rename(keep)
