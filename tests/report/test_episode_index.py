@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import gzip
-import json
 import os
 from pathlib import Path
 
-from toolshift.report.episode_index import RunSet, index_file
+from toolshift.report.episode_index import FileIndex, RunSet, index_file
 from toolshift.traces.store import write_episodes
 
 from .episodes import make_episode
@@ -24,7 +23,8 @@ def test_offsets_read_back_every_episode_and_fields_match(tmp_path):
         assert index.value("agent", row) == ep.agent
         assert index.value("outcome", row) == ("success" if ep.outcome.success else "failure")
     assert index.columns["turns"][0] == 2 and index.columns["calls"][0] == 1
-    assert index.columns["line"][:2] == [2, 3]  # line 1 is the header
+    assert index.columns["line"][:2].tolist() == [2, 3]  # line 1 is the header
+    assert [index.id(r) for r in range(12)] == index.ids() == [e.id for e in episodes]
 
 
 def test_cache_is_reused_until_the_file_changes(tmp_path):
@@ -32,20 +32,22 @@ def test_cache_is_reused_until_the_file_changes(tmp_path):
     write_episodes(path, [make_episode(k) for k in range(3)])
     cache = tmp_path / "cache"
     index_file(path, cache=cache)
-    entries = sorted(cache.glob("*.index.json"))
+    entries = sorted(cache.glob("*.index.npz"))
     assert len(entries) == 1
     # A cached index is read as written: changing the cache entry shows it is what a second open returns.
-    raw = json.loads(entries[0].read_text())
-    raw["columns"]["id"][0] = "from-the-cache"
-    entries[0].write_text(json.dumps(raw))
-    assert index_file(path, cache=cache).columns["id"][0] == "from-the-cache"
+    cached = FileIndex.load(entries[0], path)
+    cached.values["agent"][0] = "from-the-cache"
+    cached.save(entries[0])
+    assert index_file(path, cache=cache).values["agent"][0] == "from-the-cache"
     # Appending changes size and mtime: the file is indexed afresh under a new key.
     with path.open("a", encoding="utf-8") as fh:
         fh.write(make_episode(9).model_dump_json(exclude_none=True) + "\n")
     os.utime(path, ns=(1, 10**18))
     fresh = index_file(path, cache=cache)
-    assert fresh.episodes == 4 and fresh.columns["id"][0] == "ep-0"
-    assert len(list(cache.glob("*.index.json"))) == 2
+    assert fresh.episodes == 4 and fresh.values["agent"][0] == "a" and fresh.id(3) == "ep-9"
+    assert len(list(cache.glob("*.index.npz"))) == 2
+    entries[0].write_bytes(b"not an index")  # a damaged cache entry is rebuilt, never trusted
+    assert index_file(path, cache=cache).episodes == 4
 
 
 def test_torn_last_line_and_bad_lines_are_counted_and_named(tmp_path):

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 import json
 import os
 import shutil
 import tempfile
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -31,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from toolshift.errors import BadInputError
 from toolshift.traces.episode import EPISODE_FORMAT, Episode
-from toolshift.traces.store import read_header, write_text_atomic
+from toolshift.traces.store import read_header
 
 INDEX_FORMAT: Final = "toolshift.episode-index/1"
 MAX_ERRORS = 20
@@ -99,31 +101,46 @@ class FileIndex:
     """The file as given (an episode store, or a τ²-bench results file converted for reading)."""
     read_from: Path
     """The plain JSONL whose byte offsets these are (the source itself, or a cached plain copy)."""
-    columns: dict[str, list[Any]]
+    columns: dict[str, np.ndarray]
+    """Per episode: NUMBERS, and a code into `values` for each of CATEGORIES and `task_id`."""
     values: dict[str, list[str]]
-    """For each category column, the value of each code."""
+    id_blob: bytes = b""
+    """Every episode id, UTF-8, end to end; `id_ends[i]` is where the i-th ends (decoded only when shown)."""
+    id_ends: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     torn: int = 0
     bad_lines: int = 0
     errors: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    _ids: list[str] | None = None
 
     @property
     def episodes(self) -> int:
-        return len(self.columns["offset"])
+        return int(self.columns["offset"].size)
 
     def value(self, column: str, row: int) -> Any:
-        v = self.columns[column][row]
+        v = int(self.columns[column][row])
         return self.values[column][v] if column in self.values else v
+
+    def id(self, row: int) -> str:
+        start = int(self.id_ends[row - 1]) if row else 0
+        return self.id_blob[start : int(self.id_ends[row])].decode("utf-8")
+
+    def ids(self) -> list[str]:
+        """All ids, decoded once (a text search needs them)."""
+        if self._ids is None:
+            bounds = [0, *self.id_ends.tolist()]
+            self._ids = [self.id_blob[a:b].decode("utf-8") for a, b in itertools.pairwise(bounds)]
+        return self._ids
 
     def read_line(self, row: int) -> bytes:
         """The raw JSON line of one indexed episode (one seek, one read)."""
         with self.read_from.open("rb") as fh:
-            fh.seek(self.columns["offset"][row])
-            return fh.read(self.columns["length"][row])
+            fh.seek(int(self.columns["offset"][row]))
+            return fh.read(int(self.columns["length"][row]))
 
     def episode(self, row: int) -> Episode:
         """One indexed episode, validated in full; a line that is not a valid episode names file, line and field."""
-        line_no = self.columns["line"][row]
+        line_no = int(self.columns["line"][row])
         where = str(self.source)
         raw = json.loads(self.read_line(row))
         try:
@@ -134,34 +151,35 @@ class FileIndex:
                 f"invalid episode (line {line_no}): {bad.detail}", source=where, record=row, field=bad.field
             ) from None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "format": INDEX_FORMAT,
-            "source": str(self.source),
-            "read_from": str(self.read_from),
-            "episodes": self.episodes,
-            "torn": self.torn,
-            "bad_lines": self.bad_lines,
-            "errors": self.errors,
-            "meta": self.meta,
-            "values": self.values,
-            "columns": self.columns,
-        }
+    def save(self, path: Path) -> None:
+        """Write the index as one uncompressed `.npz` (arrays, plus a JSON header as bytes), atomically."""
+        head = {"format": INDEX_FORMAT, "source": str(self.source), "read_from": str(self.read_from),
+                "torn": self.torn, "bad_lines": self.bad_lines, "errors": self.errors, "meta": self.meta,
+                "values": self.values}  # fmt: skip
+        arrays = {f"col_{k}": v for k, v in self.columns.items()}
+        arrays["id_blob"] = np.frombuffer(self.id_blob, dtype=np.uint8)
+        arrays["id_ends"] = self.id_ends
+        arrays["head"] = np.frombuffer(json.dumps(head, ensure_ascii=False).encode(), dtype=np.uint8)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, **arrays)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any], source: Path) -> FileIndex:
-        if raw.get("format") != INDEX_FORMAT:
-            raise ValueError(f"unknown index format {raw.get('format')!r}")
-        return cls(
-            source=source,
-            read_from=Path(raw["read_from"]),
-            columns=raw["columns"],
-            values=raw["values"],
-            torn=int(raw["torn"]),
-            bad_lines=int(raw["bad_lines"]),
-            errors=list(raw["errors"]),
-            meta=dict(raw.get("meta") or {}),
-        )
+    def load(cls, path: Path, source: Path) -> FileIndex:
+        with np.load(path, allow_pickle=False) as z:
+            head = json.loads(z["head"].tobytes())
+            if head.get("format") != INDEX_FORMAT:
+                raise ValueError(f"unknown index format {head.get('format')!r}")
+            columns = {k[4:]: z[k] for k in z.files if k.startswith("col_")}
+            id_blob, id_ends = z["id_blob"].tobytes(), z["id_ends"]
+        return cls(source=source, read_from=Path(head["read_from"]), columns=columns, values=head["values"],
+                   id_blob=id_blob, id_ends=id_ends, torn=int(head["torn"]), bad_lines=int(head["bad_lines"]),
+                   errors=list(head["errors"]), meta=dict(head.get("meta") or {}))  # fmt: skip
 
 
 def _lines_with_offsets(fh: Any) -> Any:
@@ -175,12 +193,16 @@ def _lines_with_offsets(fh: Any) -> Any:
 def scan(source: Path, read_from: Path) -> FileIndex:
     """Index a plain episode store in one pass (the header is checked as the store's readers check it)."""
     header = read_header(read_from)
-    columns: dict[str, list[Any]] = {name: [] for name in (*NUMBERS, "id", "task_id", *CATEGORIES)}
-    codes: dict[str, dict[str, int]] = {name: {} for name in CATEGORIES}
-    index = FileIndex(source, read_from, columns, {})
+    numbers: dict[str, list[int]] = {name: [] for name in NUMBERS}
+    coded = (*CATEGORIES, "task_id")
+    codes: dict[str, list[int]] = {name: [] for name in coded}
+    tables: dict[str, dict[str, int]] = {name: {} for name in coded}
+    ids = bytearray()
+    ends: list[int] = []
+    index = FileIndex(source, read_from, {}, {})
     index.meta = dict(header.meta)
-    cols = [columns[n] for n in (*NUMBERS, "id", "task_id")]
-    cat_cols = [(columns[n], codes[n]) for n in CATEGORIES]
+    number_cols = [numbers[n] for n in NUMBERS]
+    code_cols = [(codes[n], tables[n]) for n in coded]
 
     def bad(line_no: int, reason: str) -> None:
         index.bad_lines += 1
@@ -221,25 +243,21 @@ def scan(source: Path, read_from: Path) -> FileIndex:
                 if isinstance(m, dict) and m.get("role") == "assistant":
                     turns += 1
                     calls += len(m.get("tool_calls") or ())
-            row = (offset, len(raw), number, f.trial, turns, calls, f.id, f.task_id)
-            for col, v in zip(cols, row, strict=True):
+            for col, v in zip(number_cols, (offset, len(raw), number, f.trial, turns, calls), strict=True):
                 col.append(v)
-            version = f.ecosystem_version or ""
-            cats = (
-                f.domain,
-                f.agent or "",
-                f.model or "",
-                f.harness or "",
-                version,
-                outcome_of(f.outcome),
-                f.termination_reason or "",
-            )
-            for (col, table), v in zip(cat_cols, cats, strict=True):
+            ids += f.id.encode("utf-8")
+            ends.append(len(ids))
+            cats = (f.domain, f.agent or "", f.model or "", f.harness or "", f.ecosystem_version or "",
+                    outcome_of(f.outcome), f.termination_reason or "", f.task_id)  # fmt: skip
+            for (col, table), v in zip(code_cols, cats, strict=True):
                 code = table.get(v)
                 if code is None:
                     code = table[v] = len(table)
                 col.append(code)
-    index.values = {name: list(codes[name]) for name in CATEGORIES}
+    index.columns = {n: np.asarray(numbers[n], dtype=np.int64) for n in NUMBERS}
+    index.columns |= {n: np.asarray(codes[n], dtype=np.int32) for n in coded}
+    index.values = {n: list(tables[n]) for n in coded}
+    index.id_blob, index.id_ends = bytes(ids), np.asarray(ends, dtype=np.int64)
     return index
 
 
@@ -270,16 +288,16 @@ def index_file(source: Path, *, read_from: Path | None = None, cache: Path | Non
     if plain.name.endswith(".gz"):
         plain = _plain_copy(plain, cache, cache_key(plain, "plain"))
     key = cache_key(plain)
-    cached = cache / f"{key}.index.json"
+    cached = cache / f"{key}.index.npz"
     if cached.exists():
         try:
-            found = FileIndex.from_json(json.loads(cached.read_text(encoding="utf-8")), source)
+            found = FileIndex.load(cached, source)
             if found.read_from == plain:
                 return found
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile):
             pass  # an unreadable cache entry is rebuilt
     index = scan(source, plain)
-    write_text_atomic(cached, json.dumps(index.to_json(), ensure_ascii=False, separators=(",", ":")))
+    index.save(cached)
     return index
 
 
@@ -292,7 +310,6 @@ class RunSet:
     row_of: np.ndarray = field(init=False)
     codes: dict[str, np.ndarray] = field(init=False)
     values: dict[str, list[str]] = field(init=False)
-    ids: list[str] = field(init=False)
     lookup: dict[str, dict[str, int]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -305,23 +322,16 @@ class RunSet:
             parts = []
             for f in self.files:
                 if name == "file":
-                    local_values, local_codes = [str(f.source)], [0] * f.episodes
-                elif name == "task_id":
-                    local_values = list(dict.fromkeys(f.columns["task_id"]))
-                    position = {v: i for i, v in enumerate(local_values)}
-                    local_codes = [position[v] for v in f.columns["task_id"]]
+                    local_values, local_codes = [str(f.source)], np.zeros(f.episodes, dtype=np.int32)
                 else:
                     local_values, local_codes = f.values[name], f.columns[name]
                 remap = np.array(
                     [table.setdefault(v, len(table)) for v in local_values] or [0], dtype=np.int32
                 )
-                parts.append(
-                    remap[np.asarray(local_codes, dtype=np.int32)] if f.episodes else np.zeros(0, np.int32)
-                )
+                parts.append(remap[local_codes])
             self.values[name] = list(table)
             self.codes[name] = np.concatenate(parts) if parts else np.zeros(0, np.int32)
         self.lookup = {name: {v: i for i, v in enumerate(vals)} for name, vals in self.values.items()}
-        self.ids = [i for f in self.files for i in f.columns["id"]]
 
     def numeric(self, name: str) -> np.ndarray:
         """A number column (`trial`, `turns`, `calls`) over every row."""
@@ -348,7 +358,7 @@ class RunSet:
             hit = task_hit[self.codes["task_id"]] if task_hit.size else np.zeros(self.size, dtype=bool)
             rest = np.nonzero(keep & ~hit)[0]
             if rest.size:
-                hit[rest] = [needle in self.ids[int(i)].lower() for i in rest]
+                hit[rest] = [needle in self._id(int(i)).lower() for i in rest]
             keep &= hit
         return keep
 
@@ -364,6 +374,10 @@ class RunSet:
             out[name] = [[self.values[name][i], int(counts[i])] for i in order if counts[i] > 0]
         return out
 
+    def _id(self, row: int) -> str:
+        f = self.files[int(self.file_of[row])]
+        return f.ids()[int(self.row_of[row])]
+
     def locate(self, row: int) -> tuple[FileIndex, int]:
         if not 0 <= row < self.size:
             raise IndexError(row)
@@ -375,12 +389,11 @@ class RunSet:
         out: dict[str, Any] = {
             "row": row,
             "file": str(f.source),
-            "line": f.columns["line"][r],
-            "id": f.columns["id"][r],
-            "task_id": f.columns["task_id"][r],
+            "line": int(f.columns["line"][r]),
+            "id": f.id(r),
         }
         for name in ("trial", "turns", "calls"):
-            out[name] = f.columns[name][r]
-        for name in CATEGORIES:
+            out[name] = int(f.columns[name][r])
+        for name in (*CATEGORIES, "task_id"):
             out[name] = f.value(name, r)
         return out

@@ -33,6 +33,8 @@ ANATOMY_HEADER = [
     "with constants",
     "with both",
 ]
+MAX_EPISODES = 20_000
+"""Episodes of one domain a flows section reads at most (the first, in input order), so memory stays bounded."""
 REPLAY_HEADER = [
     "decider",
     "episodes",
@@ -62,15 +64,22 @@ def _catalogs(ctx: Context) -> list[tuple[str, Any]]:
 
 
 def _episodes(sources: list[ResultFile], domain: str, problems: list[str]) -> list[Any]:
-    episodes = []
+    episodes: list[Any] = []
+    available = sum(
+        int(np.count_nonzero(f.index.columns["domain"] == f.index.values["domain"].index(domain)))
+        for f in sources
+        if f.index is not None and domain in f.index.values["domain"]
+    )
+    if available > MAX_EPISODES:
+        problems.append(f"{domain}: {available} episodes; the flows section reads the first {MAX_EPISODES}")
     for f in sources:
         assert f.index is not None
         if domain not in f.index.values["domain"]:
             continue
         code = f.index.values["domain"].index(domain)
-        for row, c in enumerate(f.index.columns["domain"]):
-            if c != code:
-                continue
+        for row in np.nonzero(f.index.columns["domain"] == code)[0].tolist():
+            if len(episodes) >= MAX_EPISODES:
+                break
             try:
                 episodes.append(f.index.episode(row))
             except BadInputError as exc:
