@@ -42,7 +42,7 @@ def _files_for(eco_id: str, sources: list[ResultFile]) -> tuple[list[Path], list
             problems.append(f"{f.path}: mixes ecosystem {eco_id} with {others}; not scored")
             continue
         if f.index.bad_lines or f.kind != "episodes":
-            problems.append(f"{f.path}: has bad lines; scored without them is not possible, so not scored")
+            problems.append(f"{f.path}: has unreadable lines, which `bench eval` refuses; not scored")
             continue
         files.append(f.path)
     return files, problems
