@@ -109,6 +109,10 @@ def test_report_of_published_runs_with_flows_and_a_bad_file(tmp_path, tau_runs, 
     assert "taubench-v1-airline" in text and "email" in text and "gpt-4o" in text
     assert "flow " + str(tau_runs / "flow.json") in text  # the given flow was replayed, not a new one
     assert "Read-only ceiling" in text and "Calibration of lookup scores" in text and "ECE" in text
+    # WorkBench's runs are unjudged: its flow learns from all of them.
+    assert "none has a verdict, so all" in text
+    # τ-bench and WorkBench replay a flow; τ²-bench's example run (2 episodes) is too small to split.
+    assert text.count("Replay from the record") == 2 and text.count("Too few tasks to learn") == 1
     # Self-contained: no script, nothing fetched, every image inline.
     assert page.scripts == 0
     assert all(u.startswith("data:") for u in page.urls), page.urls

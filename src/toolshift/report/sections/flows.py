@@ -207,11 +207,14 @@ def _catalog_section(ctx: Context, where: str, tool_catalog: Any, number: int) -
                 "no replay.</p>"
             )
             return Section(sid, title, "".join(body), problems)
-        flow = learn_flow(sp.train, catalog)
-        replayed_on = (
-            f"a flow learned here from {flow.learned_from.episodes} successful training episodes, "
-            f"replayed on the {len(test)} test episodes"
-        )
+        judged = any(t.success for t in sp.train)  # WorkBench's runs carry no verdict: learn from all
+        try:
+            flow = learn_flow(sp.train, catalog, learn_from_all=not judged)
+        except ToolshiftError as exc:
+            problems.append(str(exc))
+            return Section(sid, title, "".join(body), problems)
+        which = "successful training episodes" if judged else "training episodes (none has a verdict, so all)"
+        replayed_on = f"a flow learned here from {flow.learned_from.episodes} {which}, replayed on the {len(test)} test episodes"
     if not test:
         body.append('<p class="note">No episode left to replay on.</p>')
         return Section(sid, title, "".join(body), problems)
