@@ -12,8 +12,10 @@ import pytest
 from toolshift.report.build import build_report
 from toolshift.report.inputs import classify, discover
 from toolshift.report.sections import Options
+from toolshift.traces.store import write_episodes
 
 from .conftest import add_corrupt_files
+from .episodes import make_episode
 
 FAST = Options(resamples=50)
 
@@ -75,6 +77,30 @@ def test_corrupt_files_are_named_and_the_rest_is_read(tmp_path, tau2_results):
     assert any("line 3" in p and "not JSON" in p for p in one_bad.problems()), one_bad.problems()
     assert {f.path for f in inputs.bad} == {bad["headless"], bad["catalog"], bad["one_bad"]}
     assert inputs.runset().size == 5
+
+
+def test_binary_and_deeply_nested_files_are_named_not_a_crash(tmp_path, tau2_results):
+    """JSON nested 100,000 deep or binary bytes, as a result, a catalog or one episode line: each is named
+    with its reason (bounded reading, toolshift.fileio) and the report is still written."""
+    folder = tau2_results.parent
+    deep = "[" * 100_000 + "]" * 100_000
+    (folder / "deep.json").write_text('{"format": "toolshift.catalog/1", "x": ' + deep + "}")
+    (folder / "bin.catalog.json").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    store = folder / "deep-line.episodes.jsonl"
+    write_episodes(store, [make_episode(k, agent="deep") for k in range(2)])
+    with store.open("a", encoding="utf-8") as fh:
+        fh.write('{"id": "d", "task_id": "1", "domain": "d", "messages": ' + deep + "}\n")
+    inputs = discover([folder])
+    by_name = {f.path.name: f for f in inputs.files}
+    assert "nested more than" in by_name["deep.json"].error and not by_name["deep.json"].ok
+    assert "not UTF-8" in by_name["bin.catalog.json"].error
+    deep_line = by_name["deep-line.episodes.jsonl"]
+    assert deep_line.ok and deep_line.index.episodes == 2
+    assert any("line 4" in p and "nested more than" in p for p in deep_line.problems()), deep_line.problems()
+    out = tmp_path / "report.html"
+    build_report([folder], out, options=FAST)
+    text = out.read_text(encoding="utf-8")
+    assert "deep.json" in text and "bin.catalog.json" in text and "nested more than" in text
 
 
 @pytest.mark.slow

@@ -7,9 +7,10 @@ is read by seeking to its lines, never by reading the file again. The index of a
 (`toolshift.episode-index/1`, docs/formats.md) under a key made of the file's real path, size and
 modification time, so an edited or appended file is indexed afresh and an unchanged one never is.
 
-Lines follow the episode store's rules (`toolshift.traces.store`): a header line first; a last line
-without its newline that does not parse is a torn write, left out and counted; any other line that is
-not an episode object is counted as bad with its line number and reason, and the rest of the file is
+Lines follow the episode store's rules (`toolshift.traces.store`) and the one JSONL rule with bounded
+JSON (`toolshift.fileio`): a header line first; a last line without its newline that does not parse is a
+torn write, left out and counted; any other line that is not an episode object (not UTF-8, not JSON,
+nested beyond the limit) is counted as bad with its line number and reason, and the rest of the file is
 still indexed, so one bad line never hides a file. Only the indexed fields are checked here; a line is
 validated in full as an `Episode` when it is shown.
 """
@@ -32,6 +33,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import NotJsonError, atomic_path, jsonl_lines, loads_json
 from toolshift.traces.episode import EPISODE_FORMAT, Episode
 from toolshift.traces.store import read_header
 
@@ -142,7 +144,12 @@ class FileIndex:
         """One indexed episode, validated in full; a line that is not a valid episode names file, line and field."""
         line_no = int(self.columns["line"][row])
         where = str(self.source)
-        raw = json.loads(self.read_line(row))
+        try:
+            raw = loads_json(self.read_line(row))
+        except BadInputError as exc:
+            raise BadInputError(
+                f"not an episode (line {line_no}): {exc.detail}", source=where, record=row
+            ) from None
         try:
             return Episode.model_validate(raw)
         except ValidationError as exc:
@@ -160,19 +167,13 @@ class FileIndex:
         arrays["id_blob"] = np.frombuffer(self.id_blob, dtype=np.uint8)
         arrays["id_ends"] = self.id_ends
         arrays["head"] = np.frombuffer(json.dumps(head, ensure_ascii=False).encode(), dtype=np.uint8)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **arrays)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_path(path) as tmp, tmp.open("wb") as fh:
+            np.savez(fh, **arrays)
 
     @classmethod
     def load(cls, path: Path, source: Path) -> FileIndex:
         with np.load(path, allow_pickle=False) as z:
-            head = json.loads(z["head"].tobytes())
+            head = loads_json(z["head"].tobytes(), source=str(path))
             if head.get("format") != INDEX_FORMAT:
                 raise ValueError(f"unknown index format {head.get('format')!r}")
             columns = {k[4:]: z[k] for k in z.files if k.startswith("col_")}
@@ -182,12 +183,12 @@ class FileIndex:
                    errors=list(head["errors"]), meta=dict(head.get("meta") or {}))  # fmt: skip
 
 
-def _lines_with_offsets(fh: Any) -> Any:
-    """(offset, raw line) for every line of a binary file."""
+def _lines_with_offsets(fh: Any, source: str) -> Any:
+    """(offset, line) for every line of a binary file, by the one JSONL rule (`toolshift.fileio`)."""
     offset = 0
-    for raw in fh:
-        yield offset, raw
-        offset += len(raw)
+    for line in jsonl_lines(fh, source=source):
+        yield offset, line
+        offset += len(line.data) + line.terminated
 
 
 def scan(source: Path, read_from: Path) -> FileIndex:
@@ -210,18 +211,22 @@ def scan(source: Path, read_from: Path) -> FileIndex:
             index.errors.append(f"{source}: line {line_no}: {reason}")
 
     with read_from.open("rb") as fh:
-        lines = _lines_with_offsets(fh)
+        lines = _lines_with_offsets(fh, str(source))
         next(lines, None)  # the header, checked above
-        for number, (offset, raw) in enumerate(lines, start=2):
-            if not raw.strip():
+        for offset, line in lines:
+            number, raw = line.number, line.data
+            if line.is_blank():
                 continue
             try:
-                doc = json.loads(raw)
-            except (ValueError, UnicodeDecodeError) as exc:
-                if not raw.endswith(b"\n"):
+                doc = loads_json(raw)
+            except NotJsonError as exc:
+                if not line.terminated:
                     index.torn += 1  # a torn last line: the append a kill interrupted
                     break
-                bad(number, f"not JSON: {exc}")
+                bad(number, exc.detail)
+                continue
+            except BadInputError as exc:  # JSON beyond the limits (nested too deep, too long)
+                bad(number, exc.detail)
                 continue
             if not isinstance(doc, dict):
                 bad(number, "not JSON: an episode line is an object")
@@ -265,13 +270,10 @@ def _plain_copy(source: Path, cache: Path, key: str) -> Path:
     """A compressed store decompressed once into the cache (pages seek in it)."""
     target = cache / f"{key}.episodes.jsonl"
     if not target.exists():
-        fd, tmp = tempfile.mkstemp(dir=cache, prefix=f".{target.name}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "wb") as out, gzip.open(source, "rb") as src:
+            with atomic_path(target) as tmp, tmp.open("wb") as out, gzip.open(source, "rb") as src:
                 shutil.copyfileobj(src, out, 1 << 20)
-            os.replace(tmp, target)
         except (OSError, EOFError) as exc:
-            Path(tmp).unlink(missing_ok=True)
             raise BadInputError(f"cannot read episode file: {exc}", source=str(source)) from exc
     return target
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from toolshift.errors import BadInputError, ToolshiftError
+from toolshift.fileio import loads_json, read_json, write_text_atomic
 from toolshift.report.episode_index import FileIndex, RunSet, default_cache_dir, index_file
 
 MAX_CLASSIFY_BYTES = 256 * 1024 * 1024
@@ -115,8 +116,8 @@ def _is_tau2_dir(path: Path) -> bool:
 
 def _json_format(path: Path) -> str | None:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        raw = read_json(path, what="manifest")
+    except (OSError, BadInputError):
         return None
     return raw.get("format") if isinstance(raw, dict) else None
 
@@ -140,8 +141,8 @@ def classify(path: Path) -> tuple[str | None, Any]:
             return ("episodes", None) if name.endswith(".episodes.jsonl.gz") else (None, None)
         first = _first_line(path)
         try:
-            head = json.loads(first) if first.strip() else None
-        except ValueError:
+            head = loads_json(first, source=str(path), record=1) if first.strip() else None
+        except BadInputError:
             head = None
         if isinstance(head, dict) and head.get("format") == "toolshift.episodes/1":
             return "episodes", None
@@ -157,8 +158,8 @@ def classify(path: Path) -> tuple[str | None, Any]:
     if path.stat().st_size > MAX_CLASSIFY_BYTES:
         return None, None
     try:
-        raw = json.loads(path.read_bytes())
-    except (ValueError, UnicodeDecodeError) as exc:
+        raw = loads_json(path.read_bytes(), source=str(path))
+    except BadInputError as exc:  # not UTF-8, not JSON, or nested beyond the limit: named, never a crash
         if name.endswith(".catalog.json"):
             return "catalog", exc
         if (path.parent / "simulations").is_dir() or name == "results.json":
@@ -196,14 +197,14 @@ def tau2_episodes(path: Path, cache: Path) -> tuple[Path, dict[str, Path], list[
     Malformed simulations are left out and named in the returned notes; the others are kept.
     """
     from toolshift.traces.catalog import catalog_path, save_catalog
-    from toolshift.traces.store import write_episodes, write_text_atomic
+    from toolshift.traces.store import write_episodes
     from toolshift.traces.tau2 import convert_tau2
 
     key = _tau2_key(path)
     folder = cache / f"{key}.tau2"
     done = folder / "converted.json"
     if done.is_file():
-        state = json.loads(done.read_text(encoding="utf-8"))
+        state = read_json(done, what="τ²-bench conversion record")
         return (
             Path(state["episodes"]),
             {d: Path(p) for d, p in state["catalogs"].items()},
@@ -226,10 +227,10 @@ def _open(path: Path, cache: Path) -> ResultFile:
     except OSError as exc:
         return ResultFile(path, "unreadable", f"{path}: cannot read: {exc.strerror or exc}")
     if kind == "unreadable-json":
-        return ResultFile(path, "unreadable", f"{path}: not JSON: {raw}")
+        return ResultFile(path, "unreadable", f"{path}: {raw.detail}")
     item = ResultFile(path, kind)
-    if isinstance(raw, Exception):
-        item.error = f"{path}: not JSON: {raw}"
+    if isinstance(raw, BadInputError):
+        item.error = f"{path}: {raw.detail}"
         return item
     try:
         if kind == "episodes":

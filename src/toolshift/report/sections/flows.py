@@ -10,7 +10,6 @@ Decision logs given as inputs (`flows replay --explore 0 --log`) get their own d
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from toolshift.errors import BadInputError, ToolshiftError
+from toolshift.fileio import is_torn, jsonl_lines, loads_json
 from toolshift.report.inputs import ResultFile
 from toolshift.report.page import Section, esc, figure, figure_file, figure_png, pyplot, table
 from toolshift.report.sections import Context
@@ -157,8 +157,6 @@ def _catalog_section(ctx: Context, where: str, tool_catalog: Any, number: int) -
         return None
     ctx.progress(f"flows: {catalog.domain}")
     chosen = select(episodes, catalog, "all", source=where)
-    if chosen.excluded.episodes:
-        problems.append(f"{catalog.domain}: {chosen.excluded.describe()}")
     sid, title = f"flows-{number}", f"Flows: {catalog.domain}"
     if not chosen.timelines:
         return Section(
@@ -182,7 +180,8 @@ def _catalog_section(ctx: Context, where: str, tool_catalog: Any, number: int) -
         ),
     ]
     body = [
-        f'<p class="note">Catalog {esc(where)}; {len(chosen.timelines)} episodes of {esc(catalog.domain)}.</p>',
+        f'<p class="note">Catalog {esc(where)}; {len(chosen.timelines)} episodes of {esc(catalog.domain)}; '
+        f"{esc(chosen.unlisted.describe())}.</p>",
         "<h3>Turn anatomy and the read-only ceiling (all episodes)</h3>",
         table(ANATOMY_HEADER, [a], left=0),
     ]
@@ -209,7 +208,7 @@ def _catalog_section(ctx: Context, where: str, tool_catalog: Any, number: int) -
             return Section(sid, title, "".join(body), problems)
         judged = any(t.success for t in sp.train)  # WorkBench's runs carry no verdict: learn from all
         try:
-            flow = learn_flow(sp.train, catalog, learn_from_all=not judged)
+            flow = learn_flow(sp.train, catalog, learn_from_all=not judged, unlisted=chosen.unlisted)
         except ToolshiftError as exc:
             problems.append(str(exc))
             return Section(sid, title, "".join(body), problems)
@@ -262,19 +261,24 @@ def _catalog_section(ctx: Context, where: str, tool_catalog: Any, number: int) -
 def _log_section(log: ResultFile, number: int) -> Section:
     problems: list[str] = []
     series: dict[str, tuple[list[float], list[bool]]] = {}
-    with log.path.open("rb") as fh:
-        for i, line in enumerate(fh):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                scores, used = series.setdefault(str(row["decider"]), ([], []))
-                scores.append(float(row["score"]))
-                used.append(bool(row["used"]))
-            except (ValueError, KeyError, TypeError) as exc:
-                problems.append(f"{log.path}: record {i}: not a decision log row: {exc}")
+    try:
+        with log.path.open("rb") as fh:
+            for line in jsonl_lines(fh, source=str(log.path)):
+                if line.is_blank() or is_torn(line):
+                    continue
+                try:
+                    row = loads_json(line.data)
+                    scores, used = series.setdefault(str(row["decider"]), ([], []))
+                    scores.append(float(row["score"]))
+                    used.append(bool(row["used"]))
+                except BadInputError as exc:
+                    problems.append(f"{log.path}: line {line.number}: not a decision log row: {exc.detail}")
+                except (ValueError, KeyError, TypeError) as exc:
+                    problems.append(f"{log.path}: line {line.number}: not a decision log row: {exc!r}")
                 if len(problems) >= 20:
                     break
+    except (OSError, BadInputError) as exc:
+        problems.append(str(exc) if isinstance(exc, BadInputError) else f"{log.path}: cannot read: {exc}")
     sid, title = f"decisions-{number}", f"Decision log: {log.path.name}"
     if not series:
         return Section(sid, title, '<p class="note">No usable row.</p>', problems)

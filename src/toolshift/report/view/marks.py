@@ -65,16 +65,14 @@ class FlowMarker:
         """`{available, reason?, saved_messages, ceiling_messages, lookups: [...]}` for one episode."""
         from toolshift.flows.ceiling import episode_anatomy
         from toolshift.flows.replay import replay_episode
-        from toolshift.flows.timeline import build_timeline, missing_tools
+        from toolshift.flows.timeline import build_timeline, unlisted_calls
 
         if episode.domain != self.catalog.domain:
             return {
                 "available": False,
                 "reason": f"the flow is for {self.catalog.domain}, not {episode.domain}",
             }
-        missing = missing_tools(episode, self.catalog)
-        if missing:
-            return {"available": False, "reason": "the catalog lacks " + ", ".join(sorted(missing))}
+        unlisted = unlisted_calls(episode, self.catalog)  # calls to tools the catalog lacks: neither
         timeline = build_timeline(episode, self.catalog)
         result, log = replay_episode(timeline, self._decider, weigh_all=True)
         turn_message = [i for i, m in enumerate(episode.messages) if m.role == "assistant"]
@@ -104,4 +102,5 @@ class FlowMarker:
             "lookups": lookups,
             "weighed": len(log),
             "detours": result.detours,
+            "unlisted": dict(sorted(unlisted.items())),
         }

@@ -248,7 +248,8 @@ async function openEpisode(row) {
   if (marks) {
     note.hidden = false;
     note.textContent = marks.available
-      ? "Flow marks: " + marks.saved_messages.length + " turn(s) saved, " + marks.lookups.length + " lookup(s) made, " + marks.detours + " detour(s)."
+      ? "Flow marks: " + marks.saved_messages.length + " turn(s) saved, " + marks.lookups.length + " lookup(s) made, " + marks.detours + " detour(s)." +
+        (Object.keys(marks.unlisted || {}).length ? " Calls to tools the catalog lacks (counted as neither): " + Object.keys(marks.unlisted).join(", ") + "." : "")
       : "No flow marks: " + marks.reason + ".";
   }
   ep.messages.forEach((m, i) => steps.append(messageStep(m, i, marks)));
