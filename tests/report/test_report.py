@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -56,6 +57,15 @@ def parse(path) -> _Page:
 def test_kinds_are_recognised(tmp_path, tau2_results, eco_runs):
     build, runs = eco_runs
     assert classify(build)[0] == "bench-build"
+    old = tmp_path / "old-build"  # a build of an older format is recognised, and named bad with the reason
+    shutil.copytree(build, old)
+    manifest = old / "manifest.json"
+    manifest.write_text(
+        re.sub(r"toolshift\.bench-build/\d+", "toolshift.bench-build/1", manifest.read_text())
+    )
+    assert classify(old)[0] == "bench-build"
+    (found,) = discover([old]).files
+    assert not found.ok and "older toolshift" in found.error and "manifest.json" in found.error
     assert classify(runs / "oracle.episodes.jsonl")[0] == "episodes"
     assert classify(tau2_results)[0] == "tau2-results"
     bad = add_corrupt_files(tmp_path / "bad")

@@ -107,7 +107,8 @@ def _is_build(path: Path) -> bool:
     manifest = path / "manifest.json"
     if not manifest.is_file() or not (path / "domains").is_dir():
         return False
-    return _json_format(manifest) == "toolshift.bench-build/1"
+    # Any version: the bench's own reader accepts the current one and names an older one as bad input.
+    return str(_json_format(manifest) or "").startswith("toolshift.bench-build/")
 
 
 def _is_tau2_dir(path: Path) -> bool:
