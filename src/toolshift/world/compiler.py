@@ -8,7 +8,9 @@ backup-API copy of it. Tool names: `{prefix}get_<entity>`, `{prefix}list_<plural
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import json
 import sqlite3
 import threading
 from dataclasses import dataclass, field
@@ -17,6 +19,7 @@ from typing import Any
 from toolshift.errors import BadInputError
 from toolshift.world.actions import compile_action
 from toolshift.world.bounds import Budget, jsonable
+from toolshift.world.datasets import DataRows, load_data_rows
 from toolshift.world.runtime import Runtime
 from toolshift.world.schema import (
     DATE_PATTERN,
@@ -91,7 +94,10 @@ def value_schema(
 
 
 def field_schema(f: FieldSpec | ParamSpec, description: str | None = None) -> dict[str, Any]:
-    schema = value_schema(f.type, values=f.values, ref=f.ref)
+    if isinstance(f, ParamSpec) and f.type == "json":
+        schema = copy.deepcopy(f.schema_ or {})
+    else:
+        schema = value_schema(f.type, values=f.values, ref=f.ref)
     text = description if description is not None else f.description
     if f.type == "ref" and f.ref:
         text = (text + " " if text else "") + f"(a {f.ref} key)"
@@ -447,12 +453,20 @@ def spec_digest(spec: DomainSpec) -> str:
     return hashlib.sha256(spec.model_dump_json(by_alias=True).encode()).hexdigest()[:16]
 
 
-def build_template(spec: DomainSpec, tables: dict[str, Table], source: str) -> sqlite3.Connection:
-    """A fresh in-memory database with the schema and the seed rows."""
+def build_template(
+    spec: DomainSpec, tables: dict[str, Table], source: str, *, data: DataRows | None = None
+) -> sqlite3.Connection:
+    """A fresh in-memory database with the schema and the seed rows, or the data source's rows.
+
+    A data-sourced world without `data` gets empty tables (a saved world brings its own state).
+    """
     conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
     for stmt in ddl(spec):
         conn.execute(stmt)
-    rows = seed_rows(spec, source)
+    if spec.data is None:
+        rows = seed_rows(spec, source)
+    else:
+        rows = data.rows if data is not None else {}
     conn.execute("BEGIN")
     meta = {
         "format": WORLD_FORMAT,
@@ -462,31 +476,54 @@ def build_template(spec: DomainSpec, tables: dict[str, Table], source: str) -> s
         "spec_digest": spec_digest(spec),
         "spec": spec.model_dump_json(by_alias=True),
     }
+    if spec.data is not None:
+        meta["data"] = spec.data
+        meta["data_sources"] = json.dumps(data.sources if data is not None else {}, sort_keys=True)
     conn.executemany("INSERT INTO _ts_meta VALUES (?, ?)", list(meta.items()))
-    conn.executemany("INSERT INTO _ts_sequence VALUES (?, ?)", [(e.name, e.rows + 1) for e in spec.entities])
+    conn.executemany(
+        "INSERT INTO _ts_sequence VALUES (?, ?)",
+        [(e.name, max(e.rows, len(rows.get(e.name, []))) + 1) for e in spec.entities],
+    )
+    what = "seed rows" if spec.data is None else f"rows of the data source {spec.data!r}"
     for i, e in enumerate(spec.entities):
         t = tables[e.name]
         sql = f"INSERT INTO {quote(e.name)} VALUES ({', '.join('?' for _ in t.columns)})"
         try:
-            conn.executemany(sql, [tuple(r[c] for c in t.columns) for r in rows[e.name]])
+            conn.executemany(sql, [tuple(r.get(c) for c in t.columns) for r in rows.get(e.name, [])])
         except sqlite3.IntegrityError as exc:
             conn.execute("ROLLBACK")
             raise BadInputError(
-                f"seed rows break a constraint: {exc}", source=source, field=f"entities[{i}]"
+                f"{what} break a constraint: {exc}", source=source, field=f"entities[{i}]"
             ) from None
     conn.execute("COMMIT")
     conn.execute("PRAGMA foreign_keys = ON")
     bad = conn.execute("PRAGMA foreign_key_check").fetchone()
     if bad is not None:
-        raise BadInputError(f"seed rows of {bad[0]} reference missing {bad[2]} rows", source=source)
+        raise BadInputError(f"{what} of {bad[0]} reference missing {bad[2]} rows", source=source)
     return conn
 
 
-def compile_domain(spec: DomainSpec, source: str = "<spec>", *, seed: int | None = None) -> CompiledDomain:
-    """Compile a validated spec (optionally re-seeded) into a template database and its tools."""
+def compile_domain(
+    spec: DomainSpec, source: str = "<spec>", *, seed: int | None = None, with_data: bool = True
+) -> CompiledDomain:
+    """Compile a validated spec (optionally re-seeded) into a template database and its tools.
+
+    A world whose rows come from a data source has fixed state: a seed cannot change it.
+    """
     if seed is not None and seed != spec.seed:
+        if spec.data is not None:
+            raise BadInputError(
+                f"domain {spec.name!r} takes its state from the data source {spec.data!r}; a seed cannot change it",
+                source=source,
+                field="--seed",
+            )
         spec = spec.model_copy(update={"seed": seed})
+    data = None
+    if spec.data is not None and with_data:
+        data = load_data_rows(spec, source)
+        if data.policy is not None:
+            spec = spec.model_copy(update={"policy": data.policy})
     tables = build_tables(spec)
     tools = generate_tools(spec, tables, source)
-    template = build_template(spec, tables, source)
+    template = build_template(spec, tables, source, data=data)
     return CompiledDomain(spec=spec, source=source, tables=tables, template=template, tools=tools)

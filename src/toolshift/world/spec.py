@@ -34,6 +34,26 @@ FieldType = Literal[
     "string", "text", "int", "float", "bool", "date", "datetime", "email", "phone", "enum", "money", "ref"
 ]
 FIELD_TYPES: tuple[str, ...] = FieldType.__args__  # type: ignore[attr-defined]
+ParamType = Literal[
+    "string",
+    "text",
+    "int",
+    "float",
+    "bool",
+    "date",
+    "datetime",
+    "email",
+    "phone",
+    "enum",
+    "money",
+    "ref",
+    "json",
+]
+"""A parameter's type: a field type, or `json` (a list or object described by the parameter's `schema`)."""
+MAX_PARAM_SCHEMA_CHARS = 20_000
+"""Characters of one parameter's JSON Schema (as compact JSON)."""
+MAX_PARAM_SCHEMA_DEPTH = 16
+"""Nesting of one parameter's JSON Schema."""
 
 Operation = Literal["get", "list", "search", "create", "update", "delete"]
 ALL_OPERATIONS: tuple[Operation, ...] = ("get", "list", "search", "create", "update", "delete")
@@ -133,12 +153,24 @@ class RelationSpec(_Strict):
 
 class ParamSpec(_Strict):
     name: str
-    type: FieldType
+    type: ParamType
     description: str = ""
     required: bool = True
     ref: str | None = None
     values: list[str] | None = None
     default: Any = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    """For `type: json`: the JSON Schema of the value (self-contained: no `$ref`, `$id` or `$schema`)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        for key in ("schema", "schema_"):
+            if out.get(key) is None:
+                out.pop(key, None)  # scalar parameters dump as before, so spec digests do not change
+        return out
 
 
 class Precondition(_Strict):
@@ -204,9 +236,19 @@ class DomainSpec(_Strict):
     seed: int = 0
     today: str = "2026-06-01"
 
+    data: str | None = None
+    """The name of a registered data source (`toolshift.world.datasets`) whose rows replace seed generation."""
+
     entities: list[EntitySpec]
     relations: list[RelationSpec] = Field(default_factory=list)
     actions: list[ActionSpec] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        if out.get("data") is None:
+            out.pop("data", None)  # generated worlds dump as before, so their spec digests do not change
+        return out
 
     @field_validator("today")
     @classmethod
@@ -285,6 +327,12 @@ def validate_references(spec: DomainSpec, source: str) -> None:
                 why = default_problem(f)
                 if why is not None:
                     raise bad(f"{fw}.default", f"default of {ent.name}.{f.name}: {why}")
+        if spec.data is not None and (ent.rows or any(f.gen is not None for f in ent.fields)):
+            raise bad(
+                f"{where}.rows",
+                f"entity {ent.name!r} takes its rows from the data source {spec.data!r}: "
+                "give rows: 0 and no gen rules",
+            )
     for i, rel in enumerate(spec.relations):
         where = f"relations[{i}]"
         if not _NAME.match(rel.name):
@@ -312,21 +360,74 @@ def validate_references(spec: DomainSpec, source: str) -> None:
                 why = default_problem(p)
                 if why is not None:
                     raise bad(f"{pw}.default", f"default of {act.name}.{p.name}: {why}")
+            why = param_schema_problem(p)
+            if why is not None:
+                raise bad(f"{pw}.schema", f"param {act.name}.{p.name}: {why}")
         names = [p.name for p in act.params]
         if len(set(names)) != len(names):
             raise bad(f"actions[{i}].params", f"parameter names repeat in action {act.name!r}")
     from toolshift.world.actions import check_actions
 
     check_actions(spec, source)
+    if spec.data is not None:
+        from toolshift.world.datasets import check_data_source
+
+        check_data_source(spec, source)
 
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$")
 
 
+def param_schema_problem(p: ParamSpec) -> str | None:
+    """Why a parameter's `schema` is unusable (None when it is fine, or the parameter has none).
+
+    A `json` parameter needs one; no other parameter may have one. The schema must be valid JSON
+    Schema, small, and self-contained: a `$ref`, `$id` or `$schema` could make the validator fetch
+    or resolve something the spec does not carry.
+    """
+    if p.type != "json":
+        return None if p.schema_ is None else "only a parameter of type json has a schema"
+    if p.schema_ is None:
+        return "a parameter of type json needs a schema (the JSON Schema of its value)"
+    import json
+
+    import jsonschema
+
+    try:
+        text = json.dumps(p.schema_, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return f"the schema is not plain JSON: {exc}"
+    if len(text) > MAX_PARAM_SCHEMA_CHARS:
+        return f"the schema is longer than {MAX_PARAM_SCHEMA_CHARS:,} characters"
+    stack: list[tuple[Any, int]] = [(p.schema_, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_PARAM_SCHEMA_DEPTH:
+            return f"the schema is nested deeper than {MAX_PARAM_SCHEMA_DEPTH} levels"
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("$ref", "$dynamicRef", "$id", "$schema", "$anchor", "$dynamicAnchor"):
+                    return f"the schema uses {key!r}; it must be self-contained"
+                stack.append((value, depth + 1))
+        elif isinstance(node, list):
+            stack.extend((value, depth + 1) for value in node)
+    try:
+        jsonschema.Draft202012Validator.check_schema(p.schema_)
+    except jsonschema.SchemaError as exc:
+        return f"not a valid JSON Schema: {exc.message}"
+    if p.default is not None:
+        errors = list(jsonschema.Draft202012Validator(p.schema_).iter_errors(p.default))
+        if errors:
+            return f"the default does not match the schema: {errors[0].message}"
+    return None
+
+
 def default_problem(f: FieldSpec | ParamSpec) -> str | None:
     """Why a field's or parameter's `default` is not a value of its type (None when it is)."""
     v = f.default
+    if f.type == "json":
+        return None  # checked against the parameter's schema by param_schema_problem
     if f.type == "int":
         ok = type(v) is int
     elif f.type in ("float", "money"):

@@ -149,7 +149,7 @@ class World:
             spec = parse_spec(
                 loads_json(meta["spec"], source=f"{path}:_ts_meta.spec"), f"{path}:_ts_meta.spec"
             )
-            return cls(compile_domain(spec, str(path)), state=src)
+            return cls(compile_domain(spec, str(path), with_data=False), state=src)
         except (sqlite3.DatabaseError, KeyError, json.JSONDecodeError) as exc:
             raise BadInputError(f"not a toolshift world file: {exc}", source=str(path)) from None
         finally:
