@@ -11,7 +11,11 @@ from toolshift.world.compiler import CompiledDomain, compile_domain
 from toolshift.world.spec import DomainSpec, load_spec
 
 PACKAGE = Path(__file__).resolve().parents[1]
-DOMAIN_DIRS: tuple[Path, ...] = (PACKAGE / "world" / "domains", PACKAGE / "bench" / "domains")
+DOMAIN_DIRS: tuple[Path, ...] = (
+    PACKAGE / "world" / "domains",
+    PACKAGE / "bench" / "domains",
+    PACKAGE / "world" / "tau2" / "specs",
+)
 """Built-in specs: the three hand-written worlds, then the benchmark's generated domains."""
 
 _cache: dict[tuple[str, int | None], CompiledDomain] = {}
