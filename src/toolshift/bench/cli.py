@@ -331,6 +331,32 @@ def check_cmd(
     check_spec(spec, target=target, console=console)
 
 
+@app.command("import")
+def import_cmd(
+    worlds: str = typer.Argument(..., help="Comma-separated imported worlds (tau2-airline, tau2-retail)."),
+    out: Path = typer.Option(..., "--out", help="Build directory to write (a world's folder is rewritten)."),
+    seed: int = typer.Option(0, "--seed", help="Split seed for tasks their benchmark gives no split."),
+) -> None:
+    """Write a bench build from imported worlds' own tasks (τ²-bench's), for evolve, reference, run."""
+    from toolshift.bench.imported import import_build
+
+    names = [n.strip() for n in worlds.split(",") if n.strip()]
+    with console.status("importing") as status:
+        manifest, problems = import_build(
+            out, names, seed=seed, progress=lambda n: status.update(f"importing {n}")
+        )
+    table = Table(title=f"bench import → {out}")
+    for col in ("domain", "status", "tasks", "train", "test", "tools", "failing gold steps"):
+        table.add_column(col, justify="left" if col in ("domain", "status") else "right")
+    for e in manifest.domains:
+        failing = sum(1 for p in problems.get(e.name, []) if " step " in p)
+        table.add_row(e.name, e.status, str(e.tasks), str(e.train), str(e.test), str(e.tools), str(failing))
+    console.print(table)
+    for name, lines in problems.items():
+        for line in lines:
+            console.print(f"[yellow]{name}[/]: {line}", highlight=False, soft_wrap=True)
+
+
 def _attach_extensions() -> None:
     """Commands other bench modules contribute (ecosystem versions, reference paths, metrics)."""
     import importlib
