@@ -49,20 +49,29 @@ def domains(
     ] = False,
 ) -> None:
     """Table of built-in domains with entity, tool and row counts."""
+    from toolshift.world.datasets import DataUnavailable
     from toolshift.world.registry import builtin_domains, load_domain
 
     table = Table(title="Built-in domains")
     for col in ("domain", "entities", "tools", "rows", "from"):
         table.add_column(col, justify="left" if col in ("domain", "from") else "right")
+    unavailable: list[tuple[str, str]] = []
     for name, path in builtin_domains().items():
         origin = path.parent.parent.name
         if world_only and origin != "world":
             continue
-        d = load_domain(name)
+        try:
+            d = load_domain(name)
+        except DataUnavailable as exc:  # an imported world whose data is not on this machine
+            table.add_row(name, "–", "–", "–", f"{origin} [yellow](unavailable)[/]")
+            unavailable.append((name, str(exc)))
+            continue
         table.add_row(
             name, str(len(d.spec.entities)), str(len(d.tools)), str(sum(d.row_counts().values())), origin
         )
     console.print(table)
+    for name, why in unavailable:
+        console.print(f"[yellow]{name}[/] unavailable: {why}", highlight=False, soft_wrap=True)
 
 
 @app.command("compile")
