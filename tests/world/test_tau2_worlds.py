@@ -17,6 +17,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from toolshift.errors import BadInputError
 from toolshift.world import World
 from toolshift.world.compiler import compile_domain
 from toolshift.world.datasets import DataUnavailable
@@ -200,3 +201,22 @@ def test_import_run_and_evolve_like_any_world(tmp_path):
     assert proc.returncode == 0, proc.stderr
     history = json.loads((build / "ecosystem" / "domains" / "tau2-airline.json").read_text())
     assert len(history["versions"]) == 2 and history["versions"][1]["records"]
+
+
+@pytest.mark.shared
+def test_a_lookup_is_answered_by_the_live_world_at_an_episode_prefix():
+    _need("tau2-airline")
+    from toolshift.world.tau2.live import answer_lookup
+
+    (task,) = import_tasks("tau2-airline", ids=["8"]).tasks
+    calls = [(c.tool, c.arguments) for c in task.gold_path]
+    booked = next(i for i, (name, _) in enumerate(calls) if name == "book_reservation")
+    lookup = ("get_reservation_details", {"reservation_id": "HATHAT"})
+    before = answer_lookup("tau2-airline", calls, booked, *lookup)
+    after = answer_lookup("tau2-airline", calls, booked + 1, *lookup)
+    assert not before.ok and before.error["message"] == "Reservation HATHAT not found"
+    assert after.ok and after.result["user_id"] == calls[booked][1]["user_id"]
+    with pytest.raises(BadInputError, match="a lookup must be read-only"):
+        answer_lookup("tau2-airline", calls, 0, "cancel_reservation", {"reservation_id": "4WQ150"})
+    with pytest.raises(BadInputError, match="outside the episode"):
+        answer_lookup("tau2-airline", calls, len(calls) + 1, *lookup)
