@@ -1,7 +1,7 @@
 """Data sources: a spec's `data: NAME` takes its rows from Python an installed package registers, never from code it carries.
 
 Generated worlds are seeded by the spec's `gen` rules. A world imported from another benchmark
-(τ²-bench's airline, retail and telecom) instead starts from that benchmark's own database files.
+(τ²-bench's airline and retail) instead starts from that benchmark's own database files.
 The spec only names the source; the package that registers the name reads the files (as data:
 JSON, TOML), checks their digests and returns rows for the spec's entities:
 

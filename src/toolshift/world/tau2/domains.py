@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +27,6 @@ class Tau2World:
     split_file: str | None
     data_files: tuple[str, ...]
     note: str = ""
-    unsupported_tools: frozenset[str] = field(default_factory=frozenset)
-    """τ² tools a task may expect that this world does not have (the telecom user's device)."""
 
     def implementation(self) -> ModuleType:
         import importlib
@@ -57,7 +55,8 @@ class Tau2World:
             for call in state.initialization_actions or []:
                 if call.env_type != "assistant":
                     return f"initialises the user's device ({call.func_name}), which is not imported"
-        unknown = sorted({a.name for a in agent_actions(task)} & self.unsupported_tools)
+        compiled = {t.name for t in _tools(self.name)}
+        unknown = sorted({a.name for a in agent_actions(task)} - compiled)
         if unknown:
             return f"expects tools this world lacks: {', '.join(unknown)}"
         return None
@@ -90,6 +89,12 @@ class Tau2World:
 
     def changed_records(self, changes: list[Any]) -> dict[str, set[str]]:
         return self.implementation().changed_records(changes)
+
+
+def _tools(name: str) -> list[Any]:
+    from toolshift.world.registry import load_domain
+
+    return load_domain(name).tools
 
 
 WORLDS: dict[str, Tau2World] = {

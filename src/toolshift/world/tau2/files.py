@@ -3,7 +3,7 @@
 Nothing is copied into the repository: every file is read from the shared folder at compile and run
 time (`TOOLSHIFT_SHARED`, else `../shared` beside the repository). Each file is checked against the
 SHA-256 of the published file the worlds were written for, so an altered or truncated file is named
-rather than silently giving another world. JSON and TOML are parsed as data; nothing in them runs.
+rather than silently giving another world. JSON is parsed as data; nothing in it runs.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,26 +84,6 @@ FILES: dict[str, DataFile] = {
             "τ²-bench retail split",
         ),
         DataFile(
-            "data/tau2-bench/telecom/db.toml",
-            "562d647ef9d7df8df91eafd8ee76036e707c8f9e32aaedc4a7fde06975aea2c0",
-            "τ²-bench telecom database",
-        ),
-        DataFile(
-            "data/tau2-bench/telecom/main_policy.md",
-            "95943844a0cf11fdf0e2842b483b81d9f9338aa53235712ed131db075d086ed7",
-            "τ²-bench telecom main policy",
-        ),
-        DataFile(
-            "data/tau2-bench/telecom/tech_support_manual.md",
-            "015a3ee49ec8c199c5e1a059c922081937b92cf3a5ea74fedbc4357816f389ba",
-            "τ²-bench telecom tech-support manual",
-        ),
-        DataFile(
-            "data/tau2-bench/telecom/tasks_small.json",
-            "c8ea6f75adc18a8ad363974292cbd26b6e8b0e348ec87d265a4188e0088a8f24",
-            "τ²-bench telecom small task set",
-        ),
-        DataFile(
             "data/tau-bench/gpt-4o-airline.trials-0-1.json",
             "8d0cb127cc14cc7c5ad816cf9d8ccb796a8983ac90c1516685848b262f63b967",
             "τ-bench GPT-4o airline runs (the 50 test tasks)",
@@ -155,14 +134,6 @@ def read_json(path: str) -> Any:
         return json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataUnavailable(f"not JSON: {exc}", source=str(full)) from None
-
-
-def read_toml(path: str) -> dict[str, Any]:
-    full, data = read_bytes(path)
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise DataUnavailable(f"not TOML: {exc}", source=str(full)) from None
 
 
 def read_text(path: str) -> str:
