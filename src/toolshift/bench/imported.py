@@ -41,7 +41,8 @@ def import_domain(out: Path, name: str, *, seed: int = 0) -> tuple[DomainReport,
     ddir = out / "domains" / name
     ddir.mkdir(parents=True, exist_ok=True)
     _atomic_write(ddir / "spec.yaml", text)
-    _atomic_write(ddir / "tasks.jsonl", "".join(t.model_dump_json() + "\n" for t in tasks))
+    tasks_text = "".join(t.model_dump_json() + "\n" for t in tasks)
+    _atomic_write(ddir / "tasks.jsonl", tasks_text)
     problems = [f"task {f.task_id} step {f.step} {f.tool}: {f.reason}" for f in report.gold_errors]
     problems += [f"task {task_id} not imported: {why}" for task_id, why in report.skipped]
     from toolshift.world.registry import load_domain
@@ -59,6 +60,7 @@ def import_domain(out: Path, name: str, *, seed: int = 0) -> tuple[DomainReport,
         status="ok" if tasks and not report.skipped else ("short" if tasks else "failed"),
         message="; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""),
         model=IMPORTED_MODEL,
+        tasks_digest=spec_text_digest(tasks_text),
     )
     _atomic_write(ddir / "report.json", rep.model_dump_json(indent=1) + "\n")
     return rep, problems
