@@ -44,6 +44,16 @@ def test_tool_names_and_prefixes_unique_across_the_catalog():
         assert 800 <= total <= 900, total
 
 
+def test_table_names_unique_across_the_catalog():
+    """The standard setting serves every domain as one world: a table name may belong to one domain only
+    (otherwise two departments' row changes could not be told apart)."""
+    owners: dict[str, list[str]] = {}
+    for n in NAMES:
+        for table in load_domain(n).tables:
+            owners.setdefault(table, []).append(n)
+    assert {t: ds for t, ds in owners.items() if len(ds) > 1} == {}
+
+
 def test_cli_domains_table(tmp_path: Path):
     res = CliRunner().invoke(app, ["bench", "domains"])
     assert res.exit_code == 0, res.output
