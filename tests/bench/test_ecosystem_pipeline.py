@@ -130,7 +130,7 @@ def test_an_ecosystem_of_other_tasks_is_refused(build):
         tasks.write_text(original)
 
 
-def test_a_version_is_served_over_mcp_stdio(build):
+def test_a_domain_of_a_version_is_served_over_mcp_stdio(build):
     import sys
 
     import anyio
@@ -142,10 +142,8 @@ def test_a_version_is_served_over_mcp_stdio(build):
     out, _, _, records, _ = build
     rec = next(r for r in records if r.version == VERSIONS and r.domain == DOMAINS[0])
     want = load_history(out, DOMAINS[0]).versions[VERSIONS - 1].tools
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "toolshift", "bench", "serve", str(out), DOMAINS[0], "--version", str(VERSIONS)],
-    )
+    serve = ["bench", "serve", str(out), DOMAINS[0], "--version", str(VERSIONS), "--setting", "domain-tools"]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "toolshift", *serve])
 
     async def run():
         # errlog given explicitly: the client's default is whatever sys.stderr was when mcp was imported
@@ -198,7 +196,8 @@ def test_metrics_come_from_what_the_episode_did(build, tmp_path):
     from toolshift.agents.loop import run_episode
     from toolshift.agents.policies import ScriptedCall, ScriptedPolicy
     from toolshift.agents.users import ScriptedUser
-    from toolshift.bench.ecosystem.baselines import VersionWorlds
+    from toolshift.bench.ecosystem.server import Served, opener
+    from toolshift.bench.ecosystem.settings import VersionWorlds, exposure_for
 
     out, eco, _, records, _ = build
     rec = next(r for r in records if r.version == 2 and r.valid and r.step.calls == r.cost.calls)
@@ -213,18 +212,22 @@ def test_metrics_come_from_what_the_episode_did(build, tmp_path):
                 task,
                 ScriptedPolicy(name, script),
                 ScriptedUser(task.public_request, task.instruction),
-                worlds.opener(rec.domain, 2),
+                opener(
+                    worlds,
+                    Served(eco.id, 2, "domain-tools", rec.domain),
+                    exposure_for("domain-tools", catalog=worlds.catalog(rec.domain, 2), task=task),
+                ),
                 episode_id=f"{name}:{task.id}",
                 source={"baseline": name, "criterion": "both"},
             )
         )
-        ep.ecosystem_version = f"{eco.id}/v2"
+        assert ep.ecosystem_version == f"{eco.id}/v2"  # the session declared it; the loop recorded it
         episodes.append(ep)
     write_episodes(tmp_path / "variants.episodes.jsonl", episodes)
     _, evals = evaluate(out, [tmp_path / "variants.episodes.jsonl"], resamples=50)
     by = {e.agent: e.scores for e in evals}
-    (padded,) = by["padded"]
-    (short,) = by["short"]
+    (padded,) = by["padded [domain-tools]"]
+    (short,) = by["short [domain-tools]"]
     assert padded.success and padded.step_spe == pytest.approx(rec.step.steps / (rec.step.steps + 1))
     assert padded.cost_spe < 1.0
     assert not short.success and short.step_spe == 0.0 and short.cost_spe == 0.0
@@ -241,7 +244,7 @@ def test_frozen_v1_sends_the_v1_calls_on_every_version(build):
             for m in ep.messages
             if m.role == "assistant"
             for c in m.tool_calls or []
-            if c.requestor == "assistant"
+            if c.requestor == "assistant" and c.name != "search_tools"  # it fetches each tool by name first
         ]
         assert sent == [list(c) for c in v1[ep.task_id]], ep.id
         seen += ep.ecosystem_version.endswith(f"/v{VERSIONS}")

@@ -1,4 +1,5 @@
-"""The reference-path DP: it equals exhaustive search, prefers merged blocks and avoids split ones."""
+"""The reference-path DP: it equals exhaustive search, prefers merged blocks, avoids split ones, and uses
+a block only where the task allows it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from hypothesis import strategies as st
 from toolshift.bench.reference import (
     Implementation,
     brute_force_path,
-    call_cost,
     optimal_path,
 )
 
@@ -47,10 +47,14 @@ def test_empty_sequence_is_an_empty_path():
     assert path is not None and path.blocks == () and path.cost == 0
 
 
-def test_call_cost_grows_with_rows_and_payload():
-    assert call_cost(0, 0) == 1.0
-    assert call_cost(10, 0) > call_cost(0, 0)
-    assert call_cost(0, 4000) > call_cost(0, 0)
+def test_a_block_the_task_does_not_allow_is_never_used():
+    impls = [impl("a1", "a", 1, 1), impl("b1", "b", 1, 1), impl("ab", "ab", 1, 1)]
+    free = optimal_path(list("abab"), impls, "step")
+    assert free is not None and free.implementation_ids == ("ab", "ab")
+    # the merge is usable for the first a,b but not the second (its b needs what its a returns)
+    path = optimal_path(list("abab"), impls, "step", lambda i, start: i.id != "ab" or start == 0)
+    assert path is not None and path.implementation_ids == ("ab", "a1", "b1")
+    assert optimal_path(list("ab"), [impl("ab", "ab", 1, 1)], "step", lambda i, s: False) is None
 
 
 implementations = st.lists(
@@ -70,14 +74,21 @@ implementations = st.lists(
     seq=st.lists(st.sampled_from(FUNCS), min_size=0, max_size=7),
     raw=implementations,
     criterion=st.sampled_from(["step", "cost"]),
+    forbidden=st.frozensets(st.tuples(st.integers(0, 6), st.integers(0, 6)), max_size=6),
 )
-def test_dp_equals_brute_force(seq, raw, criterion):
+def test_dp_equals_brute_force(seq, raw, criterion, forbidden):
     impls = [
         Implementation(id=f"i{k}", covers=covers, tools=tuple(f"t{k}.{s}" for s in range(calls)), cost=cost)
         for k, (covers, calls, cost) in enumerate(raw)
     ]
-    dp = optimal_path(seq, impls, criterion)
-    bf = brute_force_path(seq, impls, criterion)
+
+    def usable(
+        i: Implementation, start: int
+    ) -> bool:  # some (implementation, position) pairs are not allowed
+        return (int(i.id[1:]), start) not in forbidden
+
+    dp = optimal_path(seq, impls, criterion, usable)
+    bf = brute_force_path(seq, impls, criterion, usable)
     assert (dp is None) == (bf is None)
     if dp is not None and bf is not None:
         assert dp.implementation_ids == bf.implementation_ids
@@ -85,3 +96,4 @@ def test_dp_equals_brute_force(seq, raw, criterion):
         # a cover really covers the sequence, block after block
         assert [f for b in dp.blocks for f in b.impl.covers] == list(seq)
         assert all(b.start < b.end for b in dp.blocks)
+        assert all(usable(b.impl, b.start) for b in dp.blocks)

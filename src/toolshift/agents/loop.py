@@ -38,7 +38,11 @@ RECORDED_RESULT_CHARS = 8000
 
 
 class WorldSession(Protocol):
-    """One episode's private view of a world: an entered MCP client plus the diff since it opened."""
+    """One episode's private view of a world: an entered MCP client plus the diff since it opened.
+
+    A session may also carry `served`: what the server declared it serves (an ecosystem version and
+    setting, `toolshift.bench`'s experimental capability `toolshift/ecosystem`), recorded in the episode.
+    """
 
     client: Any
     policy: str
@@ -228,6 +232,9 @@ async def _converse(
         if ended:
             conv.reason = "agent_stop"
             return
+        if toolbox.stale:  # a call exposed new tools (a tool search): offer them from the next turn
+            tools = await toolbox.list_tools()
+            offered = [*tools, END_TOOL] if limits.agent_can_end else tools
         if reply.calls:
             continue
         try:
@@ -264,8 +271,11 @@ async def run_episode(
     started, clock = _now(), time.perf_counter()
     diff: list[RowChange] | None = None
     config_error: ModelConfigError | None = None
+    served: dict[str, Any] | None = None
+    exposed: list[str] | None = None
     try:
         async with open_world() as world:
+            served = getattr(world, "served", None)
             toolbox = McpToolbox(world.client, tool_timeout=limits.tool_timeout)
             conv.system(system_prompt(world.title, world.policy))
             try:
@@ -275,6 +285,7 @@ async def run_episode(
                 conv.reason, conv.info["timeout"] = "timeout", "episode"
             except ModelConfigError as exc:  # kept out of the MCP client's task group, raised below
                 config_error = exc
+            exposed = list(toolbox.listed)
             diff = await world.diff(None if toolbox.unreported else toolbox.reported)
     except Exception as exc:  # the world could not be opened, listed or diffed: the harness's failure
         leaf = leaf_error(exc)
@@ -282,9 +293,19 @@ async def run_episode(
         conv.info["world_failure"] = f"{type(leaf).__name__}: {leaf}"
     if config_error is not None:
         raise config_error
-    return _judge(
-        task, conv, diff, episode_id, trial, agent, user, agent_name, harness, source, started, clock
+    recorded = dict(source or {})
+    if exposed is not None:  # the tools whose definitions the agent was given (tool retrieval's exposed set)
+        recorded["exposed_tools"] = exposed
+    if served:
+        recorded["setting"] = served.get("setting")
+        if served.get("task") is not None:
+            recorded["served_task"] = served["task"]
+    episode = _judge(
+        task, conv, diff, episode_id, trial, agent, user, agent_name, harness, recorded, started, clock
     )
+    if served and served.get("ecosystem_version"):
+        episode.ecosystem_version = str(served["ecosystem_version"])
+    return episode
 
 
 def leaf_error(exc: BaseException) -> BaseException:

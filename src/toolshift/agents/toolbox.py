@@ -13,6 +13,8 @@ from toolshift.agents.chat import ProposedCall, ToolDef
 from toolshift.models import RowChange
 
 CHANGES_META_KEY = "toolshift/changes"
+TOOLS_CHANGED_META_KEY = "toolshift/tools_changed"
+"""A result that exposed new tools (a tool search) says so here: the harness lists the tools again."""
 
 
 @dataclass
@@ -51,6 +53,10 @@ class McpToolbox:
         """Row changes the world reported with its results (`_meta["toolshift/changes"]`)."""
         self.unreported = 0
         """Calls that reached the world and came back without a change report."""
+        self.stale = False
+        """The server said its tool listing changed: list again before the model's next turn."""
+        self.listed: dict[str, None] = {}
+        """Every tool name any listing offered during the session, in order first offered."""
 
     async def list_tools(self) -> list[ToolDef]:
         cursor: str | None = None
@@ -69,6 +75,8 @@ class McpToolbox:
             if cursor is None:
                 break
         self.tools = {t.name: t for t in found}
+        self.listed.update(dict.fromkeys(self.tools))
+        self.stale = False
         return found
 
     def check(self, call: ProposedCall) -> ToolOutcome | None:
@@ -118,4 +126,6 @@ class McpToolbox:
             self.reported += [RowChange.model_validate(c) for c in meta[CHANGES_META_KEY]]
         else:
             self.unreported += 1
+        if meta.get(TOOLS_CHANGED_META_KEY):
+            self.stale = True
         return ToolOutcome(result_text(result), error, "domain_error" if error else "ok")

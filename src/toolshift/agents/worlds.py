@@ -32,6 +32,10 @@ class InProcessSession:
         return self.world.changes_since(self.before)
 
 
+SERVED_CAPABILITY = "toolshift/ecosystem"
+"""An experimental server capability declaring what is served (an ecosystem version and setting)."""
+
+
 @dataclass
 class RemoteSession:
     """An MCP session with a world at a URL; the diff is folded from the changes its calls reported."""
@@ -39,6 +43,8 @@ class RemoteSession:
     client: Any
     policy: str
     title: str
+    served: dict[str, Any] | None = None
+    """The server's `toolshift/ecosystem` declaration, recorded in each episode."""
 
     async def diff(self, reported: list[RowChange] | None) -> list[RowChange] | None:
         if reported is None:
@@ -96,7 +102,10 @@ def remote(url: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
                 ) from None
             info = client.server_info
             title = (info.title or info.name) if info is not None else url
-            yield RemoteSession(client, client.instructions or "", title or url)
+            caps = client.server_capabilities
+            declared = (caps.experimental or {}).get(SERVED_CAPABILITY) if caps is not None else None
+            served = dict(declared) if isinstance(declared, dict) else None
+            yield RemoteSession(client, client.instructions or "", title or url, served)
 
     return open_world
 

@@ -4,8 +4,10 @@ Definitions (also in docs/results/baselines.md). For task i in version v, with r
 weights W_c,i(v) (c ∈ {step, cost}) and an agent path of weight A_c,i(v):
 
 * SR: S_i(v) = 𝕀[Δgold_i ⊆ Δagent_i(v)] (`toolshift.models.covers`).
-* Tool P/R/F1: E = the tools exposed to the agent (the episode's `source["exposed_tools"]`, else
-  the tools it called), R = the tools of the step-optimal reference path; P = |E∩R|/|E|,
+* Tool P/R/F1: E = the world tools exposed to the agent: those whose definitions it was given,
+  listed or returned by a search (the episode's `source["exposed_tools"]`, recorded by the agent
+  loop; harness tools such as `search_tools` left out; episodes recorded without it fall back to
+  the tools called), R = the tools of the step-optimal reference path; P = |E∩R|/|E|,
   R = |E∩R|/|R|, F1 their harmonic mean (0 when E∩R is empty).
 * SPE_c = S_i(v) · W_c,i(v) / max(W_c,i(v), A_c,i(v)): success-weighted path efficiency.
 * IDR_c(v), v ≥ 2, over I_c(v) = {i : W_c,i(v) < W_c,i(v−1)} (a better path appeared):
@@ -14,8 +16,9 @@ weights W_c,i(v) (c ∈ {step, cost}) and an agent path of weight A_c,i(v):
 * DAR_c(v), v ≥ 2, over D_c(v) = {i : W_c,i(v) > W_c,i(v−1)} (the best path got worse): the share
   of those tasks the agent solved at the new optimum, A_c,i(v) ≤ W_c,i(v).
 
-Agent steps count every tool call the agent made (failed ones too); agent cost sums the version's
-call cost of each tool called (a tool the version does not have costs `CALL_COST`).
+Agent steps count every tool call the agent made (failed ones too) but harness calls (a tool search,
+its own end of the conversation); agent cost sums the version's cost of each tool called (a tool
+the version does not have costs `CALL_COST`, the bottom of the 1–10 scale).
 Per version, intervals resample tasks; overall, they resample tasks with all their versions.
 """
 
@@ -32,6 +35,10 @@ from toolshift.report.intervals import Interval, bootstrap_mean
 from toolshift.traces.episode import Episode
 
 EPS = 1e-9
+HARNESS = frozenset(
+    {"think", "transfer_to_human_agents", "done", "list_tools", "search_tools", END_CONVERSATION}
+)
+"""Calls that serve the conversation, not the task: never steps, never exposed world tools."""
 
 METRICS: tuple[str, ...] = (
     "SR",
@@ -187,8 +194,7 @@ def world_tool_calls(episode: Episode, catalog: Iterable[str] | None = None) -> 
     ]
     if catalog is not None:
         allowed = set(catalog)
-        harness = {"think", "transfer_to_human_agents", "done", "list_tools", END_CONVERSATION}
-        names = [n for n in names if n in allowed or n not in harness]
+        names = [n for n in names if n in allowed or n not in HARNESS]
     return names
 
 
@@ -206,7 +212,7 @@ def agent_path(
         success=covers(episode.world_diff or [], expected_changes, generated=generated),
         steps=len(calls),
         cost=round(sum(tool_costs.get(n, CALL_COST) for n in calls), 2),
-        exposed=frozenset(exposed) if exposed is not None else frozenset(calls),
+        exposed=frozenset(exposed) - HARNESS if exposed is not None else frozenset(calls),
     )
 
 

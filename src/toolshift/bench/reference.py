@@ -11,7 +11,7 @@ dynamic programming over the sequence, once for steps and once for cost.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -19,26 +19,15 @@ Criterion = Literal["step", "cost"]
 CRITERIA: tuple[Criterion, ...] = ("step", "cost")
 
 CALL_COST = 1.0
-"""Cost of making one call, whatever it does."""
-ROW_COST = 0.05
-"""Cost per row a call reads or writes (rows in its result plus row changes it makes)."""
-BYTE_COST = 1.0 / 2000
-"""Cost per byte of the call's JSON result (what the agent must read)."""
-
-
-def call_cost(rows_touched: float, payload_bytes: float) -> float:
-    """The deterministic cost of one call: a fixed price, plus rows touched, plus payload size.
-
-    Rounded to hundredths, so sums of costs are exact in the integer hundredths the DP compares.
-    """
-    return round(CALL_COST + ROW_COST * rows_touched + BYTE_COST * payload_bytes, 2)
+"""The least a call costs (the bottom of the 1–10 scale): what a call of a tool the version lacks is charged."""
 
 
 @dataclass(frozen=True)
 class Implementation:
     """One way a version offers to perform a consecutive block of base functions.
 
-    `tools` lists the calls it makes in order (one per step); `cost` is the sum of their call costs.
+    `tools` lists the calls it makes in order (one per step); `cost` is the sum of their tools' costs
+    (`toolshift.bench.ecosystem.costs`: a 1–10 score per tool, fixed while the tool is unchanged).
     """
 
     id: str
@@ -120,15 +109,22 @@ def _key(criterion: Criterion, impls: Sequence[Implementation]) -> tuple[int, in
     )
 
 
+Usable = Callable[[Implementation, int], bool]
+"""Whether an implementation can serve the block that starts at this position of the sequence
+(a merge is usable only where its later steps need nothing its earlier steps return)."""
+
+
 def optimal_path(
     functions: Sequence[str],
     implementations: Iterable[Implementation] | ImplementationIndex,
     criterion: Criterion,
+    usable: Usable | None = None,
 ) -> ReferencePath | None:
     """The minimum-weight cover of `functions` by consecutive blocks, or None when none exists.
 
-    Ties are broken by the other criterion, then by implementation ids, so the answer is unique
-    and equals what exhaustive search finds (tested).
+    Only blocks `usable` allows are considered (default: all). Ties are broken by the other
+    criterion, then by implementation ids, so the answer is unique and equals what exhaustive
+    search finds (tested).
     """
     index = (
         implementations
@@ -144,6 +140,8 @@ def optimal_path(
         for impl in index.by_first.get(functions[i], ()):
             j = i + len(impl.covers)
             if j > n or tuple(functions[i:j]) != impl.covers:
+                continue
+            if usable is not None and not usable(impl, i):
                 continue
             rest = best[j]
             if rest is None:
@@ -163,7 +161,10 @@ def optimal_path(
 
 
 def brute_force_path(
-    functions: Sequence[str], implementations: Iterable[Implementation], criterion: Criterion
+    functions: Sequence[str],
+    implementations: Iterable[Implementation],
+    criterion: Criterion,
+    usable: Usable | None = None,
 ) -> ReferencePath | None:
     """Exhaustive search over every partition and choice: the DP's specification, for tests."""
     impls = sorted(implementations, key=lambda i: i.id)
@@ -177,6 +178,8 @@ def brute_force_path(
         for impl in impls:
             j = i + len(impl.covers)
             if impl.covers and j <= n and tuple(functions[i:j]) == impl.covers:
+                if usable is not None and not usable(impl, i):
+                    continue
                 chosen.append(PathBlock(i, j, impl))
                 extend(j, chosen)
                 chosen.pop()

@@ -1,14 +1,18 @@
-"""Baselines that give the metrics meaning without a model, plus the embedded model, run over MCP on version worlds.
+"""Baselines that give the metrics meaning without a model, plus any model, run over MCP on any version and setting.
 
 * `oracle` follows the current version's reference path (one episode per criterion when the
-  step- and cost-optimal paths differ): SR and SPE must come out at 100%.
-* `frozen-v1` replays the v1 reference path by tool names and arguments on every version: it loses
-  success where its tools were retired or changed, and efficiency where better paths appeared.
-* `embedded` is the embedded SmolLM2 agent of `toolshift.agents`, on a small sample per version.
+  step- and cost-optimal paths differ): SR and SPE must come out at 100%. In the standard setting
+  it fetches each tool by searching its exact name, so its exposed set is exactly the path's tools.
+* `frozen-v1` replays the v1 reference path by tool names and arguments on every version (in the
+  standard setting it searches each v1 name first): it loses success where its tools were retired or
+  changed, and efficiency where better paths appeared.
+* `embedded`, `openai:<m>`, `anthropic:<m>`: a model agent of `toolshift.agents`.
 
 Every episode goes through the real agent loop (`toolshift.agents.loop.run_episode`): an MCP client
-of a fresh world of that version over the in-memory transport, with the scripted user. Episodes
-record `ecosystem_version = "<ecosystem id>/v<n>"` so `toolshift bench eval` can refuse foreign runs.
+of a fresh session of that version and setting (`server.EcosystemServer`) over the in-memory
+transport, with any user simulator (`scripted`, `embedded`, `openai:<m>`, `anthropic:<m>`). Episodes
+record `ecosystem_version = "<ecosystem id>/v<n>"` and `source.setting`, so `toolshift bench eval`
+scores them and refuses foreign runs.
 """
 
 from __future__ import annotations
@@ -16,95 +20,30 @@ from __future__ import annotations
 import asyncio
 import random
 import zlib
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolshift.bench.ecosystem.catalog import DomainCatalog
 from toolshift.bench.ecosystem.paths import ReferenceRecord, load_references
-from toolshift.bench.ecosystem.store import (
-    compiled_domain,
-    domain_tasks,
-    load_ecosystem,
-    load_history,
-    rebuild_catalog,
+from toolshift.bench.ecosystem.server import Served, opener
+from toolshift.bench.ecosystem.settings import (
+    SEARCH_TOOL,
+    EcosystemVersion,
+    VersionWorlds,
+    check_setting,
+    exposure_for,
 )
+from toolshift.bench.ecosystem.store import load_ecosystem
 from toolshift.errors import BadInputError
 from toolshift.models import GoldCall, Task
 from toolshift.traces.episode import Episode
 from toolshift.traces.store import EpisodeWriter, iter_episodes, read_header, write_episodes
-from toolshift.world.world import World
 
 Baseline = str
 """`oracle`, `frozen-v1`, `embedded`, or a model of `toolshift.agents` (`openai:<name>`, `anthropic:<name>`)."""
 SCRIPTED: tuple[str, ...] = ("oracle", "frozen-v1")
 BASELINES: tuple[str, ...] = ("oracle", "frozen-v1", "embedded", "openai:<model>", "anthropic:<model>")
-
-
-@dataclass
-class _Session:
-    client: Any
-    policy: str
-    title: str
-    world: World
-    before: Any
-
-    async def diff(self, reported: Any) -> Any:
-        return self.world.changes_since(self.before)
-
-
-class VersionWorlds:
-    """Fresh worlds of any domain × version of an evolved build; compiled domains and catalogs cached."""
-
-    def __init__(self, build: str | Path) -> None:
-        self.build = Path(build)
-        self._compiled: dict[str, Any] = {}
-        self._tasks: dict[str, list[Task]] = {}
-        self._catalogs: dict[tuple[str, int], DomainCatalog] = {}
-
-    def tasks(self, domain: str) -> list[Task]:
-        if domain not in self._tasks:
-            self._tasks[domain] = domain_tasks(self.build, domain)
-        return self._tasks[domain]
-
-    def catalog(self, domain: str, version: int) -> DomainCatalog:
-        key = (domain, version)
-        if key not in self._catalogs:
-            if domain not in self._compiled:
-                self._compiled[domain] = compiled_domain(self.build, domain)
-            world = World(self._compiled[domain])
-            self._catalogs[key] = rebuild_catalog(
-                world, self.tasks(domain), load_history(self.build, domain), version
-            )
-            world.close()
-        return self._catalogs[key]
-
-    def world(self, domain: str, version: int) -> World:
-        cat = self.catalog(domain, version)
-        return cat.world(World(self._compiled[domain]))
-
-    def opener(self, domain: str, version: int) -> Callable[[], Any]:
-        """An opener for `run_episode`: a fresh version world behind an in-memory MCP client."""
-
-        @asynccontextmanager
-        async def open_world() -> AsyncIterator[_Session]:
-            from mcp import Client
-
-            from toolshift.world.serve import WorldServer
-
-            world = self.world(domain, version)
-            try:
-                before = world.snapshot()
-                server = WorldServer(world, shared_state=True)
-                async with Client(server.server, mode="legacy") as client:
-                    spec = world.domain.spec
-                    yield _Session(client, spec.policy or spec.description, spec.title, world, before)
-            finally:
-                world.close()
-
-        return open_world
 
 
 def _as_gold(calls: list[tuple[str, dict[str, Any]]]) -> list[GoldCall]:
@@ -118,7 +57,19 @@ class PlannedEpisode:
     criterion: str
     """`step`, `cost`, or `both` (the two reference paths are the same calls)."""
     calls: list[tuple[str, dict[str, Any]]] | None
-    exposed: list[str] | None
+    reference: ReferenceRecord
+
+
+def with_searches(calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """A scripted path for the standard setting: fetch each tool by its exact name before its first call."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    fetched: set[str] = set()
+    for name, args in calls:
+        if name not in fetched:
+            fetched.add(name)
+            out.append((SEARCH_TOOL, {"query": name, "k": 1}))
+        out.append((name, args))
+    return out
 
 
 def plan_baseline(
@@ -147,17 +98,17 @@ def plan_baseline(
         assert r.step is not None and r.cost is not None
         if baseline == "oracle":
             if r.step.calls == r.cost.calls:
-                out.append(PlannedEpisode(task, r.version, "both", r.step.calls, r.step.tools))
+                out.append(PlannedEpisode(task, r.version, "both", r.step.calls, r))
             else:
-                out.append(PlannedEpisode(task, r.version, "step", r.step.calls, r.step.tools))
-                out.append(PlannedEpisode(task, r.version, "cost", r.cost.calls, r.cost.tools))
+                out.append(PlannedEpisode(task, r.version, "step", r.step.calls, r))
+                out.append(PlannedEpisode(task, r.version, "cost", r.cost.calls, r))
         elif baseline == "frozen-v1":
             v1 = by.get((r.task_id, 1))
             if v1 is None or v1.step is None:
                 continue
-            out.append(PlannedEpisode(task, r.version, "both", v1.step.calls, v1.step.tools))
+            out.append(PlannedEpisode(task, r.version, "both", v1.step.calls, r))
         else:
-            out.append(PlannedEpisode(task, r.version, "both", None, None))
+            out.append(PlannedEpisode(task, r.version, "both", None, r))
     return out
 
 
@@ -165,47 +116,86 @@ def episode_key(baseline: str, p: PlannedEpisode) -> str:
     return f"{baseline}:{p.task.id}:v{p.version}:{p.criterion}"
 
 
+@dataclass
+class RunSetting:
+    """What changes an episode besides its task and version (a baseline file holds one of these)."""
+
+    setting: str = "standard"
+    user: str = "scripted"
+    max_turns: int = 40
+    base_url: str | None = None
+
+
+class _Versions:
+    """The whole catalog of the version being run, built once (the standard setting needs it)."""
+
+    def __init__(self, worlds: VersionWorlds, domains: list[str]) -> None:
+        self.worlds, self.domains = worlds, domains
+        self._eco: EcosystemVersion | None = None
+
+    def __call__(self, version: int) -> EcosystemVersion:
+        if self._eco is None or self._eco.version != version:
+            self._eco = EcosystemVersion(self.worlds, self.domains, version)
+        return self._eco
+
+
 async def _run_all(
     planned: list[PlannedEpisode],
     baseline: Baseline,
     worlds: VersionWorlds,
     eco_id: str,
+    domains: list[str],
+    run: RunSetting,
     *,
-    max_turns: int,
     on_episode: Callable[[Episode], None],
-    base_url: str | None = None,
 ) -> None:
-    from toolshift.agents.config import RunConfig, make_model
+    from toolshift.agents.config import RunConfig, make_model, make_user
     from toolshift.agents.loop import EpisodeLimits, run_episode
     from toolshift.agents.policies import oracle
-    from toolshift.agents.users import ScriptedUser
 
-    config, shared = None, None
-    if baseline not in SCRIPTED:
-        config = RunConfig(world=str(worlds.build), model=baseline, max_turns=max_turns, base_url=base_url)
-        if baseline != "embedded":  # an API client holds no per-episode state
-            shared = make_model(baseline, config, seed=0)
-    for p in planned:
-        if config is None:
-            agent: Any = oracle(p.task, _as_gold(p.calls or []))
+    config = RunConfig(
+        world=str(worlds.build),
+        model=baseline if baseline not in SCRIPTED else "oracle",
+        user=run.user,
+        max_turns=run.max_turns,
+        base_url=run.base_url,
+    )
+    shared = None
+    if baseline not in SCRIPTED and baseline != "embedded":  # an API client holds no per-episode state
+        shared = make_model(baseline, config, seed=0)
+    versions = _Versions(worlds, domains)
+    for p in sorted(planned, key=lambda p: p.version):  # one version's whole catalog at a time
+        key = episode_key(baseline, p)
+        seed = zlib.crc32(key.encode())
+        if baseline in SCRIPTED:
+            calls = p.calls or []
+            script = with_searches(calls) if run.setting == "standard" else calls
+            agent: Any = oracle(p.task, _as_gold(script))
         elif shared is not None:
             agent = shared
         else:  # the embedded model samples per turn: seeded by the episode, the same whether resumed or not
-            agent = make_model(baseline, config, seed=zlib.crc32(episode_key(baseline, p).encode()))
-        source: dict[str, Any] = {"baseline": baseline, "criterion": p.criterion}
-        if p.exposed is not None:
-            source["exposed_tools"] = sorted(set(p.exposed))
+            agent = make_model(baseline, config, seed=seed)
+        # a model user is seeded by the episode too (make_user adds one to the seed it derives)
+        user = make_user(config.model_copy(update={"seed": seed}), p.task, 0)
+        eco = versions(p.version) if run.setting == "standard" else None
+        exposure = exposure_for(
+            run.setting,
+            version=eco,
+            catalog=None if eco else worlds.catalog(p.task.domain, p.version),
+            task=p.task,
+            reference=p.reference,
+        )
+        served = Served(eco_id, p.version, run.setting, exposure.domain, exposure.task)
         ep = await run_episode(
             p.task,
             agent,
-            ScriptedUser(p.task.public_request, p.task.instruction),
-            worlds.opener(p.task.domain, p.version),
-            episode_id=episode_key(baseline, p),
-            limits=EpisodeLimits(max_turns=max_turns),
+            user,
+            opener(worlds, served, exposure, eco),
+            episode_id=key,
+            limits=EpisodeLimits(max_turns=run.max_turns),
             agent_name=baseline,
-            source=source,
+            source={"baseline": baseline, "criterion": p.criterion},
         )
-        ep.ecosystem_version = f"{eco_id}/v{p.version}"
         on_episode(ep)
 
 
@@ -222,14 +212,20 @@ def run_baseline(
     progress: Callable[[], None] | None = None,
     command: str = "",
     base_url: str | None = None,
+    setting: str = "standard",
+    user: str = "scripted",
 ) -> Path:
-    """Run one baseline on the evolved build, appending its episodes to `out/<baseline>.episodes.jsonl`.
+    """Run one baseline on the evolved build in one setting with one user simulator, appending its episodes
+    to `out/<baseline>[.<setting>][.user-<user>].episodes.jsonl`.
 
-    Resumable: episodes already in the file (by id) are not run again; a file of another ecosystem is refused.
+    Resumable: episodes already in the file (by id) are not run again; a file of another ecosystem or
+    another setting is refused.
     """
-    if baseline not in SCRIPTED:
-        from toolshift.agents.config import check_model_spec
+    from toolshift.agents.config import check_model_spec
 
+    check_setting(setting)
+    check_model_spec(user, role="user")
+    if baseline not in SCRIPTED:
         try:
             check_model_spec(baseline)
         except BadInputError:
@@ -247,11 +243,13 @@ def run_baseline(
     worlds = VersionWorlds(build)
     tasks = {t.id: t for d in eco.domains for t in worlds.tasks(d)}
     planned = plan_baseline(baseline, records, tasks, split=split, sample=sample, seed=seed)
-    path = Path(out) / f"{baseline.replace(':', '_').replace('/', '_')}.episodes.jsonl"
+    path = Path(out) / baseline_file(baseline, setting, user)
     turns = max_turns or (40 if baseline in SCRIPTED else 10 if baseline == "embedded" else 30)
+    url = base_url if "openai:" in f"{baseline} {user}" else None
+    run = RunSetting(setting=setting, user=user, max_turns=turns, base_url=url)
     # What changes an episode besides its task and version: a file holds episodes of one setting only.
-    setting = {"max_turns": turns, "base_url": base_url if baseline.startswith("openai:") else None}
-    meta = {"ecosystem": eco.id, "build": eco.build, "baseline": baseline, "command": command, **setting}
+    fixed = {"max_turns": turns, "base_url": url, "setting": setting, "user": user}
+    meta = {"ecosystem": eco.id, "build": eco.build, "baseline": baseline, "command": command, **fixed}
     done: set[str] = set()
     if path.exists():
         header = read_header(path).meta
@@ -261,7 +259,7 @@ def run_baseline(
                 f"holds episodes of ecosystem {recorded!r}, not {eco.id!r}; choose another --out",
                 source=str(path),
             )
-        for name, value in setting.items():
+        for name, value in fixed.items():
             if name in header and header[name] != value:
                 raise BadInputError(
                     f"holds episodes recorded with {name} {header[name]!r}, not {value!r}; "
@@ -283,7 +281,12 @@ def run_baseline(
             if progress:
                 progress()
 
-        asyncio.run(
-            _run_all(todo, baseline, worlds, eco.id, max_turns=turns, on_episode=keep, base_url=base_url)
-        )
+        asyncio.run(_run_all(todo, baseline, worlds, eco.id, list(eco.domains), run, on_episode=keep))
     return path
+
+
+def baseline_file(baseline: str, setting: str = "standard", user: str = "scripted") -> str:
+    """`<agent>[.<setting>][.user-<user>].episodes.jsonl` (':' and '/' as '_')."""
+    stem = baseline + ("" if setting == "standard" else f".{setting}")
+    stem += "" if user == "scripted" else f".user-{user}"
+    return f"{stem.replace(':', '_').replace('/', '_')}.episodes.jsonl"

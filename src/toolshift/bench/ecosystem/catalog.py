@@ -130,11 +130,19 @@ class DomainCatalog:
     base_function: dict[str, str]
     """Base tool name → the base function it implements."""
     money_fields: frozenset[str] = frozenset()
+    required: frozenset[str] | None = None
+    """The base functions that must stay performable on their own: those the build's tasks use
+    (None: every base function). A function no task uses may be retired with its last tool."""
 
     @classmethod
     def base(cls, world: World, base_function: dict[str, str] | None = None) -> DomainCatalog:
-        """Version 1: one one-to-one implementation per tool of the compiled world."""
+        """Version 1: one one-to-one implementation per tool of the compiled world.
+
+        `base_function` maps the tools the tasks' gold paths call to their functions; those functions
+        are the required ones.
+        """
         fmap = dict(base_function or {})
+        required = frozenset(fmap.values()) if base_function is not None else None
         tools = {t.name: t for t in world.tools}
         impls: dict[str, Impl] = {}
         for name in tools:
@@ -150,11 +158,16 @@ class DomainCatalog:
         money = frozenset(
             f.name for t in world.domain.tables.values() for f in t.entity.fields if f.type == "money"
         )
-        return cls(world.domain.name, tools, impls, fmap, money)
+        return cls(world.domain.name, tools, impls, fmap, money, required)
 
     def clone(self) -> DomainCatalog:
         return DomainCatalog(
-            self.domain, dict(self.tools), dict(self.impls), self.base_function, self.money_fields
+            self.domain,
+            dict(self.tools),
+            dict(self.impls),
+            self.base_function,
+            self.money_fields,
+            self.required,
         )
 
     def atomic_impl_of(self, tool: str) -> Impl | None:
@@ -168,9 +181,10 @@ class DomainCatalog:
         return out
 
     def unreachable(self) -> list[str]:
-        """Base functions no active implementation covers on its own (the version must have none)."""
+        """Required base functions no active implementation covers on its own (a version must have none)."""
         single = self.single_function_impls()
-        return sorted({f for f in self.base_function.values() if f not in single})
+        needed = self.required if self.required is not None else set(self.base_function.values())
+        return sorted(f for f in needed if f not in single)
 
     def add(self, impl: Impl, new_tools: Sequence[Tool]) -> None:
         """Activate a new implementation and its tools."""

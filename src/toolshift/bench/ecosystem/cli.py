@@ -94,6 +94,13 @@ def evolve(
     perturb_rate: Annotated[
         float, typer.Option(help="Share of tool descriptions perturbed per version.")
     ] = 0.04,
+    cost_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Score implementation costs 1-10 with this model (embedded, openai:<m>, anthropic:<m>; "
+            "cached in DIR/ecosystem/cost-scores.json) instead of the declared-work rubric."
+        ),
+    ] = None,
 ) -> None:
     """Sample versions v2..vN by checked, capability-preserving transformations; write DIR/ecosystem/."""
     from toolshift.bench.build import load_manifest
@@ -102,12 +109,19 @@ def evolve(
 
     if versions < 1:
         raise BadInputError("--versions must be at least 1", field="versions")
+    if cost_model is not None:
+        from toolshift.agents.config import check_model_spec
+
+        check_model_spec(cost_model, role="user")  # a chat model: embedded, openai:<m> or anthropic:<m>
+        if cost_model == "scripted":
+            raise BadInputError("--cost-model needs a chat model, not 'scripted'", field="cost_model")
     config = EvolveConfig(
         versions=versions,
         seed=seed,
         min_transforms=min_transforms,
         max_transforms=max(min_transforms, max_transforms),
         perturb_rate=perturb_rate,
+        cost_model=cost_model,
     )
     names = [d.strip() for d in domains.split(",")] if domains else None
     total = len(names) if names else sum(1 for e in load_manifest(build).domains if e.tasks)
@@ -188,8 +202,15 @@ def baseline(
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible endpoint for openai:<model>.")
     ] = None,
+    setting: Annotated[
+        str,
+        typer.Option(help="standard, domain-tools, task-tools, oracle-tools or oracle-path (README, bench)."),
+    ] = "standard",
+    user: Annotated[
+        str, typer.Option(help="User simulator: scripted, embedded, openai:<model> or anthropic:<model>.")
+    ] = "scripted",
 ) -> None:
-    """Run a baseline or a model on every version over MCP and record its episodes (resumable)."""
+    """Run a baseline or a model on every version over MCP in one setting and record its episodes (resumable)."""
     from toolshift.bench.ecosystem.baselines import run_baseline
 
     if split not in ("test", "train", "all"):
@@ -208,6 +229,8 @@ def baseline(
             progress=lambda: bar.advance(task),
             command=_command(ctx),
             base_url=base_url,
+            setting=setting,
+            user=user,
         )
     console.print(f"wrote {path}")
 
@@ -259,32 +282,91 @@ def evaluate(
 
 def serve(
     build: Annotated[Path, typer.Argument(help="A bench build directory with an evolved ecosystem.")],
-    domain: Annotated[str, typer.Argument(help="A domain of the build.")],
+    domain: Annotated[
+        str | None, typer.Argument(help="A domain of the build (domain-tools; default: the --task's).")
+    ] = None,
     version: Annotated[int, typer.Option(help="Ecosystem version to serve.")] = 1,
+    setting: Annotated[
+        str,
+        typer.Option(
+            help="standard (every domain behind search_tools), domain-tools, task-tools, oracle-tools, oracle-path."
+        ),
+    ] = "standard",
+    task: Annotated[
+        str | None, typer.Option(help="The task a per-task setting serves (task-tools, oracle-*).")
+    ] = None,
     transport: Annotated[str, typer.Option(help="stdio or http (streamable HTTP).")] = "stdio",
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8765,
 ) -> None:
-    """Serve one domain's world at one ecosystem version over MCP (a world per session)."""
+    """Serve one ecosystem version in one setting over MCP (a session per connection).
+
+    The server declares its ecosystem version and setting; `toolshift run --world URL` records them in
+    every episode, so `toolshift bench eval` can score the run.
+    """
     import anyio
 
-    from toolshift.bench.ecosystem.store import load_ecosystem, version_world
-    from toolshift.world.serve import WorldServer
+    from toolshift.bench.ecosystem.server import EcosystemServer, Served
+    from toolshift.bench.ecosystem.settings import (
+        PER_TASK,
+        EcosystemVersion,
+        VersionWorlds,
+        check_setting,
+        exposure_for,
+    )
+    from toolshift.bench.ecosystem.store import load_ecosystem
 
     eco = load_ecosystem(build)
-    if domain not in eco.domains:
+    check_setting(setting)
+    if transport not in ("stdio", "http"):
+        raise BadInputError(f"unknown transport {transport!r} (stdio or http)", field="transport")
+    if not 1 <= version <= eco.config.versions:
+        raise BadInputError(
+            f"ecosystem {eco.id} has versions 1..{eco.config.versions}, not {version}", field="version"
+        )
+    worlds = VersionWorlds(build)
+    the_task, reference = None, None
+    if task is not None:
+        by_id = {t.id: t for d in eco.domains for t in worlds.tasks(d)}
+        if task not in by_id:
+            raise BadInputError(f"task {task!r} is not in this build", source=str(build), field="task")
+        the_task = by_id[task]
+        domain = domain or the_task.domain
+        if setting in ("oracle-tools", "oracle-path"):
+            from toolshift.bench.ecosystem.paths import load_references
+
+            _, records = load_references(build)
+            reference = next((r for r in records if r.task_id == task and r.version == version), None)
+    elif setting in PER_TASK:
+        raise BadInputError(f"setting {setting!r} serves one task: give --task", field="task")
+    if domain is not None and domain not in eco.domains:
         raise BadInputError(
             f"domain {domain!r} is not in ecosystem {eco.id}", source=str(build), field="domain"
         )
-    if transport not in ("stdio", "http"):
-        raise BadInputError(f"unknown transport {transport!r} (stdio or http)", field="transport")
-    world, _ = version_world(build, domain, version)
-    server = WorldServer(world, name=f"toolshift-{domain}-v{version}")
+    if setting == "standard" and domain is not None and task is None:
+        raise BadInputError(
+            "the standard setting serves every domain: drop DOMAIN, or use --setting domain-tools",
+            field="domain",
+        )
+    if setting == "domain-tools" and domain is None:
+        raise BadInputError("setting 'domain-tools' needs a DOMAIN (or --task)", field="domain")
+    whole = EcosystemVersion(worlds, eco.domains, version) if setting == "standard" else None
+    exposure = exposure_for(
+        setting,
+        version=whole,
+        catalog=worlds.catalog(domain, version) if domain and setting != "standard" else None,
+        task=the_task,
+        reference=reference,
+        domain=domain,
+    )
+    served = Served(eco.id, version, setting, exposure.domain, exposure.task)
+    server = EcosystemServer(worlds, served, exposure, eco=whole)
     if transport == "stdio":
         anyio.run(server.run_stdio)
         return
+    size = len(whole.tools) if whole else len(exposure.listed)
     Console(stderr=True).print(
-        f"serving [bold]{domain}[/] v{version} of {eco.id} ({len(world.tools)} tools) at http://{host}:{port}/mcp"
+        f"serving [bold]{served.ecosystem_version}[/] ({setting}, {size} tools) at http://{host}:{port}/mcp"
     )
     server.run_http(host=host, port=port)
 

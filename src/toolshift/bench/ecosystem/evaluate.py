@@ -1,7 +1,9 @@
 """`toolshift bench eval RUNS`: score recorded episodes against the evolved build's reference paths.
 
-Each episode must name its ecosystem version as `<ecosystem id>/v<n>`; episodes of another build's
-ecosystem, or of a version the ecosystem does not have, are refused by name (file, record, field).
+Each episode must name its ecosystem version as `<ecosystem id>/v<n>` (baselines record it, and so
+does `toolshift run` against `toolshift bench serve`, from the server's declaration); episodes of
+another build's ecosystem, or of a version the ecosystem does not have, are refused by name (file,
+record, field). Episodes are grouped by agent, setting and user simulator (`agent_label`).
 Task × version instances whose reference paths failed replay are excluded and counted, never scored.
 """
 
@@ -86,6 +88,15 @@ def parse_version(ep: Episode, eco: EcosystemManifest, source: str, record: int)
     return int(ver)
 
 
+def agent_label(ep: Episode) -> str:
+    """Who is scored: the baseline or model, then the setting and the user simulator where not the defaults."""
+    agent = str(ep.source.get("baseline") or ep.agent or ep.model or "agent")
+    setting = str(ep.source.get("setting") or "standard")
+    user = str((ep.outcome.info.get("user") if ep.outcome else None) or "scripted")
+    label = agent if setting == "standard" else f"{agent} [{setting}]"
+    return label if user == "scripted" else f"{label} (user {user})"
+
+
 def _instance(refs: dict[tuple[str, int], ReferenceRecord], task_id: str, version: int) -> InstanceReference:
     r = refs[(task_id, version)]
     assert r.step is not None and r.cost is not None
@@ -117,11 +128,10 @@ def evaluate(
     commands: dict[str, list[str]] = defaultdict(list)
     for f in episode_files(runs):
         meta = read_header(f).meta
-        if meta.get("command") and meta.get("baseline"):
-            commands[str(meta["baseline"])].append(str(meta["command"]))
+        command = str(meta.get("command") or "")
         for k, ep in enumerate(iter_episodes(f)):
             version = parse_version(ep, eco, str(f), k)
-            agent = str(ep.source.get("baseline") or ep.agent or ep.model or "agent")
+            agent = agent_label(ep)
             task = tasks.get(ep.task_id)
             if task is None:
                 raise BadInputError(
@@ -132,6 +142,8 @@ def evaluate(
                 has_paths = ref is not None and ref.step is not None and ref.cost is not None
                 excluded[agent]["reference path failed replay" if has_paths else "no reference path"] += 1
                 continue
+            if command and command not in commands[agent]:
+                commands[agent].append(command)
             criterion = str(ep.source.get("criterion") or "both")
             path = agent_path(ep, task.expected_changes, costs[(task.domain, version)], task.generated_values)
             paths[(agent, ep.task_id, version)][criterion] = path

@@ -1,17 +1,24 @@
 """Sample ecosystem versions v2..vN per domain by checked, capability-preserving transformations.
 
-Each version applies a bounded number of transformations to the previous one. A candidate is
-generated (new tools with composed handlers), checked on gold inputs (`verify.Verifier`), and
-applied only if it passes and every base function stays reachable on its own afterwards; anything
-else is logged as rejected with its reason and another candidate is drawn. Some descriptions are then
-perturbed (recorded). Everything a version needs to be rebuilt is in its `TransformRecord`s, so
-`materialise` replays them onto the compiled domain without re-checking.
+Each version applies a bounded number of transformations to the previous one. A transformation of
+version v acts only on implementations version v−1 had, so nothing is created and retired inside
+one version unseen by any agent. A candidate is generated (new tools with composed handlers),
+checked on gold inputs (`verify.Verifier`), and applied only if it passes and every base function a
+task uses stays performable on its own afterwards; anything else is logged as rejected with its
+reason and another candidate is drawn. A merge is drawn only from blocks of the tasks' gold paths
+where one call can do it with what is known before the block (`knowledge.TaskKnowledge`). Then the
+catalog is brought back within a size band of its v1 size by retiring implementations v−1 had
+(overlapping interfaces, functions no task uses, old merges), and some descriptions are perturbed.
+Each new tool gets its cost once (`costs`), from its declared work or its source's.
+Everything a version needs to be rebuilt is in its `TransformRecord`s, so `materialise` replays
+them onto the compiled domain without re-checking.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import random
 import re
 from collections import Counter
@@ -23,7 +30,16 @@ from pydantic import BaseModel, Field
 
 from toolshift.bench.ecosystem.catalog import DomainCatalog, Impl
 from toolshift.bench.ecosystem.codecs import CODEC_NAMES
-from toolshift.bench.ecosystem.verify import ToolCosts, Verifier
+from toolshift.bench.ecosystem.costs import (
+    DRAFT_WORK,
+    ModelScorer,
+    Work,
+    declared_work,
+    merged_work,
+    rubric_score,
+)
+from toolshift.bench.ecosystem.knowledge import TaskKnowledge
+from toolshift.bench.ecosystem.verify import GoldSample, Verifier
 from toolshift.models import Task
 from toolshift.world.compiler import CompiledDomain
 from toolshift.world.tools import Tool, ToolError
@@ -102,6 +118,12 @@ class EvolveConfig(BaseModel):
     samples: int = 3
     """Gold inputs each transformation is checked on."""
     max_block: int = 3
+    band_low: float = Field(0.9, gt=0, le=1)
+    band_high: float = Field(1.0, gt=0, le=1)
+    """Each later version's tool count is brought within [band_low, band_high] × the domain's v1 count
+    by retiring implementations (the seed's catalogs shrink and stay within 799–892 tools)."""
+    cost_model: str | None = None
+    """Score implementations with this model (cached) instead of the declared-work rubric."""
     seed: int = 0
 
 
@@ -144,6 +166,8 @@ class VersionState:
     rejected: list[TransformRecord] = field(default_factory=list)
     perturbations: list[Perturbation] = field(default_factory=list)
     costs: dict[str, float] = field(default_factory=dict)
+    band: int = 0
+    """The tool count this version was brought down to (0 in v1)."""
 
 
 # --- applying records (shared by sampling and materialising) --------------------------------------
@@ -194,29 +218,75 @@ def apply_perturbation(cat: DomainCatalog, p: Perturbation) -> None:
 class DomainEvolver:
     """Samples versions 2..N of one domain."""
 
-    def __init__(self, domain: CompiledDomain, tasks: Sequence[Task], config: EvolveConfig) -> None:
+    def __init__(
+        self,
+        domain: CompiledDomain,
+        tasks: Sequence[Task],
+        config: EvolveConfig,
+        scorer: ModelScorer | None = None,
+    ) -> None:
         self.domain = domain
         self.config = config
+        self.scorer = scorer
         self.prefix = domain.spec.tool_prefix
         world = World(domain)
         fmap = {c.tool: c.function or c.tool for t in tasks for c in t.gold_path}
         base = DomainCatalog.base(world, fmap)
         self.verifier = Verifier(domain, tasks, base.tools)
-        self.costs: ToolCosts = self.verifier.measure_gold()
+        schemas = {n: t.input_schema for n, t in base.tools.items()}
+        self.knowledge = {t.id: TaskKnowledge(t, schemas) for t in self.verifier.tasks}
         self.block_counts: Counter[tuple[str, ...]] = Counter()
+        self.usable_blocks: Counter[tuple[str, ...]] = Counter()
+        """Occurrences of each block where one call could do it (merges are drawn from these)."""
         for t in self.verifier.tasks:
             seq = t.base_functions
             for w in range(1, config.max_block + 1):
                 for i in range(len(seq) - w + 1):
-                    self.block_counts[tuple(seq[i : i + w])] += 1
+                    block = tuple(seq[i : i + w])
+                    self.block_counts[block] += 1
+                    if w >= 2 and self.knowledge[t.id].block_usable(i, i + w):
+                        self.usable_blocks[block] += 1
+        self.work: dict[str, Work] = {n: declared_work(t, domain) for n, t in base.tools.items()}
+        self.cost: dict[str, float] = {n: self._score(t, self.work[n]) for n, t in base.tools.items()}
         digest = hashlib.sha256(f"{config.seed}:{domain.name}".encode()).hexdigest()
         self.rng = random.Random(int(digest[:12], 16))
-        self.versions: list[VersionState] = [VersionState(1, base, costs=self.costs.table(list(base.tools)))]
+        self.n1 = len(base.tools)
+        self.low = max(1, math.ceil(config.band_low * self.n1))
+        self.high = max(self.low, math.floor(config.band_high * self.n1))
+        self._prev: set[str] = set(base.impls)
+        self.versions: list[VersionState] = [VersionState(1, base, costs=self._cost_table(base))]
 
     def run(self) -> list[VersionState]:
         for v in range(2, self.config.versions + 1):
             self.versions.append(self.next_version(v))
         return self.versions
+
+    # costs
+
+    def _score(self, tool: Tool, work: Work) -> float:
+        return float(self.scorer.score(tool, work) if self.scorer else rubric_score(work))
+
+    def _cost_table(self, cat: DomainCatalog) -> dict[str, float]:
+        return {t: self.cost[t] for t in sorted(cat.tools)}
+
+    def _assign_costs(self, rec: TransformRecord, impl: Impl, cat: DomainCatalog, srcs: list[Impl]) -> None:
+        """Give the new tools of an accepted transformation their work and cost, once."""
+        if rec.kind in ONE_TO_ONE:
+            src_tool = srcs[0].tools[0]
+            self.work[impl.tools[0]] = self.work[src_tool]
+            self.cost[impl.tools[0]] = self.cost[src_tool]
+        elif rec.kind == "split":
+            src_tool = srcs[0].tools[0]
+            start, set_, commit = impl.tools
+            for name in (start, set_):
+                self.work[name] = DRAFT_WORK
+                self.cost[name] = self._score(cat.tools[name], DRAFT_WORK)
+            self.work[commit] = self.work[src_tool]
+            self.cost[commit] = self.cost[src_tool]
+        elif rec.kind == "merge":
+            work = merged_work([self.work[p.tools[0]] for p in srcs])
+            self.work[impl.tools[0]] = work
+            self.cost[impl.tools[0]] = self._score(cat.tools[impl.tools[0]], work)
 
     # names
 
@@ -256,13 +326,28 @@ class DomainEvolver:
             return p[: -len("_number")] + "_no"
         return PARAM_SYNONYMS.get(p, p + "_value")
 
-    # candidates
+    # candidates: only implementations the previous version had
+
+    def _old(self, cat: DomainCatalog) -> list[Impl]:
+        return sorted((i for i in cat.impls.values() if i.id in self._prev), key=lambda i: i.id)
 
     def _gold_atomic(self, cat: DomainCatalog) -> list[Impl]:
-        return sorted(
-            (i for i in cat.impls.values() if i.atomic and self.block_counts.get(i.covers)),
-            key=lambda i: i.id,
-        )
+        return [i for i in self._old(cat) if i.atomic and self.block_counts.get(i.covers)]
+
+    def _retirable(self, cat: DomainCatalog) -> tuple[list[Impl], list[Impl], list[Impl]]:
+        """Old implementations whose retirement keeps every required function performable:
+        overlapping one-function interfaces, the interfaces of functions no task uses, merges."""
+        single = cat.single_function_impls()
+        required = cat.required if cat.required is not None else set(cat.base_function.values())
+        overlaps, unused, merged = [], [], []
+        for i in self._old(cat):
+            if len(i.covers) > 1:
+                merged.append(i)
+            elif len(single[i.covers[0]]) > 1:
+                overlaps.append(i)
+            elif i.covers[0] not in required:
+                unused.append(i)
+        return overlaps, unused, merged
 
     def _candidate(self, cat: DomainCatalog, version: int, rid: str) -> TransformRecord | None:
         cfg, rng = self.config, self.rng
@@ -270,12 +355,7 @@ class DomainEvolver:
         rec = TransformRecord(id=rid, domain=self.domain.name, version=version, kind=kind, sources=[])  # type: ignore[arg-type]
         atomic = self._gold_atomic(cat)
         if kind == "retire":
-            single = cat.single_function_impls()
-            overlaps = sorted(
-                (i for i in cat.impls.values() if len(i.covers) == 1 and len(single[i.covers[0]]) > 1),
-                key=lambda i: i.id,
-            )
-            merged = sorted((i for i in cat.impls.values() if len(i.covers) > 1), key=lambda i: i.id)
+            overlaps, _, merged = self._retirable(cat)
             pool = (
                 overlaps if overlaps and (not merged or rng.random() < cfg.retire_overlap_share) else merged
             )
@@ -284,7 +364,7 @@ class DomainEvolver:
             rec.sources = [rng.choice(pool).id]
             return rec
         if kind == "merge":
-            blocks = sorted((b, n) for b, n in self.block_counts.items() if len(b) >= 2 and n > 0)
+            blocks = sorted((b, n) for b, n in self.usable_blocks.items() if n > 0)
             if not blocks:
                 return None
             block = rng.choices([b for b, _ in blocks], weights=[n for _, n in blocks])[0]
@@ -335,6 +415,14 @@ class DomainEvolver:
             rec.options = {"codec": rng.choice(CODEC_NAMES)}
         return rec
 
+    def _samples(self, impl: Impl) -> list[GoldSample]:
+        """Gold inputs to check `impl` on; for a merge only occurrences where one call can do the block."""
+        found = self.verifier.occurrences(impl.covers)
+        if len(impl.covers) > 1:
+            found = [s for s in found if self.knowledge[s.task.id].block_usable(s.start, s.end)]
+        self.rng.shuffle(found)
+        return found[: self.config.samples]
+
     def _try(self, cat: DomainCatalog, rec: TransformRecord) -> tuple[DomainCatalog, str]:
         """Check and apply `rec` on a copy of `cat`; returns the new catalog or the rejection reason."""
         after = cat.clone()
@@ -342,24 +430,24 @@ class DomainEvolver:
             impl, _ = apply_record(after, rec)
         except ToolError as exc:
             return cat, f"not applicable: {exc.message}"
+        srcs = [cat.impls[s] for s in rec.sources]
         if impl is not None:
-            srcs = [cat.impls[s] for s in rec.sources]
-            samples = self.verifier.samples(impl.covers, self.config.samples, self.rng)
-            result = self.verifier.check(cat.tools, srcs, after.tools, impl, samples)
+            result = self.verifier.check(cat.tools, srcs, after.tools, impl, self._samples(impl))
             rec.samples = result.samples
             if not result.ok:
                 return cat, result.reason
-            if rec.in_place:
-                for t in impl.tools:
-                    self.costs.reset(t)
-            self.costs.add(result.measures)
         lost = after.unreachable()
         if lost:
             return cat, f"would leave base functions unreachable: {', '.join(lost)}"
+        if len(after.tools) > len(cat.tools) and self._least_size(after) > self.high:
+            return cat, f"would leave the catalog above its size band ({self.high} tools)"
+        if impl is not None:
+            self._assign_costs(rec, impl, after, srcs)
         return after, ""
 
     def next_version(self, version: int) -> VersionState:
         prev = self.versions[-1]
+        self._prev = set(prev.catalog.impls)
         cat = prev.catalog.clone()
         state = VersionState(version, cat)
         budget = self.rng.randint(self.config.min_transforms, self.config.max_transforms)
@@ -379,12 +467,56 @@ class DomainEvolver:
                 continue
             cat = new_cat
             state.records.append(rec)
+        cat = self._shrink(cat, state)
         state.catalog = cat
         state.perturbations = self._perturb(cat, version)
         for p in state.perturbations:
             apply_perturbation(cat, p)
-        state.costs = self.costs.table(sorted(cat.tools))
+        state.costs = self._cost_table(cat)
         return state
+
+    def _shrink_pool(self, cat: DomainCatalog) -> list[Impl]:
+        """What the size band retires next: overlapping interfaces and unused functions before merges,
+        the heaviest (most tools, a split) first."""
+        overlaps, unused, merged = self._retirable(cat)
+        pool = overlaps + unused or merged
+        if not pool:
+            return []
+        most = max(len(i.tools) for i in pool)
+        return [i for i in pool if len(i.tools) == most]
+
+    def _least_size(self, cat: DomainCatalog) -> int:
+        """The fewest tools `_shrink` could bring the catalog to (a transformation that adds tools is
+        refused when even that stays above the band)."""
+        sim = cat.clone()
+        while pool := self._shrink_pool(sim):
+            sim.retire_impl(pool[0].id)
+        return len(sim.tools)
+
+    def _shrink(self, cat: DomainCatalog, state: VersionState) -> DomainCatalog:
+        """Retire old implementations until the catalog is within its size band (recorded as `retire`)."""
+        state.band = self.rng.randint(self.low, self.high)
+        k = 0
+        while len(cat.tools) > state.band:
+            pool = self._shrink_pool(cat)
+            if not pool:
+                break
+            k += 1
+            rec = TransformRecord(
+                id=f"v{state.version}.r{k}",
+                domain=self.domain.name,
+                version=state.version,
+                kind="retire",
+                sources=[self.rng.choice(pool).id],
+                options={"why": "catalog size", "band": state.band},
+            )
+            cat, reason = self._try(cat, rec)
+            if reason:  # cannot happen for the pool above; kept as a guard
+                rec.status, rec.reason = "rejected", reason
+                state.rejected.append(rec)
+                break
+            state.records.append(rec)
+        return cat
 
     def _perturb(self, cat: DomainCatalog, version: int) -> list[Perturbation]:
         names = sorted(cat.tools)

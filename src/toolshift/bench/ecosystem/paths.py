@@ -1,9 +1,12 @@
 """`toolshift bench reference`: step- and cost-optimal reference paths for every task × version, replayed to Δgold.
 
-Each path is found by the DP of `toolshift.bench.reference` over the version's implementations,
-then turned into concrete calls (each block's implementation plans its calls from the task's gold
-calls) and replayed on a fresh world of that version: a path counts only if its diff covers Δgold.
-Paths that fail replay are kept in the file, marked, and excluded from scoring.
+Each path is found by the DP of `toolshift.bench.reference` over the version's implementations an
+agent could use for that task (a merge only on blocks where one call can do it from what is known
+before the block, `knowledge.TaskKnowledge`), then turned into concrete calls (each block's
+implementation plans its calls from the task's gold calls) and replayed on a fresh world of that
+version: a path counts only if every call succeeds, every argument of every call is a fact of the
+task or a value an earlier call of the path returned, and its diff covers Δgold. Paths that fail are
+kept in the file, marked with the reason, and excluded from scoring.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from toolshift.bench.ecosystem.catalog import DomainCatalog
+from toolshift.bench.ecosystem.knowledge import TaskKnowledge, facts_known, known_from, unknown_arguments
 from toolshift.bench.ecosystem.store import (
     REFERENCE_FORMAT,
     atomic_write,
@@ -27,10 +31,11 @@ from toolshift.bench.ecosystem.store import (
     load_history,
     rebuild_catalog,
 )
-from toolshift.bench.reference import ImplementationIndex, ReferencePath, optimal_path
+from toolshift.bench.reference import Implementation, ImplementationIndex, ReferencePath, Usable, optimal_path
 from toolshift.errors import BadInputError
 from toolshift.fileio import atomic_path, read_text
 from toolshift.models import Task
+from toolshift.world.tools import ToolError
 from toolshift.world.world import World
 
 
@@ -68,6 +73,8 @@ class ReferenceHeader(BaseModel):
     instances: int
     valid: int
     failed_replay: int
+    not_callable: int = 0
+    """Paths (step or cost) with an argument neither a fact nor in an earlier result: excluded."""
     no_path: int
     dp_seconds: float
     replay_seconds: float
@@ -93,16 +100,46 @@ def plan_calls(cat: DomainCatalog, task: Task, path: PathRecord) -> list[tuple[s
     return calls
 
 
+NOT_CALLABLE = "not callable"
+
+
 def replay(world: World, fresh: Any, calls: list[tuple[str, dict[str, Any]]], task: Task) -> str:
-    """Run `calls` on a fresh state; '' when every call succeeds and the diff covers Δgold, else why not."""
+    """Run `calls` on a fresh state; '' when every call succeeds with arguments an agent can know
+    (the task's facts and earlier results of the path) and the diff covers Δgold, else why not."""
     world.restore(fresh)
-    for name, args in calls:
+    known = facts_known(task)
+    for k, (name, args) in enumerate(calls):
+        unknown = unknown_arguments(args, known, _schema(world, name))
+        if unknown:
+            return (
+                f"{NOT_CALLABLE}: call {k} ({name}) needs {', '.join(unknown)}, neither a fact of the task"
+                " nor in an earlier result"
+            )
         r = world.call(name, args)
         if not r.ok:
             return f"{name}: {r.error}"
+        known |= known_from([r.result])
     if not task.covered_by(world.changes_since(fresh)):
         return "the diff does not cover Δgold"
     return ""
+
+
+def _schema(world: World, name: str) -> dict[str, Any] | None:
+    try:
+        return world.tool(name).input_schema
+    except ToolError:
+        return None
+
+
+def usable_for(task: Task, schemas: dict[str, dict[str, Any]] | None = None) -> Usable:
+    """The blocks of this task's sequence an implementation can serve: a merge only where one call can
+    do the block with what is known before it."""
+    knowledge = TaskKnowledge(task, schemas)
+
+    def usable(impl: Implementation, start: int) -> bool:
+        return impl.kind != "merge" or knowledge.block_usable(start, start + len(impl.covers))
+
+    return usable
 
 
 def compute_references(
@@ -118,24 +155,26 @@ def compute_references(
     for domain in eco.domains:
         tasks = domain_tasks(build, domain)
         history = load_history(build, domain)
-        compiled = compiled_domain(build, domain) if validate else None
+        compiled = compiled_domain(build, domain)
+        schemas = {t.name: t.input_schema for t in compiled.tools}
+        usables = [usable_for(t, schemas) for t in tasks]
         for entry in history.versions:
             t0 = time.perf_counter()
             index = ImplementationIndex.of(entry.implementations())
             recs = []
-            for task in tasks:
+            for task, usable in zip(tasks, usables, strict=True):
                 recs.append(
                     ReferenceRecord(
                         task_id=task.id,
                         domain=domain,
                         version=entry.version,
                         split=task.split,
-                        step=_record(optimal_path(task.base_functions, index, "step")),
-                        cost=_record(optimal_path(task.base_functions, index, "cost")),
+                        step=_record(optimal_path(task.base_functions, index, "step", usable)),
+                        cost=_record(optimal_path(task.base_functions, index, "cost", usable)),
                     )
                 )
             dp_seconds += time.perf_counter() - t0
-            if validate and compiled is not None:
+            if validate:
                 t1 = time.perf_counter()
                 world = World(compiled)
                 cat = rebuild_catalog(world, tasks, history, entry.version)
@@ -161,6 +200,12 @@ def compute_references(
             1
             for r in records
             if r.step and r.cost and (r.step.replay_ok is False or r.cost.replay_ok is False)
+        ),
+        not_callable=sum(
+            1
+            for r in records
+            for p in (r.step, r.cost)
+            if p is not None and p.replay_error.startswith(NOT_CALLABLE)
         ),
         no_path=sum(1 for r in records if r.step is None or r.cost is None),
         dp_seconds=round(dp_seconds, 3),

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from toolshift.bench.build import load_manifest
+from toolshift.bench.ecosystem.costs import ModelScorer
 from toolshift.bench.ecosystem.evolve import DomainEvolver, EvolveConfig, VersionState
 from toolshift.bench.ecosystem.store import (
     DomainHistory,
@@ -23,6 +24,9 @@ from toolshift.bench.ecosystem.store import (
     ecosystem_dir,
 )
 from toolshift.errors import BadInputError
+
+COST_CACHE = "cost-scores.json"
+"""Model cost scores, cached by model and prompt inside DIR/ecosystem/ (`--cost-model`)."""
 
 
 def domain_inputs(build: str | Path, domain: str, config: EvolveConfig) -> str:
@@ -61,6 +65,7 @@ def history_of(domain: str, states: list[VersionState]) -> DomainHistory:
                     for i in sorted(s.catalog.impls.values(), key=lambda i: i.id)
                 ],
                 modified=modified,
+                band=s.band,
             )
         )
     return DomainHistory(domain=domain, versions=entries, rejected=[r for s in states for r in s.rejected])
@@ -141,14 +146,17 @@ def evolve_build(
     rejected_lines: list[str] = []
     rejected_by_version: Counter[int] = Counter()
     by_reason: Counter[str] = Counter()
+    scorer = ModelScorer(config.cost_model, out / COST_CACHE) if config.cost_model else None
     for name in names:
         path = out / "domains" / f"{name}.json"
         inputs = domain_inputs(build, name, config)
         history = _reusable(path, inputs)
         if history is None:  # resumable: a domain evolved from the same inputs is not evolved again
-            evolver = DomainEvolver(compiled_domain(build, name), domain_tasks(build, name), config)
+            evolver = DomainEvolver(compiled_domain(build, name), domain_tasks(build, name), config, scorer)
             history = history_of(name, evolver.run())
             history.inputs = inputs
+            if scorer is not None:
+                scorer.save()  # scores are kept before the history that uses them
             atomic_write(path, history.model_dump_json(indent=1) + "\n")
         histories.append(history)
         for r in history.rejected:

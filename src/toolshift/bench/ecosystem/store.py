@@ -57,6 +57,8 @@ class VersionEntry(BaseModel):
     impls: list[ImplEntry]
     modified: list[str] = Field(default_factory=list)
     """Tools whose interface changed in place in this version (same name)."""
+    band: int = 0
+    """The tool count this version was brought within by retirements (0 in v1)."""
 
     def implementations(self) -> list[Implementation]:
         """The version's implementations with costs summed from their tools' call costs."""

@@ -4,20 +4,19 @@ For a sample (a task and a block of its gold path), the world is brought to the 
 the block (fresh snapshot + the gold prefix), then the source implementation and the new one each
 run the block from that same state. The transformation passes when both succeed, their row changes
 are identical, and the new outputs decode (through the declared format change) to exactly the
-source's outputs. The same runs measure each tool's cost inputs (rows touched, payload bytes).
+source's outputs.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections import OrderedDict, defaultdict
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from toolshift.bench.ecosystem.catalog import Impl
-from toolshift.bench.reference import call_cost
 from toolshift.models import RowChange, Task
 from toolshift.world.compiler import CompiledDomain
 from toolshift.world.tools import Tool
@@ -29,16 +28,6 @@ MAX_CACHED_STATES = 48
 def canonical(value: Any) -> str:
     """Strict JSON form for comparing outputs (12 and 12.0 differ, key order does not)."""
     return json.dumps(value, sort_keys=True, default=str)
-
-
-def rows_in(value: Any) -> int:
-    """How many rows a result carries: dicts holding at least one plain value."""
-    if isinstance(value, list):
-        return sum(rows_in(v) for v in value)
-    if isinstance(value, dict):
-        own = any(not isinstance(v, dict | list) for v in value.values())
-        return int(own) + sum(rows_in(v) for v in value.values() if isinstance(v, dict | list))
-    return 0
 
 
 @dataclass(frozen=True)
@@ -55,8 +44,6 @@ class PlanRun:
     ok: bool
     results: list[Any] = field(default_factory=list)
     changes: list[RowChange] = field(default_factory=list)
-    measures: list[tuple[str, int, int]] = field(default_factory=list)
-    """(tool, rows touched, payload bytes) per call."""
     error: str = ""
 
 
@@ -65,34 +52,6 @@ class CheckResult:
     ok: bool
     reason: str = ""
     samples: int = 0
-    measures: list[tuple[str, int, int]] = field(default_factory=list)
-
-
-class ToolCosts:
-    """Per-tool call costs from measured runs: the mean rows touched and payload bytes of its calls."""
-
-    def __init__(self) -> None:
-        self._sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
-
-    def add(self, measures: Sequence[tuple[str, int, int]]) -> None:
-        for tool, rows, size in measures:
-            s = self._sums[tool]
-            s[0] += 1
-            s[1] += rows
-            s[2] += size
-
-    def reset(self, tool: str) -> None:
-        """Forget a tool's measures (its interface was modified in place)."""
-        self._sums.pop(tool, None)
-
-    def cost(self, tool: str) -> float:
-        s = self._sums.get(tool)
-        if not s or not s[0]:
-            return call_cost(0, 0)
-        return call_cost(s[1] / s[0], s[2] / s[0])
-
-    def table(self, tools: Sequence[str]) -> dict[str, float]:
-        return {t: self.cost(t) for t in tools}
 
 
 class Verifier:
@@ -156,8 +115,6 @@ class Verifier:
                 return PlanRun(ok=False, error=f"{name}: {r.error}")
             out.results.append(r.result)
             changes += r.changes
-            touched = len({(c.table, c.key) for c in r.changes})
-            out.measures.append((name, rows_in(r.result) + touched, len(canonical(r.result))))
         out.changes = compose_changes(changes)
         return out
 
@@ -172,7 +129,6 @@ class Verifier:
         """Does `new` (in catalog `after`) preserve capability, state change and output of `sources` (in `before`)?"""
         if not samples:
             return CheckResult(False, "no gold inputs: the block occurs in no validated gold trajectory")
-        measures: list[tuple[str, int, int]] = []
         checked = 0
         for sample in samples:
             src_results: list[Any] = []
@@ -205,21 +161,7 @@ class Verifier:
                 return CheckResult(False, f"output cannot be decoded on {where}: {exc!r}", checked)
             if canonical(decoded) != canonical(src_results):
                 return CheckResult(False, f"output differs after decoding on {where}", checked)
-            measures += new_run.measures
             checked += 1
         if not checked:
             return CheckResult(False, "the source fails on every sampled gold input", 0)
-        return CheckResult(True, "", checked, measures)
-
-    def measure_gold(self) -> ToolCosts:
-        """Base tool costs: replay every task's gold path once and measure each call."""
-        costs = ToolCosts()
-        for task in self.tasks:
-            self.world.restore(self.fresh)
-            self.world.set_tools(self.base_tools.values())
-            for call in task.gold_path:
-                r = self.world.call(call.tool, dict(call.arguments))
-                if r.ok:
-                    touched = len({(c.table, c.key) for c in r.changes})
-                    costs.add([(call.tool, rows_in(r.result) + touched, len(canonical(r.result)))])
-        return costs
+        return CheckResult(True, "", checked)
