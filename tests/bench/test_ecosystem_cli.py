@@ -77,3 +77,20 @@ def test_unknown_agent_and_domain_are_refused(small_build):
     assert result.returncode == 2 and "unknown agent 'gpt-4'" in result.stderr
     result = _toolshift("bench", "evolve", str(small_build), "--domains", "nope")
     assert result.returncode == 2 and "not domains of this build: nope" in result.stderr
+
+
+@pytest.mark.slow
+def test_settings_users_and_cost_models_are_checked(small_build):
+    runner.invoke(app, ["bench", "evolve", str(small_build), "--versions", "2"])
+    cases = [
+        (["bench", "baseline", str(small_build), "--setting", "everything"], "unknown setting 'everything'"),
+        (["bench", "baseline", str(small_build), "--user", "gpt-4"], "unknown user simulator 'gpt-4'"),
+        (["bench", "serve", str(small_build), "--setting", "task-tools"], "give --task"),
+        (["bench", "serve", str(small_build), "payroll"], "the standard setting serves every domain"),
+        (["bench", "serve", str(small_build), "--task", "nope", "--setting", "task-tools"], "task 'nope'"),
+        (["bench", "evolve", str(small_build), "--cost-model", "scripted"], "needs a chat model"),
+    ]
+    for args, needle in cases:
+        result = _toolshift(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert needle in result.stderr, (args, result.stderr)

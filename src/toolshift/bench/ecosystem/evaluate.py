@@ -88,6 +88,26 @@ def parse_version(ep: Episode, eco: EcosystemManifest, source: str, record: int)
     return int(ver)
 
 
+def _run_command(meta: dict, path: Path) -> str:
+    """The `toolshift run` line an agent run's header describes (its task file is not recorded)."""
+    if not (meta.get("run") and meta.get("model") and meta.get("world")):
+        return ""
+    return (
+        f"toolshift run --world {meta['world']} --tasks TASKS --model {meta['model']} --user {meta.get('user')}"
+        f" --max-turns {meta.get('max_turns')} --out {path.parent}  # run {meta['run']}"
+    )
+
+
+def _serve_command(ep: Episode, build: str | Path, version: int, meta: dict) -> str:
+    """For a run against a served ecosystem: the `bench serve` line that served it."""
+    if not (meta.get("run") and str(meta.get("world", "")).startswith("http")):
+        return ""
+    setting = ep.source.get("setting") or "standard"
+    task = ep.source.get("served_task")
+    extra = f" --task {task}" if task and setting in ("task-tools", "oracle-tools", "oracle-path") else ""
+    return f"toolshift bench serve {build} --version {version} --setting {setting}{extra} --transport http"
+
+
 def agent_label(ep: Episode) -> str:
     """Who is scored: the baseline or model, then the setting and the user simulator where not the defaults."""
     agent = str(ep.source.get("baseline") or ep.agent or ep.model or "agent")
@@ -128,7 +148,7 @@ def evaluate(
     commands: dict[str, list[str]] = defaultdict(list)
     for f in episode_files(runs):
         meta = read_header(f).meta
-        command = str(meta.get("command") or "")
+        command = str(meta.get("command") or "") or _run_command(meta, f)
         for k, ep in enumerate(iter_episodes(f)):
             version = parse_version(ep, eco, str(f), k)
             agent = agent_label(ep)
@@ -142,8 +162,9 @@ def evaluate(
                 has_paths = ref is not None and ref.step is not None and ref.cost is not None
                 excluded[agent]["reference path failed replay" if has_paths else "no reference path"] += 1
                 continue
-            if command and command not in commands[agent]:
-                commands[agent].append(command)
+            for line in (_serve_command(ep, build, version, meta), command):
+                if line and line not in commands[agent]:
+                    commands[agent].append(line)
             criterion = str(ep.source.get("criterion") or "both")
             path = agent_path(ep, task.expected_changes, costs[(task.domain, version)], task.generated_values)
             paths[(agent, ep.task_id, version)][criterion] = path
@@ -178,20 +199,44 @@ def results_markdown(eco: EcosystemManifest, evals: list[AgentEval], command: st
         "## Definitions",
         "",
         "For task i in version v, W_c,i(v) is the weight of its reference path under criterion c (steps, or",
-        "cost) and A_c,i(v) the weight of the agent's path (every tool call counts a step, failed ones too;",
-        "cost sums the version's call cost of each tool called, 1 for a tool the version does not have).",
+        "cost) and A_c,i(v) the weight of the agent's path (every tool call counts a step, failed ones too,",
+        "tool searches and the agent's own end of the conversation not; cost sums the version's 1–10 cost",
+        "of each tool called, 1 for a tool the version does not have).",
         "",
         "- **SR**: S_i(v) = 1 if Δgold_i ⊆ Δagent_i(v) (every gold row change made, leaving the same value).",
-        "- **P / R / F1**: E = tools exposed to the agent (`source.exposed_tools`, else the tools it called),",
-        "  R = tools of the step-optimal reference path; P = |E∩R|/|E|, R = |E∩R|/|R|, F1 their harmonic mean.",
+        "- **P / R / F1**: E = the exposed set, the world tools whose definitions the agent was given during",
+        "  the episode (listed, or returned by `search_tools`; recorded as `source.exposed_tools`), R = tools",
+        "  of the step-optimal reference path; P = |E∩R|/|E|, R = |E∩R|/|R|, F1 their harmonic mean.",
         "- **Step-SPE / Cost-SPE**: S_i(v) · W_c,i(v) / max(W_c,i(v), A_c,i(v)).",
         "- **IDR_c(v)**: over I = {i : W_c,i(v) < W_c,i(v−1)}, the share solved with A_c,i(v) < W_c,i(v−1).",
         "- **DAR_c(v)**: over D = {i : W_c,i(v) > W_c,i(v−1)}, the share solved with A_c,i(v) ≤ W_c,i(v).",
         "",
+        "Settings: `standard` (no label) serves the version's whole catalog, every domain, behind",
+        "`search_tools`; nothing is exposed until a search returns it. `[domain-tools]` lists the task's",
+        "domain; `[task-tools]` the tools of every implementation of part of the task; `[oracle-tools]` the",
+        "reference paths' tools; `[oracle-path]` adds the step-optimal call order. `(user …)` names a user",
+        "simulator other than the scripted one.",
+        "",
         "Baselines: `oracle` follows the version's reference path (one episode per criterion when the step-",
-        "and cost-optimal paths differ), `frozen-v1` replays the v1 reference path by tool names and",
-        "arguments on every version, `embedded` is the embedded SmolLM2-135M agent on a sample of tasks.",
-        "All run through the MCP agent loop with the scripted user on the test split.",
+        "and cost-optimal paths differ; in the standard setting it fetches each tool by searching its exact",
+        "name), `frozen-v1` replays the v1 reference path by tool names and arguments on every version (it",
+        "searches each v1 name first), `embedded` is the embedded SmolLM2-135M agent on a sample of tasks.",
+        "All run through the MCP agent loop on the test split unless their commands say otherwise.",
+        "",
+        "## Summary (all versions)",
+        "",
+        "| agent | instances | " + " | ".join(METRICS) + " |",
+        "|---|---|" + "---|" * len(METRICS),
+        *(
+            f"| {ev.agent} | {len(ev.scores)} | "
+            + " | ".join(
+                "–" if ev.summary.overall[m].n == 0 else f"{100 * ev.summary.overall[m].mean:.1f}"
+                for m in METRICS
+            )
+            + " |"
+            for ev in evals
+            if ev.summary is not None
+        ),
         "",
     ]
     for ev in evals:

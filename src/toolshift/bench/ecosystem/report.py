@@ -1,14 +1,16 @@
-"""docs/results/ecosystem.md: the per-version table (the seed's Table 3) and the reference-path drift (Figure 8)."""
+"""docs/results/ecosystem.md: the per-version table (the seed's Table 3), costs, reference paths and their drift (Figure 8)."""
 
 from __future__ import annotations
 
 import os
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from toolshift.bench.build import load_manifest
-from toolshift.bench.ecosystem.paths import ReferenceHeader
-from toolshift.bench.ecosystem.store import EcosystemManifest
+from toolshift.bench.ecosystem.paths import ReferenceHeader, ReferenceRecord
+from toolshift.bench.ecosystem.store import DomainHistory, EcosystemManifest, load_history
 
 
 def movement(row: dict[str, Any], criterion: str) -> str:
@@ -18,6 +20,69 @@ def movement(row: dict[str, Any], criterion: str) -> str:
     return f"{row[criterion + '_fell']} / {row[criterion + '_same']} / {row[criterion + '_rose']}"
 
 
+@dataclass
+class Validity:
+    """The figures that say whether the ecosystem measures what the seed measures (issue 11)."""
+
+    band: tuple[int, int] = (0, 0)
+    """Fewest and most tools of any later version."""
+    costs_v1: Counter[float] = field(default_factory=Counter)
+    costs_all: Counter[float] = field(default_factory=Counter)
+    kept_cost: int = 0
+    """Tools present in adjacent versions that kept their cost (of `adjacent`)."""
+    adjacent: int = 0
+    renamed: int = 0
+    renamed_same_cost: int = 0
+    merges: int = 0
+    merges_gone: int = 0
+    """Accepted merges no longer there when their version was published (created and retired in it)."""
+    merge_paths: int = 0
+    """Step-optimal reference paths that use a merge."""
+    differ: Counter[int] = field(default_factory=Counter)
+    """Per version: instances whose step- and cost-optimal paths differ."""
+    valid: Counter[int] = field(default_factory=Counter)
+
+
+def validity(histories: list[DomainHistory], records: list[ReferenceRecord]) -> Validity:
+    out = Validity()
+    later = [0] * (len(histories[0].versions) if histories else 0)
+    kinds: dict[str, str] = {}
+    for h in histories:
+        for k, entry in enumerate(h.versions):
+            later[k] += len(entry.tools)
+            kinds.update({i.id: i.kind for i in entry.impls})
+            out.costs_all.update(entry.costs.values())
+            if k == 0:
+                out.costs_v1.update(entry.costs.values())
+                continue
+            prev = h.versions[k - 1]
+            for tool in set(prev.tools) & set(entry.tools):
+                out.adjacent += 1
+                out.kept_cost += prev.costs[tool] == entry.costs[tool]
+            now = {i.id for i in entry.impls}
+            for rec in entry.records:
+                if rec.kind == "merge":
+                    out.merges += 1
+                    out.merges_gone += rec.new_impl not in now
+                if rec.kind == "rename_tool":
+                    src = next((i.tools[0] for i in prev.impls if i.id == rec.sources[0]), None)
+                    if src is not None:
+                        out.renamed += 1
+                        out.renamed_same_cost += prev.costs[src] == entry.costs[rec.new_tools[0]]
+    out.band = (min(later[1:], default=0), max(later[1:], default=0))
+    for r in records:
+        if not r.valid:
+            continue
+        out.valid[r.version] += 1
+        out.differ[r.version] += r.step.impls != r.cost.impls  # type: ignore[union-attr]
+        out.merge_paths += any(kinds.get(i) == "merge" for i in r.step.impls)  # type: ignore[union-attr]
+    return out
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{100 * a / b:.1f}%" if b else "–"
+
+
 def ecosystem_markdown(
     eco: EcosystemManifest,
     header: ReferenceHeader,
@@ -25,6 +90,7 @@ def ecosystem_markdown(
     png: Path,
     command: str,
     build: Path,
+    records: list[ReferenceRecord] | None = None,
 ) -> str:
     m = load_manifest(build)
     build_cmd = f"toolshift bench build --out {build} --seed {m.seed} --per-domain {m.per_domain}"
@@ -32,7 +98,9 @@ def ecosystem_markdown(
     evolve_cmd = (
         f"toolshift bench evolve {build} --versions {c.versions} --seed {c.seed} --min-transforms {c.min_transforms}"
         f" --max-transforms {c.max_transforms} --perturb-rate {c.perturb_rate}"
+        + (f" --cost-model {c.cost_model}" if c.cost_model else "")
     )
+    v = validity([load_history(build, d) for d in eco.domains], records or [])
     lines = [
         "# The evolved ecosystem",
         "",
@@ -45,42 +113,75 @@ def ecosystem_markdown(
         "```",
         "",
         f"Ecosystem `{eco.id}`, build `{eco.build}`: {len(eco.domains)} domains, {c.min_transforms}–"
-        f"{c.max_transforms} accepted transformations per domain per version; evolving took {eco.seconds:.1f} s.",
+        f"{c.max_transforms} accepted transformations per domain per version, then retirements that bring each"
+        f" domain within {c.band_low:g}–{c.band_high:g} × its v1 tool count; evolving took {eco.seconds:.1f} s.",
         "",
         "## Versions",
         "",
         "Tools active per version; per transition, tool names added, retired, and modified in place (same name,",
-        "changed interface); transformations accepted and rejected (with reasons in `ecosystem/rejected.jsonl`);",
-        "descriptions perturbed.",
+        "changed interface); transformations accepted (retirements included) and rejected (with reasons in",
+        "`ecosystem/rejected.jsonl`); descriptions perturbed. A transformation of version v acts only on",
+        "implementations v−1 had, so nothing counted here was created and retired unseen inside one version.",
         "",
         "| version | tools | implementations | added | retired | modified | accepted | rejected | perturbed | accepted by kind |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in eco.stats:
         churn = ("–", "–", "–") if s.version == 1 else (str(s.added), str(s.retired), str(s.modified))
-        kinds = ", ".join(f"{k} {v}" for k, v in s.by_kind.items()) or "–"
+        kinds = ", ".join(f"{k} {n}" for k, n in s.by_kind.items()) or "–"
         lines.append(
             f"| v{s.version} | {s.tools} | {s.implementations} | {' | '.join(churn)} | {s.accepted} | {s.rejected}"
             f" | {s.perturbed} | {kinds} |"
         )
-    reasons = ", ".join(f"{k}: {v}" for k, v in eco.rejected_by_reason.items()) or "none"
+    reasons = ", ".join(f"{k}: {n}" for k, n in eco.rejected_by_reason.items()) or "none"
+    scale = " · ".join(f"{int(k)}: {n}" for k, n in sorted(v.costs_v1.items()))
+    scale_all = " · ".join(f"{int(k)}: {n}" for k, n in sorted(v.costs_all.items()))
     lines += [
         "",
         f"Rejected transformations by reason: {reasons}.",
         "",
+        f"Tools per later version: {v.band[0]}–{v.band[1]} (the seed's versions have 799–892). Merges accepted:"
+        f" {v.merges}, of which {v.merges_gone} were gone by the end of their own version.",
+        "",
+        "## Costs",
+        "",
+        "A tool's cost is a 1–10 score of its declared work"
+        + (
+            f", scored by `{c.cost_model}` (cached)"
+            if c.cost_model
+            else " (the rubric of docs/decisions.md, D67)"
+        )
+        + ", given once when the tool is created and kept while it is unchanged.",
+        "",
+        f"- Tools per score at v1: {scale}; over all versions (tool × version): {scale_all}.",
+        f"- Tools present in adjacent versions that kept their cost: {v.kept_cost} of {v.adjacent}.",
+        f"- Renamed tools costing what their source cost: {v.renamed_same_cost} of {v.renamed}.",
+        "",
         "## Reference paths",
         "",
-        f"{header.instances} task × version instances: {header.valid} replay to Δgold on their version's world,"
-        f" {header.failed_replay} failed replay (excluded from scoring), {header.no_path} have no path."
-        f" The DP took {header.dp_seconds:.2f} s in all; replaying took {header.replay_seconds:.1f} s.",
+        f"{header.instances} task × version instances: {header.valid} replay to Δgold on their version's world with"
+        f" every argument a fact of the task or a value an earlier call returned; {header.failed_replay} failed"
+        f" ({header.not_callable} paths not callable from what an agent can know), {header.no_path} have no path;"
+        " failed ones are excluded from scoring. A merge is used only on blocks where one call can do it with what"
+        f" is known before the block: {v.merge_paths} step-optimal paths use one. The DP took"
+        f" {header.dp_seconds:.2f} s in all; replaying took {header.replay_seconds:.1f} s.",
         "",
-        "| version | mean steps | steps fell / same / rose | mean cost | cost fell / same / rose |",
-        "|---|---|---|---|---|",
+        "| version | mean steps | steps fell / same / rose | mean cost | cost fell / same / rose | step ≠ cost path |",
+        "|---|---|---|---|---|---|",
     ]
     for r in rows:
+        n = r["version"]
         lines.append(
-            f"| v{r['version']} | {r['mean_step']:.2f} | {movement(r, 'step')} | {r['mean_cost']:.2f}"
-            f" | {movement(r, 'cost')} |"
+            f"| v{n} | {r['mean_step']:.2f} | {movement(r, 'step')} | {r['mean_cost']:.2f}"
+            f" | {movement(r, 'cost')} | {v.differ[n]} ({_pct(v.differ[n], v.valid[n])}) |"
         )
-    lines += ["", f"![reference weight drift]({os.path.basename(png)})", ""]
+    total_d, total_v = sum(v.differ.values()), sum(v.valid.values())
+    lines += [
+        "",
+        f"The step- and cost-optimal paths differ on {total_d} of {total_v} instances ({_pct(total_d, total_v)}):"
+        " there the cost criterion passes over a merge whose steps write inside one transaction.",
+        "",
+        f"![reference weight drift]({os.path.basename(png)})",
+        "",
+    ]
     return "\n".join(lines)
