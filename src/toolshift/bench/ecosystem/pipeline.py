@@ -79,6 +79,7 @@ def reason_category(reason: str) -> str:
         "output differs",
         "output cannot be decoded",
         "would leave base functions unreachable",
+        "would leave the catalog above its size band",
         "not applicable",
         "no gold inputs",
         "the source fails",
