@@ -94,3 +94,10 @@ def test_settings_users_and_cost_models_are_checked(small_build):
         result = _toolshift(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert needle in result.stderr, (args, result.stderr)
+
+
+def test_settings_are_listed():
+    result = runner.invoke(app, ["bench", "settings"])
+    assert result.exit_code == 0, result.output
+    for name in ("standard", "domain-tools", "task-tools", "oracle-tools", "oracle-path"):
+        assert name in result.output

@@ -371,8 +371,21 @@ def serve(
     server.run_http(host=host, port=port)
 
 
+def settings() -> None:
+    """The tool-supply settings `baseline --setting` and `serve --setting` take, and what each exposes."""
+    from toolshift.bench.ecosystem.settings import SETTING_HELP
+
+    table = Table(title="Settings (the exposed set: every world tool whose definition the agent was given)")
+    table.add_column("--setting")
+    table.add_column("what the agent is given")
+    for name, text in SETTING_HELP.items():
+        table.add_row(name, text)
+    console.print(table)
+
+
 def register(target: typer.Typer) -> None:
     """Add the ecosystem commands to another Typer app (the `toolshift bench` app)."""
+    target.command("settings")(settings)
     target.command("evolve")(evolve)
     target.command("reference")(reference)
     target.command("baseline")(baseline)
