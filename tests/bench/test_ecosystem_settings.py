@@ -212,3 +212,25 @@ def test_in_process_sessions_are_separate_and_diff_exactly(build):
             assert await b.diff(None) == []  # another session saw none of it
 
     asyncio.run(run())
+
+
+def test_an_auto_mode_client_over_http_gets_a_session_of_its_own(build):
+    """Clients that try the session-less era first are sent to the handshake: exposure is per session."""
+    from mcp import Client
+
+    out, eco, records, _ = build
+    worlds = VersionWorlds(out)
+    whole = EcosystemVersion(worlds, DOMAINS, 1)
+    server = EcosystemServer(
+        worlds, Served(eco.id, 1, "standard"), exposure_for("standard", version=whole), eco=whole
+    )
+    name = records[0].step.calls[0][0]
+
+    async def run(url):
+        async with Client(url) as a, Client(url) as b:
+            await a.call_tool(SEARCH_TOOL, {"query": name, "k": 1})
+            assert [t.name for t in (await a.list_tools()).tools] == [SEARCH_TOOL, name]
+            assert [t.name for t in (await b.list_tools()).tools] == [SEARCH_TOOL]
+
+    with http_server_thread(server) as url:
+        asyncio.run(run(url))

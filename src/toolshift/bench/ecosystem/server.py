@@ -6,6 +6,11 @@ spans every department it touched. Only exposed tools can be called; in the stan
 tool is exposed once a search returned it, and the listing grows with it (the search result says so
 in `_meta["toolshift/tools_changed"]` and a `notifications/tools/list_changed` is sent).
 
+Sessions live in the handshake era of the protocol (an `initialize` handshake, an `Mcp-Session-Id`
+over HTTP, the process over stdio); over HTTP `server/discover` is refused so `mode="auto"` clients
+fall back to it, and a session-less (2026-07-28) request is refused rather than served a state
+others share.
+
 The server declares what it serves as the experimental capability `toolshift/ecosystem`:
 `{ecosystem_version: "<id>/v<n>", setting, domain, task}`. `toolshift run` records it in every
 episode, so `toolshift bench eval` can score runs made through `toolshift bench serve`.
@@ -23,6 +28,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolshift.bench.ecosystem.settings import (
@@ -277,6 +283,7 @@ class EcosystemServer:
             served=served,
             searchable=exposure.searchable,
         )
+        self.server.add_request_handler("server/discover", types.RequestParams, self._discover)
 
     def new_session(self) -> EcosystemSession:
         return EcosystemSession(self.worlds, self.served.version, self.exposure, self.eco)
@@ -286,12 +293,30 @@ class EcosystemServer:
             return self.shared
         connection = getattr(ctx.session, "_connection", None)
         if connection is None or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return self.shared
+            raise MCPError(
+                types.INVALID_REQUEST,
+                "an ecosystem session keeps its own state and exposed tools: connect with the initialize "
+                "handshake (an Mcp-Session-Id session)",
+            )
         session = connection.state.get(_STATE_KEY)
         if session is None:
             session = connection.state[_STATE_KEY] = self.new_session()
             connection.exit_stack.callback(session.close)
         return session
+
+    async def _discover(
+        self, ctx: ServerRequestContext[Any], params: types.RequestParams
+    ) -> types.DiscoverResult:
+        """Over HTTP, refuse the session-less era so clients fall back to sessions; elsewhere answer normally."""
+        if ctx.request is not None:
+            raise MCPError(
+                types.METHOD_NOT_FOUND, "server/discover is not served over HTTP: sessions are needed"
+            )
+        return types.DiscoverResult(
+            supported_versions=list(MODERN_PROTOCOL_VERSIONS),
+            capabilities=self.server.get_capabilities(protocol_version=ctx.protocol_version),
+            instructions=self.server.instructions,
+        )
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
