@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from toolshift.bench.ecosystem.paths import compute_references
+from toolshift.bench.ecosystem.paths import compute_references, usable_for
 from toolshift.bench.ecosystem.store import domain_tasks, load_ecosystem, load_history
 from toolshift.bench.reference import ImplementationIndex, optimal_path
 from toolshift.report.benchlog import record
@@ -24,6 +24,7 @@ def main() -> None:
     eco = load_ecosystem(args.build)
     # the DP alone, over every task × version × criterion, from the ecosystem files
     loaded = [(d, domain_tasks(args.build, d), load_history(args.build, d)) for d in eco.domains]
+    usables = {t.id: usable_for(t) for _, tasks, _ in loaded for t in tasks}
     start = time.perf_counter()
     instances = 0
     for _, tasks, history in loaded:
@@ -31,7 +32,7 @@ def main() -> None:
             index = ImplementationIndex.of(entry.implementations())
             for task in tasks:
                 for criterion in ("step", "cost"):
-                    optimal_path(task.base_functions, index, criterion)
+                    optimal_path(task.base_functions, index, criterion, usables[task.id])
                 instances += 1
     dp = time.perf_counter() - start
     # the full command: DP, plans, and replay of both paths on a fresh world of each version

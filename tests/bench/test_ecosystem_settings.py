@@ -149,7 +149,10 @@ def test_frozen_v1_pays_the_same_and_never_finds_a_cheaper_path(build):
     assert checked > len(v1)  # later versions where all its tools exist are checked too
     _, evals = evaluate(out, [runs / "frozen-v1.episodes.jsonl"], resamples=50)
     (frozen,) = evals
-    assert frozen.summary.overall["Cost-IDR"].mean == 0.0
+    for metric in ("Cost-IDR", "Step-IDR"):  # its path is the v1 path: never better than a previous optimum
+        iv = frozen.summary.overall[metric]
+        assert iv.n == 0 or iv.mean == 0.0, metric
+    assert frozen.summary.overall["Cost-IDR"].n > 0
 
 
 def test_any_user_simulator_runs_on_any_version_and_is_scored(build, tmp_path):

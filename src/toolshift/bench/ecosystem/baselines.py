@@ -4,8 +4,9 @@
   step- and cost-optimal paths differ): SR and SPE must come out at 100%. In the standard setting
   it fetches each tool by searching its exact name, so its exposed set is exactly the path's tools.
 * `frozen-v1` replays the v1 reference path by tool names and arguments on every version (in the
-  standard setting it searches each v1 name first): it loses success where its tools were retired or
-  changed, and efficiency where better paths appeared.
+  standard setting it searches each v1 name first), and stops at the first call that fails: its
+  procedure has no step for that (`FrozenProcedure`). It loses success where its tools were retired
+  or changed, and efficiency where better paths appeared; it can never beat a previous optimum.
 * `embedded`, `openai:<m>`, `anthropic:<m>`: a model agent of `toolshift.agents`.
 
 Every episode goes through the real agent loop (`toolshift.agents.loop.run_episode`): an MCP client
@@ -18,6 +19,7 @@ scores them and refuses foreign runs.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import zlib
 from collections.abc import Callable
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolshift.agents.chat import ModelReply, ToolDef
+from toolshift.agents.policies import ScriptedCall, ScriptedPolicy
 from toolshift.bench.ecosystem.paths import ReferenceRecord, load_references
 from toolshift.bench.ecosystem.server import Served, opener
 from toolshift.bench.ecosystem.settings import (
@@ -44,6 +48,38 @@ Baseline = str
 """`oracle`, `frozen-v1`, `embedded`, or a model of `toolshift.agents` (`openai:<name>`, `anthropic:<name>`)."""
 SCRIPTED: tuple[str, ...] = ("oracle", "frozen-v1")
 BASELINES: tuple[str, ...] = ("oracle", "frozen-v1", "embedded", "openai:<model>", "anthropic:<model>")
+
+
+STUCK_TEXT = "I cannot go on with your request: a step of my procedure failed."
+
+
+def call_failed(content: str | None) -> bool:
+    """Did a tool result (as the agent reads it) report a failure? Refusals by the harness start with
+    `error:`; a world's errors are a `{code, message}` object."""
+    text = (content or "").strip()
+    if text.startswith("error:"):
+        return True
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(body, dict) and set(body) == {"code", "message"}
+
+
+class FrozenProcedure(ScriptedPolicy):
+    """frozen-v1: a fixed list of calls; at the first call that fails it says it cannot go on, then ends.
+
+    Without this it would call on past a failed lookup with the ids it memorised from v1, and be
+    credited with a shorter, cheaper path than any the version offers.
+    """
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> ModelReply:
+        last = messages[-1] if messages else {}
+        if not self._told_done and last.get("role") == "tool" and call_failed(last.get("content")):
+            self._next = len(self.calls)
+            self._told_done = True
+            return ModelReply(text=STUCK_TEXT, prompt_tokens=0, completion_tokens=0, cost=0.0)
+        return await super().complete(messages, tools)
 
 
 def _as_gold(calls: list[tuple[str, dict[str, Any]]]) -> list[GoldCall]:
@@ -170,7 +206,10 @@ async def _run_all(
         if baseline in SCRIPTED:
             calls = p.calls or []
             script = with_searches(calls) if run.setting == "standard" else calls
-            agent: Any = oracle(p.task, _as_gold(script))
+            if baseline == "frozen-v1":
+                agent: Any = FrozenProcedure("frozen-v1", [ScriptedCall(n, a) for n, a in script])
+            else:
+                agent = oracle(p.task, _as_gold(script))
         elif shared is not None:
             agent = shared
         else:  # the embedded model samples per turn: seeded by the episode, the same whether resumed or not

@@ -33,8 +33,9 @@ def _progress() -> Progress:
     )
 
 
-def _command(ctx: typer.Context) -> str:
-    """The running command as a user would type it (arguments, and options that differ from defaults)."""
+def _command(ctx: typer.Context, keep: tuple[str, ...] = ()) -> str:
+    """The running command as a user would type it (arguments, options that differ from defaults, and
+    the options named in `keep` even at their defaults)."""
     names: list[str] = []
     at: typer.Context | None = ctx
     while at is not None and at.parent is not None:  # the root's name may be "python -m toolshift"
@@ -45,7 +46,7 @@ def _command(ctx: typer.Context) -> str:
         value = ctx.params.get(param.name or "")
         if param.param_type_name == "argument":
             parts += [str(v) for v in (value if isinstance(value, list | tuple) else [value])]
-        elif value is not None and value != param.default:
+        elif value is not None and (value != param.default or param.name in keep):
             if isinstance(value, bool):
                 parts.append(param.opts[0] if value else (param.secondary_opts or param.opts)[0])
             else:
@@ -227,7 +228,7 @@ def baseline(
             max_turns=max_turns,
             progress_total=lambda n: bar.update(task, total=n),
             progress=lambda: bar.advance(task),
-            command=_command(ctx),
+            command=_command(ctx, keep=("agent",)),
             base_url=base_url,
             setting=setting,
             user=user,
