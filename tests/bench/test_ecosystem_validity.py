@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 
 import pytest
 
@@ -79,7 +80,8 @@ def _leaves(value, out):
 
 
 def _as_known(values):
-    """Facts and results as values an agent can quote: strings also read as numbers and yes/no as flags."""
+    """Facts and results as values an agent can quote: strings also read as numbers, yes/no as flags and
+    words as the enum value they say."""
     known = set()
     for v in values:
         if isinstance(v, bool):
@@ -93,6 +95,8 @@ def _as_known(values):
                 known.add(("n", float(text)))
             if text.lower() in ("yes", "no"):
                 known.add(("b", text.lower() == "yes"))
+            if re.fullmatch(r"[a-z]+( [a-z0-9]+)+", text):  # an enum value as people say it
+                known.add(("s", text.replace(" ", "_")))
     return known
 
 

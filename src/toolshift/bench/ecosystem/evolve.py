@@ -441,6 +441,8 @@ class DomainEvolver:
             return cat, f"would leave base functions unreachable: {', '.join(lost)}"
         if len(after.tools) > len(cat.tools) and self._least_size(after) > self.high:
             return cat, f"would leave the catalog above its size band ({self.high} tools)"
+        if len(after.tools) < min(len(cat.tools), self.low):
+            return cat, f"would leave the catalog below its size band ({self.low} tools)"
         if impl is not None:
             self._assign_costs(rec, impl, after, srcs)
         return after, ""
@@ -475,11 +477,13 @@ class DomainEvolver:
         state.costs = self._cost_table(cat)
         return state
 
-    def _shrink_pool(self, cat: DomainCatalog) -> list[Impl]:
+    def _shrink_pool(self, cat: DomainCatalog, floor: int = 0) -> list[Impl]:
         """What the size band retires next: overlapping interfaces and unused functions before merges,
-        the heaviest (most tools, a split) first."""
+        the heaviest (most tools, a split) first, none that would take the catalog below `floor`."""
         overlaps, unused, merged = self._retirable(cat)
-        pool = overlaps + unused or merged
+        room = len(cat.tools) - floor
+        fits = [i for i in overlaps + unused if len(i.tools) <= room]
+        pool = fits or [i for i in merged if len(i.tools) <= room]
         if not pool:
             return []
         most = max(len(i.tools) for i in pool)
@@ -489,7 +493,7 @@ class DomainEvolver:
         """The fewest tools `_shrink` could bring the catalog to (a transformation that adds tools is
         refused when even that stays above the band)."""
         sim = cat.clone()
-        while pool := self._shrink_pool(sim):
+        while pool := self._shrink_pool(sim, floor=self.low):
             sim.retire_impl(pool[0].id)
         return len(sim.tools)
 
@@ -498,7 +502,7 @@ class DomainEvolver:
         state.band = self.rng.randint(self.low, self.high)
         k = 0
         while len(cat.tools) > state.band:
-            pool = self._shrink_pool(cat)
+            pool = self._shrink_pool(cat, floor=self.low)
             if not pool:
                 break
             k += 1

@@ -5,7 +5,7 @@ known there: a fact from the task's instruction (the user can say it) or a value
 an earlier call of the same path. Values are compared as what they say, not how they are spelled:
 a fact "11649.70" is the number 11649.7, "no" is false, and a result read in a declared output
 format counts in that format and decoded (a DD/MM/YYYY date is also its ISO date, a money object's
-"12.50" also the number 12.5).
+"12.50" also the number 12.5, and "lab supplies" the enum value `lab_supplies`).
 
 This decides which merges an agent can use: a merged call takes every step's arguments up front, so
 on a block of a task it is usable only when no later step needs a value that only an earlier step of
@@ -28,6 +28,8 @@ Token = tuple[str, Any]
 
 _DMY = re.compile(r"^(\d{2})/(\d{2})/(\d{4})(?: (\d{2}:\d{2}(?::\d{2})?))?$")
 _YES, _NO = ("yes", "true"), ("no", "false")
+_WORDS = re.compile(r"[a-z]+(?: [a-z0-9]+)+")
+"""Lower-case words as a person says an enum value: "lab supplies" is `lab_supplies` (bench instructions)."""
 
 
 def _agent_chosen(schema: dict[str, Any] | None) -> bool:
@@ -78,6 +80,8 @@ def readings(value: Any) -> set[Token]:
             out.add(("b", False))
         if m := _DMY.match(text):
             out.add(("s", f"{m[3]}-{m[2]}-{m[1]}" + (f"T{m[4]}" if m[4] else "")))
+        if _WORDS.fullmatch(text):
+            out.add(("s", text.replace(" ", "_")))
     return out
 
 

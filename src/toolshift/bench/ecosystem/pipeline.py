@@ -80,6 +80,7 @@ def reason_category(reason: str) -> str:
         "output cannot be decoded",
         "would leave base functions unreachable",
         "would leave the catalog above its size band",
+        "would leave the catalog below its size band",
         "not applicable",
         "no gold inputs",
         "the source fails",
