@@ -33,7 +33,9 @@ def build(tmp_path_factory):
     for name in DOMAINS:
         build_domain(out, name, seed=0, per_domain=16)
     write_manifest(out, DOMAINS, 0, 16)
-    eco = evolve_build(out, EvolveConfig(versions=VERSIONS, seed=1))
+    # Evolution seed 2: the cost and step criteria part only where a task uses a merge of two writes,
+    # and on a build this small seed 1 happens to draw none (0 of 192 instances differ; seed 2: 15).
+    eco = evolve_build(out, EvolveConfig(versions=VERSIONS, seed=2))
     header, records = compute_references(out)
     return out, eco, header, records
 
