@@ -17,9 +17,11 @@ import pytest
 
 from toolshift.bench.build import build_domain, write_manifest
 from toolshift.bench.ecosystem.evolve import EvolveConfig
-from toolshift.bench.ecosystem.paths import compute_references
+from toolshift.bench.ecosystem.knowledge import TaskKnowledge
+from toolshift.bench.ecosystem.paths import compute_references, usable_for
 from toolshift.bench.ecosystem.pipeline import evolve_build
 from toolshift.bench.ecosystem.store import domain_tasks, load_history, version_world
+from toolshift.bench.reference import Implementation
 
 DOMAINS = ["procurement", "it_assets", "payroll"]
 VERSIONS = 4
@@ -186,3 +188,22 @@ def test_references_file_names_its_counts(build):
     out, _, header, _ = build
     first = json.loads((out / "ecosystem" / "references.jsonl").read_text().splitlines()[0])
     assert first["instances"] == header.instances and first["not_callable"] == 0
+
+
+def test_a_merge_stays_unusable_where_it_was_after_it_is_renamed_or_reformatted(build):
+    """A renamed, re-parameterised or reformatted merge has that transformation's kind, yet still takes
+    every step's arguments up front: the DP may use it only where the merge itself is usable."""
+    out, *_ = build
+    blocked = []
+    for task in (t for d in DOMAINS for t in domain_tasks(out, d)):
+        knowledge = TaskKnowledge(task)
+        blocked += [
+            (task, i) for i in range(len(task.base_functions) - 1) if not knowledge.block_usable(i, i + 2)
+        ]
+    assert blocked  # a lookup whose id the next call needs
+    for task, i in blocked[:20]:
+        usable = usable_for(task)
+        covers = tuple(task.base_functions[i : i + 2])
+        for kind in ("merge", "rename_tool", "add_param", "format"):
+            assert not usable(Implementation(f"m@{kind}", covers, ("m",), 1.0, kind), i), (task.id, kind)
+        assert usable(Implementation("one", covers[:1], ("one",), 1.0, "rename_tool"), i)

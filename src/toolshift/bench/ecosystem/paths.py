@@ -137,7 +137,9 @@ def usable_for(task: Task, schemas: dict[str, dict[str, Any]] | None = None) -> 
     knowledge = TaskKnowledge(task, schemas)
 
     def usable(impl: Implementation, start: int) -> bool:
-        return impl.kind != "merge" or knowledge.block_usable(start, start + len(impl.covers))
+        # any implementation of several functions in one call: a merge, or one renamed, re-parameterised
+        # or reformatted since (its kind is then that transformation's)
+        return len(impl.covers) == 1 or knowledge.block_usable(start, start + len(impl.covers))
 
     return usable
 

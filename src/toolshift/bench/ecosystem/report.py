@@ -50,7 +50,7 @@ def validity(histories: list[DomainHistory], records: list[ReferenceRecord]) -> 
     for h in histories:
         for k, entry in enumerate(h.versions):
             later[k] += len(entry.tools)
-            kinds.update({i.id: i.kind for i in entry.impls})
+            kinds.update({i.id: "merge" if len(i.covers) > 1 else i.kind for i in entry.impls})
             out.costs_all.update(entry.costs.values())
             if k == 0:
                 out.costs_v1.update(entry.costs.values())
