@@ -192,6 +192,11 @@ def test_bench_serve_and_toolshift_run_with_an_llm_user_are_scored(build, tmp_pa
     res = runner.invoke(app, ["bench", "eval", str(tmp_path / "run"), "--build", str(out)])
     assert res.exit_code == 0, res.output
     assert "user llm:embedded" in res.output.replace("\n", " ")
+    (ev,) = evaluate(out, [tmp_path / "run"], resamples=10)[1]
+    serve, run = ev.commands  # what reproduces it: the server's line (with its port), then the run's
+    assert serve.startswith(f"toolshift bench serve {out} --version {VERSIONS} --setting standard")
+    assert f"--port {url.rsplit(':', 1)[1].split('/')[0]} --transport http" in serve
+    assert f"--tasks {tasks} --limit 1 --model embedded --user embedded" in run
 
 
 def test_in_process_sessions_are_separate_and_diff_exactly(build):

@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from toolshift.bench.ecosystem.paths import ReferenceRecord, load_references
 from toolshift.bench.ecosystem.store import EcosystemManifest, domain_tasks, load_ecosystem, load_history
@@ -88,12 +89,27 @@ def parse_version(ep: Episode, eco: EcosystemManifest, source: str, record: int)
     return int(ver)
 
 
-def _run_command(meta: dict, path: Path) -> str:
-    """The `toolshift run` line an agent run's header describes (its task file is not recorded)."""
+def _task_option(build: str | Path, task_ids: list[str], tasks: dict[str, Task]) -> str:
+    """`--tasks` (and `--limit`) for a run's task ids, which its header does not record: the build's task
+    file of their domain when they are its first tasks, else `TASKS` (a file of those ids)."""
+    domains = {tasks[t].domain for t in task_ids if t in tasks}
+    if len(domains) != 1:
+        return "--tasks TASKS"
+    domain = domains.pop()
+    ordered = [t.id for t in domain_tasks(build, domain)]
+    n = len(dict.fromkeys(task_ids))
+    if set(task_ids) != set(ordered[:n]):
+        return "--tasks TASKS"
+    limit = f" --limit {n}" if n < len(ordered) else ""
+    return f"--tasks {Path(build) / 'domains' / domain / 'tasks.jsonl'}{limit}"
+
+
+def _run_command(meta: dict, path: Path, tasks_option: str) -> str:
+    """The `toolshift run` line an agent run's header describes."""
     if not (meta.get("run") and meta.get("model") and meta.get("world")):
         return ""
     return (
-        f"toolshift run --world {meta['world']} --tasks TASKS --model {meta['model']} --user {meta.get('user')}"
+        f"toolshift run --world {meta['world']} {tasks_option} --model {meta['model']} --user {meta.get('user')}"
         f" --max-turns {meta.get('max_turns')} --out {path.parent}  # run {meta['run']}"
     )
 
@@ -105,6 +121,8 @@ def _serve_command(ep: Episode, build: str | Path, version: int, meta: dict) -> 
     setting = ep.source.get("setting") or "standard"
     task = ep.source.get("served_task")
     extra = f" --task {task}" if task and setting in ("task-tools", "oracle-tools", "oracle-path") else ""
+    port = urlsplit(str(meta["world"])).port
+    extra += f" --port {port}" if port else ""
     return f"toolshift bench serve {build} --version {version} --setting {setting}{extra} --transport http"
 
 
@@ -148,7 +166,8 @@ def evaluate(
     commands: dict[str, list[str]] = defaultdict(list)
     for f in episode_files(runs):
         meta = read_header(f).meta
-        command = str(meta.get("command") or "") or _run_command(meta, f)
+        lines: list[tuple[str, str]] = []  # (agent, command line) in the order met
+        run_ids: list[str] = []
         for k, ep in enumerate(iter_episodes(f)):
             version = parse_version(ep, eco, str(f), k)
             agent = agent_label(ep)
@@ -162,12 +181,17 @@ def evaluate(
                 has_paths = ref is not None and ref.step is not None and ref.cost is not None
                 excluded[agent]["reference path failed replay" if has_paths else "no reference path"] += 1
                 continue
-            for line in (_serve_command(ep, build, version, meta), command):
-                if line and line not in commands[agent]:
-                    commands[agent].append(line)
+            run_ids.append(ep.task_id)
+            lines.append((agent, _serve_command(ep, build, version, meta)))
+            lines.append((agent, ""))  # the file's own command, known once all its tasks are read
             criterion = str(ep.source.get("criterion") or "both")
             path = agent_path(ep, task.expected_changes, costs[(task.domain, version)], task.generated_values)
             paths[(agent, ep.task_id, version)][criterion] = path
+        command = str(meta.get("command") or "") or _run_command(meta, f, _task_option(build, run_ids, tasks))
+        for agent, line in lines:
+            line = line or command
+            if line and line not in commands[agent]:
+                commands[agent].append(line)
     evals: dict[str, AgentEval] = {}
     for (agent, task_id, version), by_crit in sorted(paths.items()):
         step_run = by_crit.get("step") or by_crit.get("both")
