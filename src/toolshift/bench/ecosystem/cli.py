@@ -166,7 +166,9 @@ def reference(
         markdown.parent.mkdir(parents=True, exist_ok=True)
         figure = markdown.parent / f"{markdown.stem}_drift.png"
         write_bytes_atomic(figure, png.read_bytes())
-        write_text_atomic(markdown, ecosystem_markdown(eco, header, rows, figure, _command(ctx), build, records))
+        write_text_atomic(
+            markdown, ecosystem_markdown(eco, header, rows, figure, _command(ctx), build, records)
+        )
         console.print(f"wrote {markdown}")
 
 
