@@ -24,6 +24,7 @@ def _attach() -> None:
     from toolshift import demo
     from toolshift.agents import cli as agents_cli
     from toolshift.bench.cli import app as bench_app
+    from toolshift.evolve.cli import app as evolve_app
     from toolshift.flows.cli import app as flows_app
     from toolshift.report import cli as report_cli
     from toolshift.traces.cli import app as traces_app
@@ -39,6 +40,9 @@ def _attach() -> None:
     app.add_typer(agents_cli.app, name="agents", help="Agent models, user simulators, scripted policies.")
     app.add_typer(
         bench_app, name="bench", help="Ecosystem benchmark: domains, dependency graphs, validated tasks."
+    )
+    app.add_typer(
+        evolve_app, name="evolve", help="Task evolution (TURTLE): tasks tuned to the solver's frontier."
     )
     app.add_typer(report_cli.app, name="report", help="Results pages drawn from several capabilities.")
     app.command("view", help="A local trajectory viewer over episode files and τ²-bench results.")(

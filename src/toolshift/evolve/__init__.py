@@ -1,0 +1,1 @@
+"""Task evolution (TURTLE): tasks mutated toward the solver's frontier, verified on a world, kept by fitness."""

@@ -1,0 +1,80 @@
+"""Seed task sets: the built-in worlds' tasks, made as the agents demo makes its own, and a build's sample.
+
+The built-in worlds' tasks are short errands with the record named (the demo's three clinic tasks and
+the same kind on library and freight_depot): a read and a write, Δgold recorded by replaying them.
+A sample of a `toolshift bench build` adds the benchmark's synthesised tasks — longer paths from a
+user-known value to a write — so a seed set holds tasks at both ends of a solver's range.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from toolshift.agents.demo import demo_tasks
+from toolshift.agents.tasks import task_from_path
+from toolshift.errors import BadInputError
+from toolshift.models import Task, UserInstruction
+
+
+def builtin_world_tasks() -> list[Task]:
+    """Nine short tasks on clinic, library and freight_depot (ids given by the user when asked)."""
+    tasks = list(demo_tasks())
+    tasks += [
+        task_from_path(
+            "library", "demo-fines", "I'd like to pay my library fines.",
+            UserInstruction(intent="Pay all unpaid fines of library card LIB-000180.",
+                            facts={"library card number": "LIB-000180"}),
+            [("get_member", {"card_number": "LIB-000180"}), ("pay_fines", {"card_number": "LIB-000180"})],
+        ),
+        task_from_path(
+            "library", "demo-renew", "Can I renew my loan, please?",
+            UserInstruction(intent="Renew loan LN-000001.", facts={"loan id": "LN-000001"}),
+            [("get_loan", {"loan_id": "LN-000001"}), ("renew_loan", {"loan_id": "LN-000001"})],
+        ),
+        task_from_path(
+            "library", "demo-member-email", "Please update the email on my library account.",
+            UserInstruction(intent="Change the email of card LIB-000002 to dana.hansen@new.example.",
+                            facts={"library card number": "LIB-000002", "new email": "dana.hansen@new.example"}),
+            [("get_member", {"card_number": "LIB-000002"}),
+             ("update_member", {"card_number": "LIB-000002", "email": "dana.hansen@new.example"})],
+        ),
+        task_from_path(
+            "freight_depot", "demo-inspection", "I need to record a pallet inspection.",
+            UserInstruction(intent="Record that pallet PAL-000002 passed its inspection by Sami Kowalski.",
+                            facts={"pallet id": "PAL-000002", "inspector": "Sami Kowalski", "result": "passed"}),
+            [("depot_get_pallet", {"pallet_id": "PAL-000002"}),
+             ("depot_record_inspection", {"pallet_id": "PAL-000002", "inspector": "Sami Kowalski", "result": "passed"})],
+        ),
+        task_from_path(
+            "freight_depot", "demo-cancel-shipment", "Please cancel one of our shipments.",
+            UserInstruction(intent="Cancel shipment SHP-000001 and return its pallets to zone Z-002.",
+                            facts={"shipment id": "SHP-000001", "return zone": "Z-002"}),
+            [("depot_get_shipment", {"shipment_id": "SHP-000001"}),
+             ("depot_cancel_shipment", {"shipment_id": "SHP-000001", "return_zone_id": "Z-002"})],
+        ),
+        task_from_path(
+            "library", "demo-lost-copy", "I have lost a library book.",
+            UserInstruction(intent="Report copy CP-00001 lost, with a replacement fee of 25.00.",
+                            facts={"copy id": "CP-00001", "replacement fee": "25.00"}),
+            [("get_copy", {"copy_id": "CP-00001"}), ("report_copy_lost", {"copy_id": "CP-00001", "replacement_fee": 25.0})],
+        ),
+    ]  # fmt: skip
+    return tasks
+
+
+def sample_build(
+    build: str | Path, per_domain: int, *, domains: list[str] | None = None, seed: int = 0
+) -> list[Task]:
+    """`per_domain` tasks of each domain of a bench build (the same ones for the same seed)."""
+    from toolshift.bench.build import iter_domain_tasks
+
+    out: list[Task] = []
+    for name, tasks in iter_domain_tasks(build):
+        if domains and name not in domains:
+            continue
+        ranked = sorted(tasks, key=lambda t: hashlib.sha256(f"{seed}:{t.id}".encode()).hexdigest())
+        out += ranked[:per_domain]
+    if not out:
+        raise BadInputError("the build holds no tasks for these domains", source=str(build))
+    return out

@@ -1,0 +1,261 @@
+"""The solver: N attempts at a verified task through the agent loop and user simulator of `toolshift run`.
+
+Each attempt is one `toolshift.agents` episode on a fresh in-process world (with the task's starting
+state applied first), judged by the world diff (Δgold ⊆ Δagent). The episode runs on its own event
+loop and thread (`run_isolated`), so its deadline is enforced from outside the call: an attempt whose
+model or tool blocks is abandoned and recorded as a harness timeout, never waited for. Episodes are
+appended and fsynced to the child's episode file as they finish, so an interrupted evaluation resumes
+at the next attempt.
+
+Models: `embedded`, `openai:<m>`, `anthropic:<m>` (the agents' backends), and the measuring
+instrument `noisy-oracle:<q>`: the gold path, each step kept with probability q and the attempt ending
+at the first lost step — a scripted solver whose completion rate falls with path length, for tests
+and calibration, never a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toolshift.agents.config import RunConfig, check_model_spec, make_agent, make_user
+from toolshift.agents.loop import EpisodeHung, EpisodeLimits, hung_episode, run_episode, run_isolated
+from toolshift.agents.policies import ScriptedCall, ScriptedPolicy
+from toolshift.agents.runner import HUNG_GRACE, DurableLog, read_finished
+from toolshift.agents.worlds import InProcessSession
+from toolshift.errors import BadInputError
+from toolshift.evolve.verify import VerifiedTask
+from toolshift.models import Task, missing_changes
+from toolshift.traces.episode import Episode
+
+NOISY_ORACLE = "noisy-oracle"
+
+
+class SolverConfig(BaseModel):
+    """How tasks are attempted. Part of a run's configuration (`toolshift.evolve-run/1`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "embedded"
+    user: str = "scripted"
+    attempts: int = Field(10, ge=1, le=100)
+    max_turns: int = Field(8, ge=1)
+    model_timeout: float = Field(120.0, gt=0)
+    user_timeout: float = Field(120.0, gt=0)
+    tool_timeout: float = Field(30.0, gt=0)
+    episode_timeout: float = Field(600.0, gt=0)
+    temperature: float | None = None
+    base_url: str | None = None
+    partial_credit: bool = False
+    """Score a failed attempt by the share of Δgold it made (a perfect attempt is still Δgold ⊆ Δagent)."""
+    seed: int = 0
+    concurrency: int = Field(1, ge=1, le=32)
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str) -> str:
+        if value.startswith(NOISY_ORACLE):
+            noisy_oracle_rate(value)
+            return value
+        check_model_spec(value, role="model")
+        if value in ("oracle", "replay"):
+            raise ValueError("the solver is a model or the noisy-oracle instrument, not the plain oracle")
+        return value
+
+    @field_validator("user")
+    @classmethod
+    def _known_user(cls, value: str) -> str:
+        check_model_spec(value, role="user")
+        return value
+
+    def run_config(self, domain: str) -> RunConfig:
+        """The agents' run configuration these attempts use (its factories make the model and the user)."""
+        model = "oracle" if self.model.startswith(NOISY_ORACLE) else self.model
+        return RunConfig(
+            world=domain,
+            model=model,
+            user=self.user,
+            max_turns=self.max_turns,
+            model_timeout=self.model_timeout,
+            tool_timeout=self.tool_timeout,
+            user_timeout=self.user_timeout,
+            episode_timeout=self.episode_timeout,
+            temperature=self.temperature,
+            seed=self.seed,
+            base_url=self.base_url,
+        )
+
+
+def noisy_oracle_rate(spec: str) -> float:
+    _, _, rate = spec.partition(":")
+    try:
+        q = float(rate)
+    except ValueError:
+        raise BadInputError(f"{spec!r}: write noisy-oracle:<q> with q in (0, 1]", field="solver") from None
+    if not 0.0 < q <= 1.0:
+        raise BadInputError(f"{spec!r}: q must be in (0, 1]", field="solver")
+    return q
+
+
+class NoisyOracle(ScriptedPolicy):
+    """A measuring instrument: the gold path, cut at the first step lost (each kept with probability q)."""
+
+    def __init__(self, task: Task, q: float, rng: random.Random) -> None:
+        calls = []
+        for c in task.gold_path:
+            if rng.random() >= q:
+                break
+            calls.append(ScriptedCall(c.tool, c.arguments))
+        super().__init__(f"{NOISY_ORACLE}:{q:g}", calls)
+
+
+class AttemptRecord(BaseModel):
+    """One attempt as the archive keeps it (its episode is in the child's episode file)."""
+
+    trial: int
+    success: bool | None
+    score: float | None
+    tool_calls: int = 0
+    turns: int = 0
+    termination: str | None = None
+    charged_to: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    seconds: float = 0.0
+
+
+def attempt_record(episode: Episode, task: Task, partial_credit: bool) -> AttemptRecord:
+    info = episode.outcome.info if episode.outcome else {}
+    success = episode.outcome.success if episode.outcome else None
+    score: float | None = None
+    if success is not None:
+        score = 1.0 if success else 0.0
+        if not success and partial_credit and episode.world_diff is not None and task.expected_changes:
+            missed = len(missing_changes(episode.world_diff, task.expected_changes))
+            score = (len(task.expected_changes) - missed) / len(task.expected_changes)
+    prompt = sum((m.usage.prompt_tokens or 0) for m in episode.messages if m.usage)
+    completion = sum((m.usage.completion_tokens or 0) for m in episode.messages if m.usage)
+    costs = [c for c in (episode.agent_cost, episode.user_cost) if c is not None]
+    return AttemptRecord(
+        trial=episode.trial,
+        success=success,
+        score=score,
+        tool_calls=int(info.get("tool_calls", 0) or 0),
+        turns=int(info.get("turns", 0) or 0),
+        termination=episode.termination_reason,
+        charged_to=info.get("charged_to"),
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost=sum(costs) if costs else None,
+        seconds=float(episode.duration or 0.0),
+    )
+
+
+def world_with_setup(domain: str, setup: list[tuple[str, dict[str, Any]]]) -> Callable[[], Any]:
+    """An opener of fresh in-process worlds of `domain` with the starting-state calls applied first."""
+    from mcp import Client
+
+    from toolshift.world import World, load_domain
+    from toolshift.world.serve import WorldServer
+
+    compiled = load_domain(domain)
+
+    @asynccontextmanager
+    async def open_world() -> AsyncIterator[InProcessSession]:
+        world = World(compiled)
+        try:
+            for tool, args in setup:
+                res = world.call(tool, args)
+                if not res.ok:
+                    raise RuntimeError(f"starting state {tool} failed: {res.error}")
+            before = world.snapshot()
+            server = WorldServer(world, shared_state=True)
+            async with Client(server.server, mode="legacy") as client:
+                spec = compiled.spec
+                yield InProcessSession(client, spec.policy or spec.description, spec.title, world, before)
+        finally:
+            world.close()
+
+    return open_world
+
+
+def _agent(config: SolverConfig, run: RunConfig, task: Task, trial: int) -> Any:
+    if config.model.startswith(NOISY_ORACLE):
+        rng = random.Random(f"{config.seed}:{task.id}:{task.fingerprint()}:{trial}")
+        return NoisyOracle(task, noisy_oracle_rate(config.model), rng)
+    return make_agent(run, task, trial)
+
+
+def solve(
+    verified: VerifiedTask,
+    config: SolverConfig,
+    episodes_path: Path,
+    *,
+    on_attempt: Callable[[Episode], None] | None = None,
+) -> list[Episode]:
+    """The task's N episodes, in trial order: those already in `episodes_path`, then the missing ones."""
+    task = verified.task
+    run = config.run_config(task.domain)
+    finished = read_finished(episodes_path)
+    have = {
+        trial: e for (tid, trial, fp), e in finished.items() if tid == task.id and fp == task.fingerprint()
+    }
+    todo = [k for k in range(config.attempts) if k not in have]
+    if todo:
+        opener = world_with_setup(task.domain, verified.setup)
+        meta = {"task": task.id, "solver": config.model_dump(mode="json")}
+        new = asyncio.run(_attempts(task, config, run, opener, todo, episodes_path, meta, on_attempt))
+        have.update(new)
+    return [have[k] for k in range(config.attempts)]
+
+
+async def _attempts(
+    task: Task,
+    config: SolverConfig,
+    run: RunConfig,
+    opener: Callable[[], Any],
+    todo: list[int],
+    path: Path,
+    meta: dict[str, Any],
+    on_attempt: Callable[[Episode], None] | None,
+) -> dict[int, Episode]:
+    gate = asyncio.Semaphore(config.concurrency)
+    done: dict[int, Episode] = {}
+    limits: EpisodeLimits = run.limits()
+
+    async def one(trial: int, log: DurableLog) -> None:
+        async with gate:
+            agent = _agent(config, run, task, trial)
+            user = make_user(run, task, trial)
+            eid = f"{task.id}:{trial}"
+            started = time.perf_counter()
+            try:
+                episode = await run_isolated(
+                    lambda: run_episode(
+                        task, agent, user, opener, episode_id=eid, trial=trial, limits=limits,
+                        harness="toolshift.evolve/1", source={"evolve": task.id},
+                    ),
+                    deadline=config.episode_timeout + HUNG_GRACE,
+                )  # fmt: skip
+            except EpisodeHung as exc:
+                episode = hung_episode(
+                    task, episode_id=eid, trial=trial, agent_name=agent.name, reason=str(exc),
+                    seconds=time.perf_counter() - started,
+                )  # fmt: skip
+        log.write(episode)
+        done[trial] = episode
+        if on_attempt is not None:
+            on_attempt(episode)
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with DurableLog(path, meta) as log:
+        await asyncio.gather(*(one(k, log) for k in todo))
+    return done
