@@ -123,7 +123,8 @@ def make_diff(old: str, new: str) -> str:
     while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
         tail += 1
     lo, hi_a, hi_b = head, len(a) - tail, len(b) - tail
-    while not (a[lo:hi_a] and any(x.strip() for x in a[lo:hi_a]) and len(_locate(a, a[lo:hi_a])) == 1):
+    # widen until the SEARCH text is unique and the REPLACE text is not empty ("" would leave a blank line)
+    while not (hi_b > lo and any(x.strip() for x in a[lo:hi_a]) and len(_locate(a, a[lo:hi_a])) == 1):
         if lo == 0 and hi_a == len(a):
             break
         if lo > 0:

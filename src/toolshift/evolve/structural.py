@@ -19,20 +19,25 @@ either; operators that made the step's inspirations weigh more.
 
 from __future__ import annotations
 
-import json
 import random
-import re
 from dataclasses import dataclass, field
-from datetime import date, timedelta
 from typing import Any
 
-from toolshift.bench.graph import ToolSignature, signatures
 from toolshift.bench.instructions import _intent_clause, entity_noun, field_words, row_value_text
 from toolshift.bench.synthesis import Draft, Rejected, Synthesizer
 from toolshift.evolve.edits import Edit, EditError, PlacedCall, Replacement, apply_edit, undo
 from toolshift.evolve.program import CallSpec, TaskSpec
+from toolshift.evolve.scene import (
+    SENTENCE_END,
+    SENTENCE_SPLIT,
+    Scene,
+    canon,
+    derive,
+    free_name,
+    mention,
+    user_text,
+)
 from toolshift.models import Task
-from toolshift.world import World, load_domain
 
 HARDER = (
     "hide_identifier",
@@ -51,6 +56,8 @@ EASIER = (
     "state_value",
 )
 INVERSE_OF = {
+    "hide_identifier": "reveal_identifier",
+    "withhold_from_request": "state_in_request",
     "reveal_identifier": "hide_identifier",
     "state_in_request": "withhold_from_request",
     "drop_step": "add_follow_on",
@@ -76,68 +83,6 @@ class Proposal:
     operator: str
     description: str
     edit: Edit
-
-
-def _canon(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
-
-
-class Scene:
-    """A domain's schema and tools as the operators need them, and fresh worlds at any point of a path."""
-
-    def __init__(self, domain: str) -> None:
-        self.compiled = load_domain(domain)
-        self.spec = self.compiled.spec
-        self.sigs: dict[str, ToolSignature] = signatures(self.compiled.tools, self.spec)
-        self.writes = {n for n, s in self.sigs.items() if s.effect == "write"}
-        self.ent = {e.name: e for e in self.spec.entities}
-        self.relations_into: dict[str, list[tuple[str, str, str]]] = {}
-        for r in self.spec.relations:
-            tool = f"{self.spec.tool_prefix}list_{r.from_}_{r.name}"
-            if tool in self.sigs:
-                self.relations_into.setdefault(r.to, []).append((tool, r.from_, r.via))
-
-    def world_after(self, calls: list[CallSpec]) -> World:
-        world = World(self.compiled)
-        for c in calls:
-            res = world.call(c.tool, c.arguments)
-            if not res.ok:
-                world.close()
-                raise EditError(f"{c.tool} failed: {res.error}")
-        return world
-
-    def replays(self, calls: list[CallSpec]) -> bool:
-        try:
-            self.world_after(calls).close()
-        except EditError:
-            return False
-        return True
-
-    def key_entity(self, tool: str, param: str) -> str | None:
-        sig = self.sigs.get(tool)
-        p = sig.param(param) if sig else None
-        return p.vtype.removeprefix("key:") if p is not None and p.vtype.startswith("key:") else None
-
-
-def _text(spec: TaskSpec) -> str:
-    i = spec.instruction
-    return " ".join([spec.public_request, i.intent, *i.facts.values()])
-
-
-def _free_name(facts: dict[str, str], name: str, value: str) -> str:
-    n, key = 1, name
-    while key in facts and facts[key] != value:
-        n += 1
-        key = f"{name} ({n})"
-    return key
-
-
-def _mention(text: str, noun: str, value: str) -> str | None:
-    """The words naming `value` in `text`: "appointment APT-00003" when the noun precedes it, else the value."""
-    for form in (f"{noun} {value}", f"{noun.capitalize()} {value}", value):
-        if form in text:
-            return form
-    return None
 
 
 class StructuralProposer:
@@ -222,6 +167,9 @@ class StructuralProposer:
     # --- intermediate tool calls --------------------------------------------------------------------
 
     def hide_identifier(self, scene: Scene, task: Task, spec: TaskSpec, lineage: Lineage, rng: random.Random):
+        back = self._undo("hide_identifier", spec, lineage)
+        if back is not None:
+            return back
         facts = spec.instruction.facts
         said = set(facts.values())
         calls = spec.ground_truth_calls
@@ -229,7 +177,7 @@ class StructuralProposer:
         options: list[tuple[int, str, str]] = []
         seen: set[str] = set()
         for i, call in enumerate(calls):
-            earlier = _canon([g.result for g in task.gold_path[:i]])
+            earlier = canon([g.result for g in task.gold_path[:i]])
             for pname, v in call.arguments.items():
                 ent = scene.key_entity(call.tool, pname)
                 if ent is None or not isinstance(v, str) or v in seen:
@@ -253,7 +201,7 @@ class StructuralProposer:
                     if (
                         not reach.steps
                         or v in reach.facts.values()
-                        or any(v in _canon(s.args) for s in reach.steps)
+                        or any(v in canon(s.args) for s in reach.steps)
                     ):
                         continue
                     return self._hide_edit(
@@ -272,13 +220,13 @@ class StructuralProposer:
         if reach.sibling_fact is not None:
             new_facts[reach.sibling_fact[0]] = reach.sibling_fact[1]
         for k, x in new_facts.items():
-            name = _free_name({**kept, **added}, k, x)
+            name = free_name({**kept, **added}, k, x)
             if kept.get(name) != x:
                 added[name] = x
         noun = entity_noun(ent)
         reps: list[Replacement] = []
         for fld, text in (("public_request", spec.public_request), ("intent", spec.instruction.intent)):
-            form = _mention(text, noun, v)
+            form = mention(text, noun, v)
             if form is not None:
                 reps.append(Replacement(field=fld, old=form, new=reach.phrase))  # type: ignore[arg-type]
         if not any(r.field == "intent" for r in reps):
@@ -295,23 +243,21 @@ class StructuralProposer:
         back = self._undo("reveal_identifier", spec, lineage)
         if back is not None:
             return back
-        text = _text(spec)
+        text = user_text(spec)
         calls = spec.ground_truth_calls
         options: list[tuple[int, str, str]] = []
         for j, call in enumerate(calls):
             for pname, v in call.arguments.items():
                 if not isinstance(v, str) or len(v) < 3 or v in text or not any(ch.isdigit() for ch in v):
                     continue
-                if any(
-                    f'"{v}"' in _canon(g.result) for g in task.gold_path[:j] if g.tool not in scene.writes
-                ):
+                if any(f'"{v}"' in canon(g.result) for g in task.gold_path[:j] if g.tool not in scene.writes):
                     options.append((j, pname, v))
         if not options:
             return None
         j, pname, v = options[rng.randrange(len(options))]
         ent = scene.key_entity(calls[j].tool, pname)
         words = f"{entity_noun(ent)} number" if ent else field_words(pname)
-        name = _free_name(spec.instruction.facts, words, v)
+        name = free_name(spec.instruction.facts, words, v)
         sentence = f" The {words} is {v}."
         revealed = text + sentence
         removed = self._unneeded_reads(scene, task, spec, revealed)
@@ -333,7 +279,7 @@ class StructuralProposer:
             for r in range(len(calls)):
                 if r in gone or calls[r].tool in scene.writes:
                     continue
-                result = _canon(task.gold_path[r].result) if r < len(task.gold_path) else ""
+                result = canon(task.gold_path[r].result) if r < len(task.gold_path) else ""
                 needed = any(
                     isinstance(v, str) and v not in text and f'"{v}"' in result
                     for j in range(r + 1, len(calls))
@@ -348,6 +294,9 @@ class StructuralProposer:
     def withhold_from_request(
         self, scene: Scene, task: Task, spec: TaskSpec, lineage: Lineage, rng: random.Random
     ):
+        back = self._undo("withhold_from_request", spec, lineage)
+        if back is not None:
+            return back
         used = {
             v
             for c in spec.ground_truth_calls
@@ -369,13 +318,23 @@ class StructuralProposer:
             None,
         )
         noun = entity_noun(ent) if ent else "record"
-        form = _mention(request, noun, v) or v
+        sentences = [x for x in SENTENCE_SPLIT.split(request) if x]
+        holding = [x for x in sentences if v in x]
+        if len(sentences) > 1 and len(holding) < len(sentences):
+            reps = [
+                Replacement(field="public_request", old=" " + x if request.find(x) > 0 else x, new="")
+                for x in holding
+            ]
+        elif f"{noun} {v}" in request:
+            reps = [Replacement(field="public_request", old=f"{noun} {v}", new=f"my {noun}")]
+        else:
+            return None
         facts: dict[str, str] = {}
         if v not in spec.instruction.facts.values():
-            facts[_free_name(spec.instruction.facts, f"{noun} number", v)] = v
+            facts[free_name(spec.instruction.facts, f"{noun} number", v)] = v
         return Edit(
-            replacements=[Replacement(field="public_request", old=form, new=f"my {noun}")], facts_added=facts
-        ), (f"took {v} out of the opening line (the user gives it when asked)")
+            replacements=reps, facts_added=facts
+        ), f"took {v} out of the opening line (the user gives it when asked)"
 
     def state_in_request(
         self, scene: Scene, task: Task, spec: TaskSpec, lineage: Lineage, rng: random.Random
@@ -427,6 +386,7 @@ class StructuralProposer:
                 if w not in made and any(p.vtype in known_types for p in scene.sigs[w].key_params[:1])
             ]  # fmt: skip
             rng.shuffle(tools)
+            tools.sort(key=lambda w: scene.sigs[w].kind != "action")  # the domain's own actions first
             for tool in tools[:6]:
                 draft = Draft(known=dict(base))
                 mark = world.snapshot()
@@ -442,7 +402,7 @@ class StructuralProposer:
                 added = {}
                 for k, x in draft.facts.items():
                     if spec.instruction.facts.get(k) != x:
-                        added[_free_name({**spec.instruction.facts, **added}, k, x)] = x
+                        added[free_name({**spec.instruction.facts, **added}, k, x)] = x
                 n = len(spec.ground_truth_calls)
                 placed = [
                     PlacedCall(index=n + j, call=CallSpec(tool=s.tool, arguments=dict(s.args)))
@@ -468,7 +428,7 @@ class StructuralProposer:
         writes = [i for i, c in enumerate(calls) if c.tool in scene.writes]
         if at < 0 or len(writes) < 2:
             return None
-        stop = _SENTENCE_END.search(intent, at)
+        stop = SENTENCE_END.search(intent, at)
         clause = intent[at : stop.start() if stop else len(intent)]
         last = writes[-1]
         remaining = intent.replace(clause, "", 1)
@@ -554,7 +514,7 @@ class StructuralProposer:
                         (f"{noun} {field_words(f.name, noun)}", value),
                     ):
                         if x not in spec.instruction.facts.values():
-                            facts[_free_name({**spec.instruction.facts, **facts}, name, x)] = x
+                            facts[free_name({**spec.instruction.facts, **facts}, name, x)] = x
                     edit.replacements = [Replacement(field="intent", old="", new=sentence)]
                     edit.facts_added = facts
                     if FILTER_RULE not in spec.instruction.rules:
@@ -587,7 +547,7 @@ class StructuralProposer:
         if not others:
             return None
         other = others[rng.randrange(len(others))]
-        text = _text(spec)
+        text = user_text(spec)
         by_id = any(k in text for k in touched)
         label = e.label or (e.lookup[0] if e.lookup else e.key)
         value = str(other[e.key]) if by_id or not other.get(label) else row_value_text(other[label])
@@ -600,7 +560,7 @@ class StructuralProposer:
         sentence = templates[rng.randrange(len(templates))]
         if sentence in spec.public_request:
             return None
-        name = _free_name(spec.instruction.facts, f"unrelated {noun}", value)
+        name = free_name(spec.instruction.facts, f"unrelated {noun}", value)
         return Edit(
             replacements=[Replacement(field="public_request", old="", new=sentence)],
             facts_added={name: value},
@@ -625,7 +585,7 @@ class StructuralProposer:
                 if isinstance(v, bool) or not isinstance(v, int | float | str):
                     continue
                 for k, fv in facts.items():
-                    if fv in (str(v), row_value_text(v)) and (expr := _derive(v, rng)) is not None:
+                    if fv in (str(v), row_value_text(v)) and (expr := derive(v, rng)) is not None:
                         options.append((k, fv, expr))
         if not options:
             return None
@@ -641,30 +601,3 @@ class StructuralProposer:
 
     def state_value(self, scene: Scene, task: Task, spec: TaskSpec, lineage: Lineage, rng: random.Random):
         return self._undo("state_value", spec, lineage)
-
-
-_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})(.*)$")
-_SENTENCE_END = re.compile(r"\.(?=\s+[A-Z(]|\s*$)")
-
-
-def _derive(value: Any, rng: random.Random) -> str | None:
-    """A short computation that gives `value`: for money and numbers, a half or a sum; for dates, a day count."""
-    if isinstance(value, str):
-        m = _DATE.match(value)
-        if not m:
-            return None
-        try:
-            day = date.fromisoformat(m.group(1))
-        except ValueError:
-            return None
-        n = rng.randint(2, 9)
-        return f"{n} days after {(day - timedelta(days=n)).isoformat()}{m.group(2)}"
-    if isinstance(value, float):
-        if rng.random() < 0.5:
-            return f"half of {value * 2:.2f}"
-        d = float(rng.choice([5, 10, 15, 20]))
-        return f"{value + d:.2f} minus {d:.2f}"
-    if isinstance(value, int):
-        d = rng.randint(1, 5)
-        return f"{value - d} plus {d}" if value - d >= 0 else f"{value + d} minus {d}"
-    return None
