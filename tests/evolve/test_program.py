@@ -90,7 +90,7 @@ def test_sizes_and_depths_are_bounded(cancel):
     with pytest.raises(ProgramError, match="limit"):
         parse_program("x" * (MAX_PROGRAM_CHARS + 1))
     deep = "    return " + "[" * 60 + "]" * 60
-    with pytest.raises(ProgramError, match="nested deeper|not valid Python"):
+    with pytest.raises(ProgramError, match=r"nested deeper|not valid Python"):
         parse_program(_with_block(program_of(cancel), deep))
     huge_int = "    return {'a': " + "9" * 5000 + "}"
     with pytest.raises(ProgramError):
@@ -106,7 +106,7 @@ def test_the_literal_is_checked_against_the_task_model(cancel):
                 program_of(cancel), "    return {'public_request': 'hi', 'instruction': {'intent': 'x'}}"
             )
         )
-    with pytest.raises(ProgramError, match="Extra inputs|extra"):
+    with pytest.raises(ProgramError, match=r"Extra inputs|extra"):
         parse_program(
             _with_block(
                 program_of(cancel),
