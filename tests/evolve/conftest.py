@@ -16,3 +16,13 @@ def demo() -> list[Task]:
 @pytest.fixture(scope="session")
 def cancel(demo: list[Task]) -> Task:
     return demo[0]
+
+
+@pytest.fixture(scope="session")
+def bench_clinic(tmp_path_factory) -> list[Task]:
+    """Benchmark-synthesised clinic tasks (longer paths: lookups from a user-known value to a write)."""
+    from toolshift.bench.build import build_domain, read_tasks
+
+    out = tmp_path_factory.mktemp("build")
+    build_domain(out, "clinic", seed=0, per_domain=8)
+    return read_tasks(out / "domains" / "clinic" / "tasks.jsonl")

@@ -8,9 +8,9 @@ appended and fsynced to the child's episode file as they finish, so an interrupt
 at the next attempt.
 
 Models: `embedded`, `openai:<m>`, `anthropic:<m>` (the agents' backends), and the measuring
-instrument `noisy-oracle:<q>`: the gold path, each step kept with probability q and the attempt ending
-at the first lost step — a scripted solver whose completion rate falls with path length, for tests
-and calibration, never a model.
+instrument `noisy-oracle:<q>`: the gold path, its first call always made and each later one kept with
+probability q, the attempt ending at the first lost step — a scripted solver that completes a task of
+L calls with probability q^(L−1) (one-call tasks always), for tests and calibration, never a model.
 """
 
 from __future__ import annotations
@@ -105,12 +105,13 @@ def noisy_oracle_rate(spec: str) -> float:
 
 
 class NoisyOracle(ScriptedPolicy):
-    """A measuring instrument: the gold path, cut at the first step lost (each kept with probability q)."""
+    """A measuring instrument: the gold path, cut at the first step lost (each after the first kept with
+    probability q), so a task of L calls is completed with probability q^(L−1)."""
 
     def __init__(self, task: Task, q: float, rng: random.Random) -> None:
         calls = []
-        for c in task.gold_path:
-            if rng.random() >= q:
+        for i, c in enumerate(task.gold_path):
+            if i > 0 and rng.random() >= q:
                 break
             calls.append(ScriptedCall(c.tool, c.arguments))
         super().__init__(f"{NOISY_ORACLE}:{q:g}", calls)
@@ -228,6 +229,8 @@ async def _attempts(
     on_attempt: Callable[[Episode], None] | None,
 ) -> dict[int, Episode]:
     gate = asyncio.Semaphore(config.concurrency)
+    # the episode's own timeout gets the first chance; past this grace the attempt is abandoned from outside
+    grace = min(HUNG_GRACE, max(1.0, config.episode_timeout / 2))
     done: dict[int, Episode] = {}
     limits: EpisodeLimits = run.limits()
 
@@ -243,7 +246,7 @@ async def _attempts(
                         task, agent, user, opener, episode_id=eid, trial=trial, limits=limits,
                         harness="toolshift.evolve/1", source={"evolve": task.id},
                     ),
-                    deadline=config.episode_timeout + HUNG_GRACE,
+                    deadline=config.episode_timeout + grace,
                 )  # fmt: skip
             except EpisodeHung as exc:
                 episode = hung_episode(
