@@ -43,7 +43,7 @@ def tasks(demo, bench_clinic):
 
 
 def test_hide_identifier_puts_a_lookup_before_the_value(demo):
-    parent, spec, child, edit, _ = _first("hide_identifier", demo)
+    parent, _spec, child, edit, _ = _first("hide_identifier", demo)
     v = verify("child", parent.domain, child)
     assert len(v.task.gold_path) > len(parent.gold_path)
     hidden = next(iter(edit.facts_removed.values()))
@@ -63,7 +63,7 @@ def test_add_follow_on_adds_a_second_change(tasks):
 
 
 def test_add_filter_applies_the_change_to_matching_siblings(tasks):
-    parent, _, child, _, description = _first("add_filter", tasks, seeds=range(12))
+    parent, _, child, _, _description = _first("add_filter", tasks, seeds=range(12))
     v = verify("child", parent.domain, child)
     rows = {(c.table, c.key) for c in v.task.expected_changes}
     assert len(rows) > len({(c.table, c.key) for c in parent.expected_changes})
@@ -78,7 +78,7 @@ def test_add_distractor_names_another_record_in_the_opening(demo):
 
 
 def test_add_derived_value_gives_a_computation(tasks):
-    parent, spec, child, edit, _ = _first("add_derived_value", tasks)
+    parent, _spec, child, edit, _ = _first("add_derived_value", tasks)
     (name, was), (_, now) = next(iter(edit.facts_removed.items())), next(iter(edit.facts_added.items()))
     assert child.instruction.facts[name] == now and now != was
     assert any(w in now for w in ("half of", "plus", "minus", "days after"))
