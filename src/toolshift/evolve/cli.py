@@ -236,7 +236,9 @@ def show_cmd(
         )
         return
     table = Table(title=f"{len(records)} programs", header_style="bold")
-    for col in ("program", "parent", "made by", "status", "c", "L", "mean fitness", "failure mode"):
+    width = max((len(r.id) for r in records), default=8)
+    table.add_column("program", no_wrap=True, min_width=width)
+    for col in ("parent", "made by", "status", "c", "L", "mean fitness", "failure mode"):
         table.add_column(col, justify="right" if col in ("c", "L", "mean fitness") else "left")
     for r in records:
         made = r.mutation.operator or r.mutation.proposer

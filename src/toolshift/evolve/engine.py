@@ -244,11 +244,14 @@ class Engine:
             program, kind, response, cost = propose_with_model(
                 spec_name, parent, [r for r, _ in inspirations], timeout=self.config.model_timeout,
                 seed=self.config.seed * 100_003 + step, base_url=self.config.base_url,
+                max_tokens=self.config.max_tokens,
             )  # fmt: skip
         except (ProgramError, ModelCallFailed) as exc:
-            mutation = Mutation(proposer=f"model:{spec_name}", kind="diff", description="no usable change")
-            return ProposalRecord(**base, error=str(exc), mutation=mutation,
-                                  cost=Cost(calls=1, seconds=time.perf_counter() - started))  # fmt: skip
+            response = getattr(exc, "response", "")
+            mutation = Mutation(proposer=f"model:{spec_name}", kind="diff", description="no usable change",
+                                diff=response)  # fmt: skip
+            cost = getattr(exc, "cost", None) or Cost(calls=1, seconds=time.perf_counter() - started)
+            return ProposalRecord(**base, error=str(exc), mutation=mutation, cost=cost)
         mutation = Mutation(
             proposer=f"model:{spec_name}", kind=kind, description=describe_response(response),  # type: ignore[arg-type]
             diff=response if kind == "diff" else make_diff(parent.program, program),

@@ -16,6 +16,7 @@ from toolshift.evolve.archive import Cost, ProgramRecord
 from toolshift.evolve.diffs import DIVIDER, REPLACE, SEARCH, apply_response
 from toolshift.evolve.fitness import METRICS
 from toolshift.evolve.modelcalls import complete
+from toolshift.evolve.program import ProgramError
 from toolshift.world import load_domain
 
 SYSTEM = f"""You are an expert software developer. You improve a program step by step so that its scores \
@@ -51,6 +52,15 @@ program exactly, once):
 or with the whole new program in one ```python fenced block."""
 
 
+class UnusableResponse(ProgramError):
+    """The model answered, but with no change we can apply: the reason, the response and what it cost."""
+
+    def __init__(self, reason: str, response: str, cost: Cost) -> None:
+        super().__init__(reason)
+        self.response = response
+        self.cost = cost
+
+
 def _scores(r: ProgramRecord) -> str:
     if not r.evaluated:
         return f"rejected at {r.stage}: {r.reason}"
@@ -59,26 +69,44 @@ def _scores(r: ProgramRecord) -> str:
     return "; ".join(parts) + ("" if r.feasible else " (infeasible: never solved perfectly)")
 
 
-def _tool_lines(domain: str) -> list[str]:
+MAX_TOOLS = 24
+
+
+def _tool_lines(domain: str, used: set[str]) -> list[str]:
+    """The tools a change to this task is likely to need: those of the entities its calls touch, the
+    relations between them and the domain's own actions (at most 24, the task's own first)."""
     compiled = load_domain(domain)
-    lines = []
+    entities = {str(t.meta.get("entity")) for t in compiled.tools if t.name in used and t.meta.get("entity")}
     for t in compiled.tools:
+        if t.name in used and t.meta.get("to"):
+            entities.add(str(t.meta["to"]))
+    picked = [t for t in compiled.tools if t.name in used]
+    picked += [
+        t for t in compiled.tools
+        if t.name not in used
+        and (t.meta.get("entity") in entities or t.meta.get("to") in entities or t.meta.get("kind") == "action")
+    ]  # fmt: skip
+    lines = []
+    for t in picked[:MAX_TOOLS]:
         props = (t.input_schema or {}).get("properties") or {}
         req = set((t.input_schema or {}).get("required") or [])
         args = ", ".join(f"{k}{'' if k in req else '?'}" for k in props if k not in ("limit", "offset"))
         lines.append(f"- {t.name}({args}) [{t.effect}]: {t.description.splitlines()[0][:110]}")
+    if len(compiled.tools) > len(lines):
+        lines.append(f"(and {len(compiled.tools) - len(lines)} more tools of this world)")
     return lines
 
 
 def proposer_messages(parent: ProgramRecord, inspirations: list[ProgramRecord]) -> list[dict[str, str]]:
     """The messages for one step: world tools, the parent's program and scores, and the inspirations."""
     task = parent.task
+    used = {g.tool for g in task.gold_path} if task is not None else set()
     results = ""
     if task is not None:
         shown = [{"tool": g.tool, "result": g.result} for g in task.gold_path]
         text = json.dumps(shown, default=str)
         results = (
-            f"\n\nWhat the parent's ground-truth calls returned (for real ids and values):\n{text[:6000]}"
+            f"\n\nWhat the parent's ground-truth calls returned (for real ids and values):\n{text[:3000]}"
         )
     others = []
     for i, r in enumerate(inspirations, 1):
@@ -88,7 +116,7 @@ def proposer_messages(parent: ProgramRecord, inspirations: list[ProgramRecord]) 
             f"Feedback: {r.feedback[:500] or '(none)'}"
         )
     user = (
-        f"# World: {parent.domain}\nTools:\n" + "\n".join(_tool_lines(parent.domain)) + "\n\n"
+        f"# World: {parent.domain}\nTools:\n" + "\n".join(_tool_lines(parent.domain, used)) + "\n\n"
         f"# Current program\n```python\n{parent.program}```\n"
         f"Scores: {_scores(parent)}\nFeedback on the solver's failures: {parent.feedback or '(none)'}"
         f"{results}\n\n# Other programs of the archive\n" + ("\n\n".join(others) or "(none yet)") + "\n\n"
@@ -105,12 +133,18 @@ def propose_with_model(
     timeout: float,
     seed: int,
     base_url: str | None = None,
+    max_tokens: int = 4096,
 ) -> tuple[str, str, str, Cost]:
-    """(child program, "diff" | "rewrite", the model's response, cost); `ProgramError` or `ModelCallFailed`."""
+    """(child program, "diff" | "rewrite", the model's response, cost); `ModelCallFailed` when the call fails,
+    `UnusableResponse` (a `ProgramError` carrying the response and its cost) when it gives no usable change."""
+    messages = proposer_messages(parent, inspirations)
     text, cost = complete(
-        spec, proposer_messages(parent, inspirations), timeout=timeout, seed=seed, base_url=base_url
+        spec, messages, timeout=timeout, seed=seed, base_url=base_url, max_tokens=max_tokens
     )
-    child, kind = apply_response(parent.program, text)
+    try:
+        child, kind = apply_response(parent.program, text)
+    except ProgramError as exc:
+        raise UnusableResponse(str(exc), text, cost) from None
     return child, kind, text, cost
 
 

@@ -40,9 +40,17 @@ def complete(
     seed: int = 0,
     temperature: float | None = None,
     base_url: str | None = None,
+    max_tokens: int = 4096,
 ) -> tuple[str, Cost]:
     """The model's text reply and what it cost; `ModelCallFailed` on a timeout or a failed call."""
-    config = RunConfig(world="evolve", model=spec, temperature=temperature, base_url=base_url, seed=seed)
+    config = RunConfig(
+        world="evolve",
+        model=spec,
+        temperature=temperature,
+        base_url=base_url,
+        seed=seed,
+        max_tokens=max_tokens,
+    )
     model = make_model(spec, config, seed=seed, role="user")
     started = time.perf_counter()
 

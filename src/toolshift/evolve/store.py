@@ -57,6 +57,8 @@ class EvolveConfig(BaseModel):
     model_timeout: float = Field(300.0, gt=0)
     """Hard limit (seconds) on each proposer, feedback, judge and labeler call."""
     base_url: str | None = None
+    max_tokens: int = Field(4096, ge=1)
+    """Reply cap for proposer, feedback, judge and labeler calls."""
     inspirations: int = Field(5, ge=0, le=20)
 
     @field_validator("proposer", "feedback", "judge", "labeler")
