@@ -183,6 +183,7 @@ def tsne(x: np.ndarray, *, seed: int = 0, iterations: int = 600, perplexity: flo
     y = rng.normal(0.0, 1e-4, (n, 2))
     velocity = np.zeros_like(y)
     gains = np.ones_like(y)
+    rate = max(n / 12.0 / 4.0, 50.0)  # scikit-learn's "auto" learning rate: larger ones oscillate on small maps
     for it in range(iterations):
         exaggeration = 12.0 if it < 100 else 1.0
         momentum = 0.5 if it < 100 else 0.8
@@ -193,7 +194,7 @@ def tsne(x: np.ndarray, *, seed: int = 0, iterations: int = 600, perplexity: flo
         grad = 4.0 * ((exaggeration * p - q) * num)[:, :, None] * diff
         grad = grad.sum(axis=1)
         gains = np.where(np.sign(grad) != np.sign(velocity), gains + 0.2, gains * 0.8).clip(0.01)
-        velocity = momentum * velocity - 200.0 * gains * grad
+        velocity = momentum * velocity - rate * gains * grad
         y = y + velocity
         y -= y.mean(axis=0)
     return y
