@@ -39,21 +39,25 @@ def main() -> None:
     )
     folder = args.out or Path(tempfile.mkdtemp(prefix="bench-evolve-"))
     store = RunStore(folder)
-    store.create(config, seeds)
+    if store.exists():  # an interrupted benchmark resumes: finished attempts are not timed again
+        config, seeds = store.config(), store.seeds()
+    else:
+        store.create(config, seeds)
     engine = Engine(store, config)
     started = time.perf_counter()
     engine.run(max_steps=0)
     seeds_seconds = time.perf_counter() - started
     started = time.perf_counter()
+    before = {r.id for r in store.records()}
     records = engine.run(max_steps=args.steps)
     steps_seconds = time.perf_counter() - started
-    children = [r for r in records if r.step is not None]
+    children = [r for r in records if r.step is not None and r.id not in before]
     parts = {"proposer": 0.0, "verify": 0.0, "solver": 0.0, "feedback": 0.0}
     for r in children:
         for name, cost in r.costs.items():
             parts[name if name in parts else "feedback"] = parts.get(name, 0.0) + cost.seconds
     accounted = sum(parts.values()) or 1.0
-    attempts = [a for r in records for a in r.attempts]
+    attempts = [a for r in records for a in r.attempts]  # seeds' and children's: the solver's speed
     tokens = sum(a.completion_tokens for a in attempts)
     model_seconds = sum(a.seconds for a in attempts) or 1.0
     solved = sum(1 for a in attempts if a.success)

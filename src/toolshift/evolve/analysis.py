@@ -183,7 +183,9 @@ def tsne(x: np.ndarray, *, seed: int = 0, iterations: int = 600, perplexity: flo
     y = rng.normal(0.0, 1e-4, (n, 2))
     velocity = np.zeros_like(y)
     gains = np.ones_like(y)
-    rate = max(n / 12.0 / 4.0, 50.0)  # scikit-learn's "auto" learning rate: larger ones oscillate on small maps
+    rate = max(
+        n / 12.0 / 4.0, 50.0
+    )  # scikit-learn's "auto" learning rate: larger ones oscillate on small maps
     for it in range(iterations):
         exaggeration = 12.0 if it < 100 else 1.0
         momentum = 0.5 if it < 100 else 0.8
