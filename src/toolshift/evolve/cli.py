@@ -179,6 +179,8 @@ def run_cmd(
                 "this run folder holds another configuration: use `toolshift evolve resume` or a new --out",
                 source=str(store.config_path),
             )
+        if [t.fingerprint() for t in store.seeds()] != [t.fingerprint() for t in tasks]:
+            raise BadInputError("this run folder was started from other seed tasks", source=str(seeds), field="seeds")
         console.print(f"resuming {out}")
     else:
         if out.exists() and not out.is_dir():
