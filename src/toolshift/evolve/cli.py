@@ -180,7 +180,9 @@ def run_cmd(
                 source=str(store.config_path),
             )
         if [t.fingerprint() for t in store.seeds()] != [t.fingerprint() for t in tasks]:
-            raise BadInputError("this run folder was started from other seed tasks", source=str(seeds), field="seeds")
+            raise BadInputError(
+                "this run folder was started from other seed tasks", source=str(seeds), field="seeds"
+            )
         console.print(f"resuming {out}")
     else:
         if out.exists() and not out.is_dir():

@@ -56,6 +56,22 @@ class RunData:
         self.selection = selection
 
 
+def run_command(folder: Path, config) -> str:  # type: ignore[no-untyped-def]
+    """The `toolshift evolve run` command equivalent to a run's configuration."""
+    c, sc = config, config.solver
+    args = ["toolshift", "evolve", "run", "--seeds", "SEEDS.jsonl", "--out", str(folder), "--solver", sc.model,
+            "--attempts", str(sc.attempts), "--generations", str(c.generations), "--max-turns", str(sc.max_turns),
+            "--seed", str(c.seed)]  # fmt: skip
+    for flag, value, default in (("--user", sc.user, "scripted"), ("--proposer", c.proposer, "structural"),
+                                 ("--feedback", c.feedback, "rules"), ("--judge", c.judge, "rules"),
+                                 ("--labeler", c.labeler, "rules")):  # fmt: skip
+        if value != default:
+            args += [flag, value]
+    if sc.partial_credit:
+        args.append("--partial-credit")
+    return shlex.join(args)
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
@@ -221,6 +237,12 @@ def write_report(folders: list[Path], out: Path, *, embeddings: str = "auto") ->
             f"| `{run.folder.name}` | {len(run.seeds)} | {c.generations} | {c.solver.model} ({c.solver.attempts}) | "
             f"{c.proposer} | {len(run.records)} | {sum(r.evaluated for r in run.records)} | {rej} | {len(run.final)} |"
         )
+    lines += [
+        "",
+        "Each run was made by (SEEDS.jsonl: the run's `seeds.jsonl`, from `toolshift evolve seeds`):",
+        "",
+    ]
+    lines += [f"- `{run_command(run.folder, run.config)}`" for run in runs]
     lines += ["", "## Completion rates before and after", ""]
     hb, ha = completion_histogram(before), completion_histogram(after)
     nb, na = max(sum(hb), 1), max(sum(ha), 1)
