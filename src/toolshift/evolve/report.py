@@ -204,7 +204,9 @@ def _operators(runs: list[RunData]) -> list[tuple[str, int, int, float, float]]:
     return out
 
 
-def write_report(folders: list[Path], out: Path, *, embeddings: str = "auto") -> Path:
+def write_report(
+    folders: list[Path], out: Path, *, embeddings: str = "auto", title: str = "", note: str = ""
+) -> Path:
     """Write `out` (markdown) and its PNGs beside it, from the given run folders."""
     runs = []
     for folder in folders:
@@ -216,10 +218,14 @@ def write_report(folders: list[Path], out: Path, *, embeddings: str = "auto") ->
     before = [r for run in runs for r in run.seeds]
     after = [r for run in runs for r in run.final]
     lines = [
-        "# Task evolution (TURTLE): results",
+        f"# Task evolution (TURTLE): {title or 'results'}",
         "",
-        "Made by: `" + " ".join(["toolshift", "evolve", "report", *map(str, folders), "--out", str(out)]
-                                + (["--embeddings", embeddings] if embeddings != "auto" else [])) + "`",
+        "Made by: `" + shlex.join(["toolshift", "evolve", "report", *map(str, folders), "--out", str(out)]
+                                  + (["--embeddings", embeddings] if embeddings != "auto" else [])
+                                  + (["--title", title] if title else [])
+                                  + (["--note", note] if note else [])) + "`",
+        "",
+        *([note, ""] if note else []),
         "",
         "Before = each run's seed tasks as its solver did on them; after = its final dataset (per seed, the "
         "programs with the highest completion-rate variance, ties kept, after the trivial-failure judge).",
@@ -346,7 +352,3 @@ def write_report(folders: list[Path], out: Path, *, embeddings: str = "auto") ->
                   f"{' → '.join(reversed(chain))}", f"  - before: {instruction(seed)[:300]}", f"  - after: {instruction(evolved)[:400]}"]  # fmt: skip
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out
-
-
-def command_line(folders: list[Path], out: Path) -> str:
-    return shlex.join(["toolshift", "evolve", "report", *map(str, folders), "--out", str(out)])
