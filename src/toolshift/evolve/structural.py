@@ -392,11 +392,14 @@ class StructuralProposer:
                 mark = world.snapshot()
                 try:
                     synth.add_write(draft, tool, prefer_known=True)
+                    changed = bool(world.diff(mark))
                 except Rejected:
+                    changed = False
+                if not changed:  # refused by the world's policy, or a change that changes nothing
                     world.restore(mark)
-                    continue
-                finally:
                     mark.close()
+                    continue
+                mark.close()
                 clause = _intent_clause(draft.intents[-1])
                 sentence = f" Then you also want to {clause}."
                 added = {}
