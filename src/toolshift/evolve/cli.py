@@ -25,16 +25,22 @@ def seeds_cmd(
     build: Path = typer.Option(None, "--build", help="A `toolshift bench build` folder to sample."),
     per_domain: int = typer.Option(1, "--per-domain", min=1, help="Tasks sampled per build domain."),
     domains: str = typer.Option("", "--domains", help="Comma-separated build domains (default: all)."),
+    calls: str = typer.Option(
+        "", "--calls", help="Only build tasks whose ground truth has this many calls, e.g. 1,5-9."
+    ),
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Write a seed task set: the built-in worlds' tasks and/or a sample of a benchmark build."""
-    from toolshift.evolve.seeds import builtin_world_tasks, sample_build
+    from toolshift.evolve.seeds import builtin_world_tasks, parse_calls, sample_build
     from toolshift.taskfile import write_tasks
 
     tasks = builtin_world_tasks() if builtin else []
     if build is not None:
         wanted = [d for d in domains.split(",") if d] or None
-        tasks += sample_build(build, per_domain, domains=wanted, seed=seed)
+        lengths = parse_calls(calls) if calls else None
+        tasks += sample_build(build, per_domain, domains=wanted, seed=seed, calls=lengths)
+    elif calls:
+        raise BadInputError("--calls selects tasks of a --build", field="calls")
     if not tasks:
         raise BadInputError("no seed tasks: give --builtin or --build", field="seeds")
     write_tasks(out, tasks)

@@ -63,16 +63,44 @@ def builtin_world_tasks() -> list[Task]:
     return tasks
 
 
+MAX_CALLS = 64
+
+
+def parse_calls(spec: str) -> set[int]:
+    """Ground-truth lengths from `1,5-9` (numbers and ranges, comma-separated)."""
+    out: set[int] = set()
+    for part in (p.strip() for p in spec.split(",")):
+        low, dash, high = part.partition("-")
+        try:
+            a, b = int(low), int(high if dash else low)
+        except ValueError:
+            raise BadInputError(
+                f"{spec!r}: write call counts as numbers or ranges, e.g. 1,5-9", field="calls"
+            ) from None
+        if not 1 <= a <= b <= MAX_CALLS:
+            raise BadInputError(f"{part!r}: a range of call counts within 1-{MAX_CALLS}", field="calls")
+        out.update(range(a, b + 1))
+    return out
+
+
 def sample_build(
-    build: str | Path, per_domain: int, *, domains: list[str] | None = None, seed: int = 0
+    build: str | Path,
+    per_domain: int,
+    *,
+    domains: list[str] | None = None,
+    seed: int = 0,
+    calls: set[int] | None = None,
 ) -> list[Task]:
-    """`per_domain` tasks of each domain of a bench build (the same ones for the same seed)."""
+    """`per_domain` tasks of each domain of a bench build (the same ones for the same seed), optionally only
+    those whose ground truth has one of `calls` calls (to make a seed set at both ends of a solver's range)."""
     from toolshift.bench.build import iter_domain_tasks
 
     out: list[Task] = []
     for name, tasks in iter_domain_tasks(build):
         if domains and name not in domains:
             continue
+        if calls:
+            tasks = [t for t in tasks if len(t.gold_path) in calls]
         ranked = sorted(tasks, key=lambda t: hashlib.sha256(f"{seed}:{t.id}".encode()).hexdigest())
         out += ranked[:per_domain]
     if not out:
