@@ -131,3 +131,22 @@ def test_direction_follows_the_parents_completion_rate(demo):
 
 def _easier_applies(task, spec) -> bool:
     return any(_apply(op, task, spec) is not None for op in EASIER)
+
+
+def test_a_child_the_archive_holds_is_passed_over_for_the_next_operator(demo):
+    from toolshift.evolve.edits import EditError
+    from toolshift.evolve.program import render_program
+
+    task = demo[0]
+    spec = spec_of(task)
+    parent = verify(task.id, task.domain, spec).task
+    first = PROPOSER.propose(parent, spec, 1.0, Lineage(), random.Random(5))
+    held = {render_program(task.domain, first.spec)}
+    again = PROPOSER.propose(
+        parent, spec, 1.0, Lineage(), random.Random(5),
+        known=lambda child: render_program(task.domain, child) in held,
+    )  # fmt: skip
+    assert render_program(task.domain, again.spec) not in held
+    assert again.operator in HARDER
+    with pytest.raises(EditError, match="makes a program the archive holds"):
+        PROPOSER.propose(parent, spec, 1.0, Lineage(), random.Random(5), known=lambda child: True)

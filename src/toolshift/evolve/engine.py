@@ -222,9 +222,11 @@ class Engine:
             try:
                 assert parent.task is not None
                 _, spec = parse_program(parent.program)
+                held = {r.program for r in archive if r.program}
                 made = self.structural.propose(
                     parent.task, spec, parent.completion if parent.feasible else None,
                     self.lineage(parent, by_id), rng, favoured=dict(favoured),
+                    known=lambda child: render_program(parent.domain, child) in held,
                 )  # fmt: skip
             except (EditError, ProgramError) as exc:
                 mutation = Mutation(proposer="structural", kind="structural", description="no change")

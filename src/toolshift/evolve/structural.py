@@ -20,6 +20,7 @@ either; operators that made the step's inspirations weigh more.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,9 +107,11 @@ class StructuralProposer:
         lineage: Lineage,
         rng: random.Random,
         favoured: dict[str, int] | None = None,
+        known: Callable[[TaskSpec], bool] | None = None,
     ) -> Proposal:
         """One child: operators of the direction the parent's completion rate calls for, tried in a
-        weighted random order until one applies. `EditError` when none does."""
+        weighted random order until one applies and makes a program `known` does not already hold.
+        `EditError` when none does."""
         c = 0.0 if completion is None else completion
         if c > 0.7:
             family = list(HARDER)
@@ -136,6 +139,9 @@ class StructuralProposer:
                 continue
             edit, description = made
             child = apply_edit(spec, edit)
+            if known is not None and known(child):
+                tried.append(f"{op}: makes a program the archive holds")
+                continue
             return Proposal(child, op, description, edit)
         raise EditError("no operator applies (" + "; ".join(tried)[:400] + ")")
 
