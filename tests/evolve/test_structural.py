@@ -38,8 +38,13 @@ def _first(op, tasks, seeds=range(4)):
 
 
 @pytest.fixture(scope="module")
-def tasks(demo, bench_clinic):
-    return [*demo, *bench_clinic]
+def tasks(bench_clinic):
+    from toolshift.evolve.seeds import builtin_world_tasks
+
+    return [
+        *builtin_world_tasks(),
+        *bench_clinic,
+    ]  # clinic, library, freight_depot: each operator applies somewhere
 
 
 def test_hide_identifier_puts_a_lookup_before_the_value(demo):
