@@ -155,3 +155,22 @@ def test_a_child_the_archive_holds_is_passed_over_for_the_next_operator(demo):
     assert again.operator in HARDER
     with pytest.raises(EditError, match="makes a program the archive holds"):
         PROPOSER.propose(parent, spec, 1.0, Lineage(), random.Random(5), known=lambda child: True)
+
+
+def test_a_follow_on_may_refer_to_the_new_record_through_any_of_its_keys():
+    """A new payment batch has no write keyed first by it; scheduling an invoice into it names it second."""
+    from toolshift.agents.tasks import task_from_path
+    from toolshift.models import UserInstruction
+
+    args = {"batch_number": "PAYRUN-0858", "method": "check", "scheduled_date": "2026-06-03"}
+    task = task_from_path(
+        "accounts_payable", "new-batch", "Could you add a new payment batch for me?",
+        UserInstruction(intent="Record payment batch PAYRUN-0858 (check, 2026-06-03).", facts=dict(args)),
+        [("ap_create_payment_batch", args)],
+    )  # fmt: skip
+    parent, _spec, child, _, _ = _first("add_follow_on", [task])
+    v = verify("child", parent.domain, child)
+    created = parent.gold_path[0].result["batch_id"]
+    follow = v.task.gold_path[-1]
+    assert follow.tool != "ap_create_payment_batch" and created in follow.arguments.values()
+    assert len(v.task.expected_changes) > len(parent.expected_changes)

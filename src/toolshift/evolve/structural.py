@@ -389,7 +389,7 @@ class StructuralProposer:
             made = {c.tool for c in spec.ground_truth_calls}
             tools = [
                 w for w in synth.usable_writes
-                if w not in made and any(p.vtype in known_types for p in scene.sigs[w].key_params[:1])
+                if w not in made and any(p.vtype in known_types for p in scene.sigs[w].key_params)
             ]  # fmt: skip
             rng.shuffle(tools)
             tools.sort(key=lambda w: scene.sigs[w].kind != "action")  # the domain's own actions first
