@@ -26,6 +26,7 @@ def _attach() -> None:
     from toolshift.bench.cli import app as bench_app
     from toolshift.evolve.cli import app as evolve_app
     from toolshift.flows.cli import app as flows_app
+    from toolshift.gateway.cli import app as gateway_app
     from toolshift.report import cli as report_cli
     from toolshift.traces.cli import app as traces_app
     from toolshift.world.cli import app as world_app
@@ -43,6 +44,9 @@ def _attach() -> None:
     )
     app.add_typer(
         evolve_app, name="evolve", help="Task evolution (TURTLE): tasks tuned to the solver's frontier."
+    )
+    app.add_typer(
+        gateway_app, name="gateway", help="An MCP gateway in front of MCP servers: record, version, flows."
     )
     app.add_typer(report_cli.app, name="report", help="Results pages drawn from several capabilities.")
     app.command("view", help="A local trajectory viewer over episode files and τ²-bench results.")(

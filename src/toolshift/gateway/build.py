@@ -1,0 +1,64 @@
+"""Assemble a gateway from its config: the middleware chain in the configured order, and the start-up checks.
+
+`build_gateway` makes the `Gateway`; `prepare` reaches every backend once before serving (an unreachable
+one is an error at start, naming it), checks a flow against the backend's tools, and writes the catalog
+the recordings are read with. The chain's order is the config's, outermost first; `record` must come
+before `flows`, so it records what the agent called and what the backend answered, never the lookups as
+calls. A supply middleware (Steward's `retrieve_tools`) plugs in as one more `Middleware` that rewrites
+`list_tools` and answers its own tools in `call`.
+"""
+
+from __future__ import annotations
+
+from toolshift.errors import BadInputError
+from toolshift.gateway.chain import Middleware
+from toolshift.gateway.config import GatewayConfig
+from toolshift.gateway.core import Gateway
+
+
+def record_domain(config: GatewayConfig) -> str:
+    first = config.backends[0]
+    if config.record is not None and config.record.domain:
+        return config.record.domain
+    if first.world is not None:
+        from toolshift.world import load_domain
+
+        return load_domain(first.world).spec.name
+    return first.domain or first.name
+
+
+def build_gateway(config: GatewayConfig) -> Gateway:
+    """The gateway with its middleware; nothing is reached yet (see `prepare`)."""
+    middleware: list[Middleware] = []
+    mw = config.middleware
+    if "record" in mw and "flows" in mw and mw.index("record") > mw.index("flows"):
+        raise BadInputError(
+            "record must come before flows in the middleware list (it records the agent's calls, not the lookups)",
+            field="middleware",
+        )
+    for name in config.middleware:
+        if name == "record":
+            from toolshift.gateway.record import RecordMiddleware
+
+            assert config.record is not None
+            middleware.append(
+                RecordMiddleware(config.record, domain=record_domain(config), secrets=(config.token() or "",))
+            )
+        elif name == "flows":
+            from toolshift.gateway.flows import FlowsMiddleware
+
+            assert config.flows is not None
+            middleware.append(FlowsMiddleware(config.flows))
+    return Gateway(config, middleware)
+
+
+async def prepare(gateway: Gateway) -> None:
+    """Start-up checks: every backend reachable, tool names unique, the flow's catalog the backend's."""
+    tools = await gateway.probe()
+    for m in gateway.middleware:
+        check = getattr(m, "check_backend", None)
+        if check is not None:
+            check(tools)
+        write = getattr(m, "write_catalog", None)
+        if write is not None:
+            write(tools)

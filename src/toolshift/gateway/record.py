@@ -1,0 +1,225 @@
+"""The record middleware: every client session's calls and results as one episode (`toolshift.episode/1`).
+
+What is recorded: each call the client made (tool name as the client saw it, arguments with secrets
+redacted) and the backend's result (text as the client reads it, the error flag), in order, one call per
+assistant turn; the row changes a toolshift world reported, folded into `world_diff`; which calls a
+lookup answered and which lookups the flows middleware made after each call (`source["gateway"]`).
+
+What is not: the conversation. The gateway sees calls, not the model's text, the user's messages or the
+system prompt, so an episode has no user or system messages, no token usage, no outcome (nothing judges
+it), and calls the client made in parallel become consecutive turns. The task id is the client's
+`_meta["toolshift/task"]` when it sends one, else the session id.
+
+Secrets: argument values under names that look secret (password, token, api key, secret, credential,
+authorization, cookie, private key) or listed in `record.redact` are written `[redacted]`; the HTTP
+bearer token and backend environments never reach a recording, and any string equal to the gateway's
+token is redacted wherever it appears.
+
+Files: `<out>/<domain>.episodes.jsonl`, created with its header atomically, then appended one episode a line,
+flushed and fsynced as each session ends (a torn last line from a crash is cut on the next open), and
+`<out>/<domain>.catalog.json` from the backend's tool annotations (so `toolshift traces stats` and
+`toolshift flows learn` read the folder as it is). Sessions still open at a graceful shutdown are written
+with `termination_reason: gateway_shutdown`; a kill -9 loses only the sessions still open.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+
+from toolshift.gateway.chain import CallOutcome, GatewaySession, Middleware, Next
+from toolshift.gateway.config import RecordConfig
+
+SECRET_NAME = re.compile(
+    r"(pass(word|wd|phrase)?|secret|token|api[_-]?key|apikey|credential|authori[sz]ation|cookie|private[_-]?key)",
+    re.IGNORECASE,
+)
+REDACTED = "[redacted]"
+RECORDED_RESULT_CHARS = 20_000
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class _Recording:
+    def __init__(self, session: GatewaySession) -> None:
+        self.session = session
+        self.started = _now()
+        self.messages: list[dict[str, Any]] = []
+        self.changes: list[Any] = []
+        self.changes_complete = True
+        self.calls: list[dict[str, Any]] = []
+
+
+class RecordMiddleware(Middleware):
+    """Writes one episode per client session (see the module doc for what is and is not in it)."""
+
+    name = "record"
+
+    def __init__(self, config: RecordConfig, *, domain: str, secrets: tuple[str, ...] = ()) -> None:
+        self.config = config
+        self.domain = domain
+        self.redact_names = {n.lower() for n in config.redact}
+        self.secrets = tuple(s for s in secrets if s)
+        self.path = Path(config.out) / f"{domain}.episodes.jsonl"
+        self._lock = threading.Lock()
+        self._fh: Any = None
+        self.written = 0
+
+    # --- files ---------------------------------------------------------------------------------
+
+    def write_catalog(self, tools: list[types.Tool]) -> Path:
+        """The backend's catalog beside the episodes (labels from its annotations, else the verb rule)."""
+        from toolshift.traces.catalog import catalog_from_mcp_tools, catalog_path, save_catalog
+
+        catalog = catalog_from_mcp_tools(self.domain, tools, source="toolshift gateway: backend tools/list")
+        return save_catalog(catalog, catalog_path(Path(self.config.out), self.domain))
+
+    def _open(self) -> Any:
+        if self._fh is None:
+            from toolshift.traces.store import EpisodeWriter
+
+            if not self.path.exists():
+                with EpisodeWriter(
+                    self.path, meta={"recorded_by": "toolshift gateway", "domain": self.domain}
+                ):
+                    pass
+            writer = EpisodeWriter(self.path, append=True)
+            self._fh = writer.__enter__()
+        return self._fh
+
+    def flush_close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.sync()
+                self._fh.__exit__(None, None, None)
+                self._fh = None
+
+    # --- redaction -----------------------------------------------------------------------------
+
+    def redact(self, value: Any, name: str | None = None, depth: int = 0) -> Any:
+        if name is not None and (SECRET_NAME.search(name) or name.lower() in self.redact_names):
+            return REDACTED
+        if depth > 32:
+            return REDACTED
+        if isinstance(value, dict):
+            return {k: self.redact(v, str(k), depth + 1) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.redact(v, None, depth + 1) for v in value]
+        if isinstance(value, str):
+            return self.scrub(value)
+        return value
+
+    def scrub(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    # --- the chain -----------------------------------------------------------------------------
+
+    def _rec(self, session: GatewaySession) -> _Recording:
+        rec = session.state.get(self.name)
+        if rec is None:
+            rec = session.state[self.name] = _Recording(session)
+        return rec
+
+    async def open(self, session: GatewaySession) -> None:
+        self._rec(session)
+
+    async def call(
+        self, session: GatewaySession, name: str, arguments: dict[str, Any], call_next: Next
+    ) -> CallOutcome:
+        rec = self._rec(session)
+        outcome = await call_next(session, name, arguments)
+        self.note(rec, name, arguments, outcome)
+        return outcome
+
+    def note(self, rec: _Recording, name: str, arguments: dict[str, Any], outcome: CallOutcome) -> None:
+        from toolshift.gateway.flows import result_text
+        from toolshift.models import RowChange
+
+        n = len(rec.calls)
+        call_id = f"gw-{n}"
+        args = self.redact(arguments)
+        text = self.scrub(result_text(outcome.result))
+        if len(text) > RECORDED_RESULT_CHARS:
+            text = text[:RECORDED_RESULT_CHARS] + f"... [{len(text) - RECORDED_RESULT_CHARS} more characters]"
+        rec.messages.append(
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": call_id, "name": name, "arguments": args}],
+                "timestamp": _now(),
+            }
+        )
+        rec.messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": call_id,
+                "name": name,
+                "content": text,
+                "error": bool(outcome.result.is_error),
+                "timestamp": _now(),
+            }
+        )
+        reported = (outcome.result.meta or {}).get("toolshift/changes")
+        if isinstance(reported, list):
+            try:
+                rec.changes += [RowChange.model_validate(c) for c in reported]
+            except ValueError:
+                rec.changes_complete = False
+        elif outcome.answered_by == "backend":
+            rec.changes_complete = False
+        rec.calls.append(
+            {
+                "answered_by": outcome.answered_by,
+                "lookups": [
+                    {"tool": lk.tool, "arguments": self.redact(lk.arguments), "score": round(lk.score, 4)}
+                    for lk in outcome.lookups
+                ],
+            }
+        )
+
+    def close(self, session: GatewaySession, reason: str) -> None:
+        rec = session.state.get(self.name)
+        if rec is None or not rec.messages:
+            return
+        episode = self.episode(rec, reason)
+        with self._lock:
+            fh = self._open()
+            fh.write(episode)
+            fh.sync()
+            self.written += 1
+
+    def episode(self, rec: _Recording, reason: str) -> Any:
+        from toolshift.traces.episode import Episode
+        from toolshift.world import compose_changes
+
+        session = rec.session
+        return Episode.model_validate(
+            {
+                "id": f"gateway-{session.id}",
+                "task_id": session.task or f"gateway-{session.id}",
+                "domain": self.domain,
+                "agent": self.config.agent,
+                "harness": "toolshift-gateway",
+                "messages": rec.messages,
+                "termination_reason": "gateway_shutdown"
+                if reason == "shutdown"
+                else f"gateway_session_{reason}",
+                "world_diff": [c.model_dump(mode="json") for c in compose_changes(rec.changes)]
+                if rec.changes_complete
+                else None,
+                "start_time": rec.started,
+                "end_time": _now(),
+                "source": {"gateway": {"session": session.id, "calls": rec.calls}},
+            }
+        )
+
+    def metrics(self) -> dict[str, Any]:
+        return {"episodes_written": self.written}

@@ -1,0 +1,251 @@
+"""The gateway as an MCP server (the SDK's low-level `Server`): stdio, streamable HTTP, in-memory.
+
+Each MCP connection (the stdio process, an HTTP `Mcp-Session-Id` session, an in-memory client) is one
+`GatewaySession`, opened on its first request and ended when the connection ends, when the SDK reclaims
+it idle (`idle_timeout`), or at shutdown. Over HTTP, `server/discover` is refused so clients fall back to
+the initialize handshake and its sessions (a backend session per client session needs a client session),
+and a 2026-07-28 request without one is refused with that reason. `/health` answers `{"status": "ok"}`
+and `/metrics` the gateway's counters as JSON; with a token (required when bound beyond loopback) every
+path but `/health` needs `Authorization: Bearer <token>`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolshift.errors import BadInputError
+from toolshift.gateway.backends import BackendUnreachable
+from toolshift.gateway.chain import TASK_META_KEY, GatewaySession
+from toolshift.gateway.core import Gateway
+from toolshift.gateway.flows import render_outcome
+
+_STATE_KEY = "toolshift.gateway"
+
+
+class GatewayServer:
+    """An MCP server in front of a `Gateway`."""
+
+    def __init__(self, gateway: Gateway, *, name: str = "toolshift-gateway") -> None:
+        self.gateway = gateway
+        self.single: GatewaySession | None = None
+        self.single_session = False
+        self._opening = anyio.Lock()
+        self.server: Server[Any] = Server(
+            name,
+            version="1",
+            instructions="toolshift gateway: "
+            + ", ".join(f"{b.name} ({b.describe()})" for b in gateway.backends.values()),
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        self.server.add_request_handler("server/discover", types.RequestParams, self._discover)
+
+    def init_options(self) -> Any:
+        return self.server.create_initialization_options(NotificationOptions(tools_changed=True))
+
+    async def session_for(self, ctx: ServerRequestContext[Any]) -> GatewaySession:
+        """This connection's gateway session, opened (with its backend sessions) on its first request."""
+        if self.single_session:
+            async with self._opening:
+                if self.single is None or self.single.closed:
+                    self.single = await self._open(ctx)
+            return self.single
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and ctx.request is not None:
+            raise MCPError(
+                types.INVALID_REQUEST,
+                "the toolshift gateway keeps one backend session per client session, and a 2026-07-28 request "
+                "over HTTP has none: connect with the initialize handshake (an Mcp-Session-Id session)",
+            )
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is None:
+            raise MCPError(types.INTERNAL_ERROR, "no connection to keep this session's backends in")
+        session = connection.state.get(_STATE_KEY)
+        if session is None:
+            session = await self._open(ctx)
+            connection.state[_STATE_KEY] = session
+            connection.exit_stack.push_async_callback(self.gateway.end_session, session, "closed")
+        return session
+
+    async def _open(self, ctx: ServerRequestContext[Any]) -> GatewaySession:
+        try:
+            session = await self.gateway.open_session()
+        except BackendUnreachable as exc:
+            raise MCPError(types.INTERNAL_ERROR, f"toolshift gateway: {exc}") from None
+        server_session = ctx.session
+        session.notify = server_session.send_tool_list_changed
+        return session
+
+    async def _discover(
+        self, ctx: ServerRequestContext[Any], params: types.RequestParams
+    ) -> types.DiscoverResult:
+        if ctx.request is not None:
+            raise MCPError(
+                types.METHOD_NOT_FOUND,
+                "server/discover is not served over HTTP: the gateway needs sessions (initialize handshake)",
+            )
+        return types.DiscoverResult(
+            supported_versions=list(MODERN_PROTOCOL_VERSIONS),
+            capabilities=self.server.get_capabilities(protocol_version=ctx.protocol_version),
+            instructions=self.server.instructions,
+        )
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        session = await self.session_for(ctx)
+        try:
+            tools = await self.gateway.list_tools(session)
+        except BackendUnreachable as exc:
+            raise MCPError(types.INTERNAL_ERROR, f"toolshift gateway: {exc}") from None
+        return types.ListToolsResult(tools=tools)
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        session = await self.session_for(ctx)
+        task = (ctx.meta or {}).get(TASK_META_KEY)
+        if task is not None:
+            session.task = str(task)[:200]
+        outcome = await self.gateway.call_tool(session, params.name, dict(params.arguments or {}))
+        return render_outcome(outcome)
+
+    # --- transports -----------------------------------------------------------------------------
+
+    async def run_stdio(self) -> None:
+        """Serve this process's stdin and stdout: one client, one gateway session."""
+        from mcp.server.stdio import stdio_server
+
+        from toolshift.world.jsonrpc_guard import ScreenedLines
+
+        self.single_session = True
+        lines = ScreenedLines.stdin()
+        async with self.gateway.running(), stdio_server(stdin=lines) as (read, write):
+            lines.replies = write
+            await self.server.run(read, write, self.init_options())
+            if self.single is not None:
+                await self.gateway.end_session(self.single, "closed")
+
+    def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None) -> Any:
+        """The ASGI app: streamable HTTP at `path`, `/health`, `/metrics`, behind the token check."""
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        config = self.gateway.config
+
+        async def health(request: Request) -> JSONResponse:
+            return JSONResponse({"status": "ok", "backends": sorted(self.gateway.backends)})
+
+        async def metrics(request: Request) -> JSONResponse:
+            return JSONResponse(self.gateway.metrics())
+
+        app = self.server.streamable_http_app(
+            streamable_http_path=path,
+            host=host,
+            json_response=True,
+            session_idle_timeout=config.idle_timeout,
+            max_sessions=config.max_sessions,
+            custom_starlette_routes=[Route("/health", health), Route("/metrics", metrics)],
+        )
+        inner_lifespan = app.router.lifespan_context
+        gateway = self.gateway
+
+        @asynccontextmanager
+        async def lifespan(a: Any) -> AsyncIterator[Any]:
+            async with gateway.running(), inner_lifespan(a) as state:
+                yield state
+
+        app.router.lifespan_context = lifespan
+        return TokenGate(app, token) if token else app
+
+    def run_http(self, *, host: str, port: int, token: str | None) -> None:
+        import uvicorn
+
+        check_binding(host, token, self.gateway.config.token_env)
+        uvicorn.run(self.http_app(host=host, token=token), host=host, port=port, log_level="warning")
+
+
+def check_binding(host: str, token: str | None, token_env: str) -> None:
+    """HTTP bound beyond loopback needs a token: refuse to start without one."""
+    from toolshift.gateway.config import is_loopback
+
+    if not is_loopback(host) and not token:
+        raise BadInputError(
+            f"serving HTTP on {host} (beyond loopback) needs a bearer token: set {token_env}",
+            field="host",
+        )
+
+
+class TokenGate:
+    """ASGI: every HTTP request but `/health` must carry `Authorization: Bearer <token>`."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app, self.expected = app, f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("path") == "/health":
+            await self.app(scope, receive, send)
+            return
+        sent = dict(scope.get("headers") or []).get(b"authorization", b"")
+        if not secrets.compare_digest(sent, self.expected):
+            body = json.dumps({"error": "unauthorized: send Authorization: Bearer <token>"}).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
+@asynccontextmanager
+async def in_memory_client(server: GatewayServer) -> AsyncIterator[Client]:
+    """An SDK client connected in-process (memory streams, the real protocol) to a running gateway."""
+    async with Client(server.server, mode="legacy") as client:
+        yield client
+
+
+@contextmanager
+def http_gateway_thread(
+    server: GatewayServer, *, host: str = "127.0.0.1", port: int | None = None, token: str | None = None,
+    timeout: float = 60.0,
+) -> Iterator[str]:  # fmt: skip
+    """Run the gateway's HTTP transport on a loopback port in a background thread; yields the MCP URL."""
+    import uvicorn
+
+    from toolshift.world.serve import free_port
+
+    port = port or free_port(host)
+    config = uvicorn.Config(
+        server.http_app(host=host, token=token), host=host, port=port, log_level="warning", lifespan="on"
+    )
+    userver = uvicorn.Server(config)
+    thread = threading.Thread(target=userver.run, name=f"gateway-http-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not userver.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"gateway HTTP server did not start on {host}:{port}")
+        time.sleep(0.01)
+    try:
+        yield f"http://{host}:{port}/mcp"
+    finally:
+        userver.should_exit = True
+        thread.join(timeout=30)
