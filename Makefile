@@ -5,6 +5,8 @@ STAMP := $(VENV)/.installed
 
 INSPECTOR_VERSION := 2.12.0
 INSPECTOR := .cache/npm/node_modules/.bin/mcp-inspector
+FILESYSTEM_SERVER_VERSION := 2026.8.31
+FILESYSTEM_SERVER := .cache/npm/node_modules/.bin/mcp-server-filesystem
 
 .PHONY: demo test lint bench clean inspector tau2-venv chromium
 
@@ -21,12 +23,14 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 
-# The official MCP Inspector CLI, for tests/world/test_inspector.py (skipped where npm is absent).
-inspector: $(INSPECTOR)
-$(INSPECTOR):
+# The official MCP Inspector CLI, for tests/world/test_inspector.py and tests/gateway (skipped where npm is
+# absent), and the reference filesystem MCP server, the gateway tests' third-party backend.
+inspector: $(INSPECTOR) $(FILESYSTEM_SERVER)
+$(INSPECTOR) $(FILESYSTEM_SERVER):
 	@if command -v npm >/dev/null 2>&1; then \
 	  mkdir -p .cache/npm && cd .cache/npm && echo '{"private": true}' > package.json && \
-	  npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/inspector@$(INSPECTOR_VERSION); \
+	  npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/inspector@$(INSPECTOR_VERSION) \
+	    @modelcontextprotocol/server-filesystem@$(FILESYSTEM_SERVER_VERSION); \
 	else echo "npm not found: the MCP Inspector tests will be skipped"; fi
 
 # τ²-bench (the peer snapshot in ../shared/peers) in its own Python 3.12 venv, .venv-tau2/: built once,
@@ -45,7 +49,7 @@ chromium:
 	    || echo "apt-get could not install chromium: the browser tests will be skipped"; \
 	else echo "no apt-get, or not root: chromium not installed, the browser tests will be skipped"; fi
 
-test: lint $(INSPECTOR) tau2-venv chromium
+test: lint $(INSPECTOR) $(FILESYSTEM_SERVER) tau2-venv chromium
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)
