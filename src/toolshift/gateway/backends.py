@@ -54,6 +54,8 @@ class Backend:
         self._served: Any = None
         """For world and build backends: the `WorldServer` every connection forks its world from."""
         self.world_domain: str | None = None
+        self.ecosystem_version: str | None = None
+        """For build backends: `<ecosystem id>/v<n>`, as bench's evaluation reads it from an episode."""
         if config.world is not None:
             from toolshift.world import load_domain
             from toolshift.world.serve import WorldServer
@@ -62,7 +64,7 @@ class Backend:
             self._served = WorldServer(compiled, idle_timeout=None, max_sessions=None)
             self.world_domain = compiled.spec.name
         elif config.build is not None:
-            self._served = _version_server(config)
+            self._served, self.ecosystem_version = _version_server(config)
             self.world_domain = config.domain
 
     @property
@@ -102,7 +104,7 @@ class Backend:
             raise BackendUnreachable(f"{self.describe()} is unreachable: {root_cause(exc)}") from None
 
 
-def _version_server(config: BackendConfig) -> Any:
+def _version_server(config: BackendConfig) -> tuple[Any, str]:
     """One ecosystem version of a bench build, served as `toolshift bench serve` serves it."""
     from toolshift.bench.ecosystem.store import load_ecosystem, version_world
     from toolshift.errors import BadInputError
@@ -114,10 +116,17 @@ def _version_server(config: BackendConfig) -> Any:
         raise BadInputError(
             f"domain {config.domain!r} is not in ecosystem {eco.id}", source=str(config.build), field="domain"
         )
+    if config.version > eco.config.versions:
+        raise BadInputError(
+            f"ecosystem {eco.id} has versions 1..{eco.config.versions}, not {config.version}",
+            source=str(config.build),
+            field="version",
+        )
     world, _ = version_world(config.build, config.domain, config.version)
-    return WorldServer(
+    server = WorldServer(
         world, name=f"toolshift-{config.domain}-v{config.version}", idle_timeout=None, max_sessions=None
     )
+    return server, f"{eco.id}/v{config.version}"
 
 
 async def _all_tools(client: Client) -> list[types.Tool]:

@@ -36,20 +36,28 @@ def build_gateway(config: GatewayConfig) -> Gateway:
             "record must come before flows in the middleware list (it records the agent's calls, not the lookups)",
             field="middleware",
         )
+    gateway = Gateway(config)
     for name in config.middleware:
         if name == "record":
             from toolshift.gateway.record import RecordMiddleware
 
             assert config.record is not None
+            first = next(iter(gateway.backends.values()))
             middleware.append(
-                RecordMiddleware(config.record, domain=record_domain(config), secrets=(config.token() or "",))
+                RecordMiddleware(
+                    config.record,
+                    domain=record_domain(config),
+                    secrets=(config.token() or "",),
+                    ecosystem_version=first.ecosystem_version,
+                )
             )
         elif name == "flows":
             from toolshift.gateway.flows import FlowsMiddleware
 
             assert config.flows is not None
             middleware.append(FlowsMiddleware(config.flows))
-    return Gateway(config, middleware)
+    gateway.use(middleware)
+    return gateway
 
 
 async def prepare(gateway: Gateway) -> None:

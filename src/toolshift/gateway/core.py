@@ -33,9 +33,7 @@ class Gateway:
     def __init__(self, config: GatewayConfig, middleware: list[Middleware] | None = None) -> None:
         self.config = config
         self.backends = {b.name: Backend(b, call_timeout=config.call_timeout) for b in config.backends}
-        self.middleware: list[Middleware] = list(middleware or [])
-        for m in self.middleware:
-            m.attach(self)
+        self.middleware: list[Middleware] = []
         self.sessions: dict[str, GatewaySession] = {}
         self.counters: dict[str, int] = {
             "sessions_opened": 0,
@@ -47,7 +45,15 @@ class Gateway:
         }
         self.backend_seconds = 0.0
         self._tg: anyio.abc.TaskGroup | None = None
-        self._chain: Next = self._build_chain()
+        self._chain: Next = self._forward
+        self.use(middleware or [])
+
+    def use(self, middleware: list[Middleware]) -> None:
+        """Install the chain (outermost first)."""
+        self.middleware = list(middleware)
+        for m in self.middleware:
+            m.attach(self)
+        self._chain = self._build_chain()
 
     # --- life ----------------------------------------------------------------------------------
 

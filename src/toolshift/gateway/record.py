@@ -62,9 +62,17 @@ class RecordMiddleware(Middleware):
 
     name = "record"
 
-    def __init__(self, config: RecordConfig, *, domain: str, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        config: RecordConfig,
+        *,
+        domain: str,
+        secrets: tuple[str, ...] = (),
+        ecosystem_version: str | None = None,
+    ) -> None:
         self.config = config
         self.domain = domain
+        self.ecosystem_version = ecosystem_version
         self.redact_names = {n.lower() for n in config.redact}
         self.secrets = tuple(s for s in secrets if s)
         self.path = Path(config.out) / f"{domain}.episodes.jsonl"
@@ -208,6 +216,7 @@ class RecordMiddleware(Middleware):
                 "domain": self.domain,
                 "agent": self.config.agent,
                 "harness": "toolshift-gateway",
+                "ecosystem_version": self.ecosystem_version,
                 "messages": rec.messages,
                 "termination_reason": "gateway_shutdown"
                 if reason == "shutdown"
