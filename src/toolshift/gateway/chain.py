@@ -31,6 +31,8 @@ class ServedLookup:
     score: float
     result: types.CallToolResult
     state_version: int
+    seconds: float = 0.0
+    """How long the backend took to answer it."""
 
 
 @dataclass

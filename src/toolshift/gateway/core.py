@@ -10,7 +10,9 @@ them until it ends or is reclaimed idle. Tool names are routed to their backend 
 from __future__ import annotations
 
 import logging
+import statistics
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -44,6 +46,8 @@ class Gateway:
             "tools_list_requests": 0,
         }
         self.backend_seconds = 0.0
+        self.own_ms: deque[float] = deque(maxlen=10_000)
+        """The gateway's own time per call (the chain, minus the time the backend took), the last 10,000."""
         self._tg: anyio.abc.TaskGroup | None = None
         self._chain: Next = self._forward
         self.use(middleware or [])
@@ -181,6 +185,7 @@ class Gateway:
         """The client's call through the chain; an unreachable backend is an `isError` result naming it."""
         self.counters["calls"] += 1
         session.calls += 1
+        started = time.perf_counter()
         try:
             outcome = await self._chain(session, name, arguments)
         except BackendUnreachable as exc:
@@ -189,12 +194,16 @@ class Gateway:
             raise MCPError(types.INTERNAL_ERROR, f"toolshift gateway: {exc}") from None
         if outcome.result.is_error:
             self.counters["call_errors"] += 1
+        backend = outcome.backend_seconds + sum(lk.seconds for lk in outcome.lookups)
+        self.own_ms.append((time.perf_counter() - started - backend) * 1000)
         return outcome
 
     def metrics(self) -> dict[str, Any]:
         out: dict[str, Any] = dict(self.counters)
         out["sessions_open"] = len(self.sessions)
         out["backend_seconds"] = round(self.backend_seconds, 6)
+        if self.own_ms:
+            out["gateway_own_ms_p50"] = round(statistics.median(self.own_ms), 4)
         for m in self.middleware:
             for key, value in m.metrics().items():
                 out[f"{m.name}_{key}"] = value

@@ -26,6 +26,7 @@ served with `--shared-state`, a third-party database) can change under a kept lo
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -211,12 +212,14 @@ class FlowsMiddleware(Middleware):
             versions = (st.catalog_version, st.state_version)
             made += 1
             self.counts["lookups_made"] += 1
+            started = time.perf_counter()
             result = await session.backends[route.backend].call_tool(route.name, lookup.arguments)
+            seconds = time.perf_counter() - started
             if result.is_error:
                 self.counts["lookups_errors_dropped"] += 1
                 continue
             one = ServedLookup(
-                lookup.tool, lookup.arguments, lookup.key, lookup.score, result, st.state_version
+                lookup.tool, lookup.arguments, lookup.key, lookup.score, result, st.state_version, seconds
             )
             if versions == (st.catalog_version, st.state_version):
                 st.kept[(lookup.key, *versions)] = one
