@@ -191,4 +191,33 @@ def check(
                     + ", ".join(t.name for t in tools[:12]) + (" …" if len(tools) > 12 else ""))  # fmt: skip
 
 
+@app.command("report")
+def report(
+    out: Annotated[Path, typer.Option(help="The results page to write.")] = Path(
+        "docs/results/flows-live.md"
+    ),
+    work: Annotated[Path, typer.Option(help="Work folder (build, runs, flows; reused).")] = Path(
+        ".cache/flows-live"
+    ),
+    model: Annotated[
+        list[str] | None, typer.Option("--model", help="Live models (default: embedded); openai:<m> too.")
+    ] = None,
+    per_domain: Annotated[int, typer.Option(help="Tasks synthesised per domain.")] = 30,
+    live_tasks: Annotated[int, typer.Option(help="Test tasks run live, flows off and on.")] = 6,
+    max_turns: Annotated[int, typer.Option(help="Turn limit of a live episode.")] = 12,
+) -> None:
+    """docs/results/flows-live.md: trace vs environment replay, and live runs with flows off and on."""
+    from toolshift.gateway.liveflows import write_report
+
+    path = write_report(
+        out,
+        work,
+        models=model or ["embedded"],
+        per_domain=per_domain,
+        live_tasks=live_tasks,
+        max_turns=max_turns,
+    )
+    err.print(f"wrote {path}")
+
+
 report_file_errors(app)
