@@ -196,3 +196,25 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and str(bad) in proc.stderr and "colour" in proc.stderr
+
+
+def test_flags_layer_over_a_config_file(tmp_path):
+    from toolshift.gateway.cli import config_from_flags
+
+    file = tmp_path / "gateway.yaml"
+    file.write_text("backends: [{name: clinic, world: clinic}]\nport: 9000\nflows: {flow: f.json, catalog: c.json}\n"
+                    "middleware: [flows]\n")  # fmt: skip
+    cfg = config_from_flags(file, record=tmp_path / "rec", threshold=0.5, transport="http")
+    assert cfg.middleware == ["record", "flows"] and cfg.port == 9000 and cfg.transport == "http"
+    assert cfg.flows.threshold == 0.5 and cfg.flows.flow == tmp_path / "f.json"
+    alone = config_from_flags(
+        None, world=["clinic"], command=["fs=mcp-server-filesystem /srv"], url=["http://h:1/mcp"]
+    )
+    assert [(b.name, b.kind) for b in alone.backends] == [
+        ("clinic", "world"),
+        ("fs", "command"),
+        ("remote3", "url"),
+    ]
+    assert alone.backends[1].command == ["mcp-server-filesystem", "/srv"]
+    with pytest.raises(BadInputError, match="--flow and --catalog go together"):
+        config_from_flags(None, world=["clinic"], flow=tmp_path / "f.json")
