@@ -63,3 +63,13 @@ def test_environment_and_trace_replay_agree_without_writes_between_and_differ_af
     assert [e.detours for e in trace.episodes][2:] == [2, 2]
     assert [e.detours for e in env] == [0, 0, 0, 0]
     assert [e.lookups_made for e in env] == [2, 2, 3, 3]  # after the write, get_doctor is looked up afresh
+
+
+def test_live_rows_count_turns_repeats_and_detours():
+    from toolshift.gateway.liveflows import LiveEpisode, live_rows
+
+    off = LiveEpisode("t1", False, 6, ["a", "b", "c"], [False, False, True], [[], [], []], 0, False)
+    on = LiveEpisode("t1", True, 4, ["a", "b", "c"], [False, False, True], [["b", "x"], [], []], 1, True)
+    row = live_rows("embedded", [(off, on)])
+    # 2 turns saved; 2 lookups, the agent made one of them again; "x" the agent never called with flows off
+    assert row == ["embedded", "1", "6", "4", "+2", "2", "1 of 2", "1", "0 / 1"]

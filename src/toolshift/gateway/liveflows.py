@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -210,7 +211,11 @@ async def _live_episode(
     gateway = build_gateway(config)
     server = GatewayServer(gateway)
     spec = load_domain(domain).spec
-    run = RunConfig(world=domain, model=model, max_turns=max_turns, temperature=0.0)
+    base_url = os.environ.get("TOOLSHIFT_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    run = RunConfig(
+        world=domain, model=model, max_turns=max_turns, temperature=0.0,
+        base_url=base_url if model.startswith("openai:") else None,
+    )  # fmt: skip
 
     @asynccontextmanager
     async def open_world() -> AsyncIterator[Any]:
