@@ -203,7 +203,7 @@ def report(
         list[str] | None, typer.Option("--model", help="Live models (default: embedded); openai:<m> too.")
     ] = None,
     per_domain: Annotated[int, typer.Option(help="Tasks synthesised per domain.")] = 30,
-    live_tasks: Annotated[int, typer.Option(help="Test tasks run live, flows off and on.")] = 6,
+    live_tasks: Annotated[int, typer.Option(help="Test tasks per domain run live, flows off and on.")] = 4,
     max_turns: Annotated[int, typer.Option(help="Turn limit of a live episode.")] = 12,
 ) -> None:
     """docs/results/flows-live.md: trace vs environment replay, and live runs with flows off and on."""

@@ -278,7 +278,7 @@ def live_runs(df: DomainFlows, tasks: list[Any], model: str, work: Path, *, max_
     return pairs
 
 
-def live_rows(model: str, pairs: list[tuple[LiveEpisode, LiveEpisode]]) -> list[str]:
+def live_rows(model: str, pairs: list[tuple[LiveEpisode, LiveEpisode]], domain: str = "all") -> list[str]:
     off_turns = sum(p[0].turns for p in pairs)
     on_turns = sum(p[1].turns for p in pairs)
     made = sum(len(keys) for p in pairs for keys in p[1].lookups)
@@ -290,12 +290,12 @@ def live_rows(model: str, pairs: list[tuple[LiveEpisode, LiveEpisode]]) -> list[
     ok_off = sum(1 for p in pairs if p[0].success)
     ok_on = sum(1 for p in pairs if p[1].success)
     return [
-        model, str(len(pairs)), str(off_turns), str(on_turns), f"{off_turns - on_turns:+d}",
+        model, domain, str(len(pairs)), str(off_turns), str(on_turns), f"{off_turns - on_turns:+d}",
         str(made), f"{repeated} of {made}", str(detours), f"{ok_off} / {ok_on}",
     ]  # fmt: skip
 
 
-def write_report(out: Path, work: Path, *, models: list[str], per_domain: int = 30, live_tasks: int = 6,
+def write_report(out: Path, work: Path, *, models: list[str], per_domain: int = 30, live_tasks: int = 4,
                  max_turns: int = 12, console: Console | None = None) -> Path:  # fmt: skip
     from toolshift.fileio import write_text_atomic
     from toolshift.flows.results import table
@@ -305,20 +305,23 @@ def write_report(out: Path, work: Path, *, models: list[str], per_domain: int = 
     runs = prepare_runs(work, DOMAINS, per_domain, console)
     flows = [learn_domain(d, runs[d], work) for d in DOMAINS]
     env_rows, figures = trace_vs_environment(flows, console)
-    live_domain = max(flows, key=lambda f: sum(figures[f"{f.domain}/reach"][k] for k in ("env_made",)))
-    tasks = {t.id: t for t in read_tasks(work / "build" / "domains" / live_domain.domain / "tasks.jsonl")}
-    chosen = [tasks[t.task_id] for t in live_domain.test[:live_tasks] if t.task_id in tasks]
-    live = [
-        live_rows(m, live_runs(live_domain, chosen, m, work, max_turns=max_turns, console=console))
-        for m in models
-    ]
+    live: list[list[str]] = []
+    for m in models:
+        every: list[tuple[LiveEpisode, LiveEpisode]] = []
+        for df in flows:
+            tasks = {t.id: t for t in read_tasks(work / "build" / "domains" / df.domain / "tasks.jsonl")}
+            chosen = [tasks[t.task_id] for t in df.test[:live_tasks] if t.task_id in tasks]
+            pairs = live_runs(df, chosen, m, work, max_turns=max_turns, console=console)
+            live.append(live_rows(m, pairs, df.domain))
+            every += pairs
+        live.append(live_rows(m, every, "all"))
     n_test = sum(len(f.test) for f in flows)
     n_train = sum(f.train_episodes for f in flows)
     text = "\n\n".join(
         [
             "# Flows served live by the gateway",
             "Made by `toolshift gateway report --out docs/results/flows-live.md` (work folder "
-            f"`{work.name}/`, reused when run again). Seed 003's environment replay and its live check, on "
+            f"`{work}/`, reused when run again). Seed 003's environment replay and its live check, on "
             f"toolshift worlds: {len(DOMAINS)} bench domains ({', '.join(DOMAINS)}), {per_domain} synthesised "
             "tasks each; episodes of the `oracle` policy (each task's gold path: a measuring instrument, not a "
             f"model), split by task (positions 2, 5, 7, 9 of every ten held out); flows learned on the "
@@ -343,7 +346,7 @@ def write_report(out: Path, work: Path, *, models: list[str], per_domain: int = 
                 env_rows,
             ),
             "## Live runs with flows off and on",
-            f"{len(chosen)} test tasks of `{live_domain.domain}` (the domain whose flow made the most lookups), "
+            f"The first {live_tasks} test tasks of each domain, "
             f"run through the gateway once with flows off and once on (reach, θ = {THRESHOLD}), the same model seed "
             f"and a scripted user, at most {max_turns} turns. The lookups' results reach the model as one more "
             "text block of the tool's response (docs/formats.md). *Turns saved* is the off run's turns minus the "
@@ -382,6 +385,15 @@ def _notes(models: list[str]) -> str:
         "- The τ-bench airline world imported by the external-worlds issue was not on main when this was made; "
         "the environment replay here is on toolshift worlds only.",
     ]
+    for m in models:
+        if m.startswith("openai:"):
+            lines.append(
+                f"- `{m}` is the configured endpoint: the model `--model {m}` names at `TOOLSHIFT_BASE_URL`. For the "
+                "committed page it was llama-cpp-python's own OpenAI-compatible server on the embedded GGUF "
+                "(`python -m llama_cpp.server --model <SmolLM2 GGUF> --model_alias smollm2 --chat_format "
+                "chatml-function-calling --n_ctx 4096`), started beside the command: the same weights reached "
+                "through the `openai` SDK and a grammar-free tool-calling format."
+            )
     if not any(m.startswith("openai:") for m in models):
         lines.append(
             "- No configured endpoint was given (`--model openai:<name>` with `TOOLSHIFT_BASE_URL`): only the "
