@@ -72,4 +72,4 @@ def test_live_rows_count_turns_repeats_and_detours():
     on = LiveEpisode("t1", True, 4, ["a", "b", "c"], [False, False, True], [["b", "x"], [], []], 1, True)
     row = live_rows("embedded", [(off, on)], "payroll")
     # 2 turns saved; 2 lookups, the agent made one of them again; "x" the agent never called with flows off
-    assert row == ["embedded", "payroll", "1", "6", "4", "+2", "2", "1 of 2", "1", "0 / 1"]
+    assert row == ["embedded", "payroll", "1", "6", "4", "+2", "2", "1 of 2", "1", "1 of 1", "0 / 1"]

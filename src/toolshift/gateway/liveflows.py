@@ -287,11 +287,17 @@ def live_rows(model: str, pairs: list[tuple[LiveEpisode, LiveEpisode]], domain: 
     for off, on in pairs:
         wanted = set(off.calls)
         detours += sum(1 for keys in on.lookups for k in keys if k not in wanted)
+    same = 0
+    for off, on in pairs:
+        first = next((i for i, keys in enumerate(on.lookups) if keys), len(on.calls))
+        same += off.calls[: first + 1] == on.calls[: first + 1] and (
+            first < len(on.calls) or off.turns == on.turns
+        )
     ok_off = sum(1 for p in pairs if p[0].success)
     ok_on = sum(1 for p in pairs if p[1].success)
     return [
         model, domain, str(len(pairs)), str(off_turns), str(on_turns), f"{off_turns - on_turns:+d}",
-        str(made), f"{repeated} of {made}", str(detours), f"{ok_off} / {ok_on}",
+        str(made), f"{repeated} of {made}", str(detours), f"{same} of {len(pairs)}", f"{ok_off} / {ok_on}",
     ]  # fmt: skip
 
 
@@ -352,7 +358,11 @@ def write_report(out: Path, work: Path, *, models: list[str], per_domain: int = 
             "text block of the tool's response (docs/formats.md). *Turns saved* is the off run's turns minus the "
             "on run's; *repeated* counts the agent's calls that a lookup had already answered (with no write "
             "between, the gateway answered them from the lookup); a *detour* is a lookup of a call the agent "
-            "never made with flows off.",
+            "never made with flows off. *Pairs alike up to the first lookup* counts the task pairs whose calls were "
+            "the same until the first lookup was delivered (without one: the same calls and turns throughout); "
+            "the rest diverged before any lookup reached the model (in it_assets-0003 the embedded model's very "
+            "first turn differed between the two runs, same prompt, seed and temperature 0), so their turn "
+            "differences are the model's, not the flow's.",
             table(
                 [
                     "model",
