@@ -374,6 +374,7 @@ def write_report(out: Path, work: Path, *, models: list[str], per_domain: int = 
                     "lookups made",
                     "calls a lookup had answered, made again",
                     "detours",
+                    "pairs alike up to the first lookup",
                     "successes off / on",
                 ],
                 live,
