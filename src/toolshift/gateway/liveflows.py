@@ -399,8 +399,8 @@ def _notes(models: list[str]) -> str:
         "model's reads here failed on bad arguments or found nothing, or it ended the conversation first. The "
         "lookups are served live and their shape checked in tests/gateway (test_flows.py); what a capable model "
         "does with them is not measured here.",
-        "- The τ-bench airline world imported by the external-worlds issue was not on main when this was made; "
-        "the environment replay here is on toolshift worlds only.",
+        "- The imported τ²-bench airline world (`toolshift.world.tau2`) reached main only as this page was being "
+        "finished; the environment replay here is on toolshift's own bench worlds, and the airline is next.",
     ]
     for m in models:
         if m.startswith("openai:"):
