@@ -18,6 +18,8 @@ class ToolDef:
     name: str
     description: str
     input_schema: dict[str, Any]
+    read_only: bool | None = None
+    """MCP's `readOnlyHint`, where the server gives it."""
 
 
 @dataclass

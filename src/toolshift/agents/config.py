@@ -20,7 +20,7 @@ from toolshift.traces.episode import Episode
 
 RUN_FORMAT = "toolshift.run/1"
 SCRIPTED_MODELS = ("oracle", "replay")
-MODEL_KINDS = ("embedded", "oracle", "replay", "openai:<model>", "anthropic:<model>")
+MODEL_KINDS = ("embedded", "embedded:recent", "oracle", "replay", "openai:<model>", "anthropic:<model>")
 USER_KINDS = ("scripted", "embedded", "openai:<model>", "anthropic:<model>")
 
 
@@ -83,7 +83,11 @@ class RunConfig(BaseModel):
 def check_model_spec(spec: str, role: Literal["model", "user", "any"] = "any") -> None:
     """Refuse a spec that names no agent (`role="model"`), no user simulator (`"user"`), or neither."""
     kind, _, name = spec.partition(":")
-    if (kind in ("openai", "anthropic") and name) or spec == "embedded":
+    if (
+        (kind in ("openai", "anthropic") and name)
+        or spec == "embedded"
+        or (spec == "embedded:recent" and role != "user")
+    ):
         return
     if (spec in ("oracle", "replay") and role != "user") or (spec == "scripted" and role != "model"):
         return
@@ -122,11 +126,12 @@ def make_model(
     role: str = "agent",
 ) -> ChatModel:
     """A chat model for `embedded`, `openai:<name>` or `anthropic:<name>` (`role`: agent or user)."""
-    if spec == "embedded":
+    if spec in ("embedded", "embedded:recent"):
         from toolshift.agents.embedded import EmbeddedModel
 
         temperature = 0.7 if config.temperature is None else config.temperature
-        return EmbeddedModel(temperature=temperature, seed=seed, role=role)
+        pick = "recent" if spec == "embedded:recent" else "model"  # the rule that copies the most recent span
+        return EmbeddedModel(temperature=temperature, seed=seed, role=role, pick=pick)
     kind, _, name = spec.partition(":")
     if kind == "openai":
         from toolshift.agents.openai_backend import OpenAIChatModel

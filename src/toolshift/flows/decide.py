@@ -19,6 +19,7 @@ from toolshift.flows.model import START_SITE, USER_SITE, Flow, Walk
 from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog
 from toolshift.flows.values import call_key, decode_output
+from toolshift.flows.words import WordsPicker, user_spans
 
 DeciderKind = Literal["next-step", "reach"]
 DECIDERS: tuple[DeciderKind, ...] = ("next-step", "reach")
@@ -44,18 +45,22 @@ class _CompiledTool:
     chance: float
     walk: tuple[str, PathKey, Walk, float] | None = None
     """Format 3: the walk's argument, its path, the walk, and the chance of the other arguments."""
+    words: str | None = None
+    """Format 4: the argument a picker reads from the user's words."""
 
 
 class Decider:
     """A flow compiled for one decider (`next-step` or `reach`) at one threshold θ."""
 
     def __init__(self, flow: Flow, kind: DeciderKind = "reach", threshold: float = 0.3,
-                 catalog: Catalog | None = None) -> None:  # fmt: skip
+                 catalog: Catalog | None = None, picker: WordsPicker | None = None) -> None:  # fmt: skip
         if kind not in DECIDERS:
             raise ValueError(f"unknown decider {kind!r}: one of {DECIDERS}")
         if catalog is not None:
             flow.check_catalog(catalog)
         self.flow, self.kind, self.threshold = flow, kind, threshold
+        self.picker = picker
+        """Reads format-4 arguments from the user's words; without one those lookups are never made."""
         self.effects: dict[str, str] = dict(catalog.effects) if catalog is not None else {}
         self._tools: dict[str, _CompiledTool] = {}
         for name, tool in flow.tools.items():
@@ -78,6 +83,7 @@ class Decider:
                 constants=tuple(sorted((a, c.value) for a, c in tool.constants.items())),
                 chance=chance,
                 walk=walk,
+                words=tool.words.argument if tool.words is not None else None,
             )
         self._walkers = tuple(c for c in self._tools.values() if c.walk is not None)
         self._weighed: dict[str, tuple[tuple[float, _CompiledTool], ...]] = {}
@@ -123,13 +129,15 @@ class Decider:
 class DecisionSession:
     """One episode's state: the outputs seen, the values each argument was given, what is already answered."""
 
-    __slots__ = ("answered", "decider", "index", "opened")
+    __slots__ = ("answered", "decider", "index", "opened", "picked", "said")
 
     def __init__(self, decider: Decider) -> None:
         self.decider = decider
         self.index = OutputIndex()
         self.opened: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.answered: set[str] = set()
+        self.said: list[str] = []
+        self.picked: dict[tuple[str, str, int], str | None] = {}
 
     # -- events ------------------------------------------------------------------------------
 
@@ -154,6 +162,11 @@ class DecisionSession:
             if isinstance(value, str):
                 self.opened[(lookup.tool, name)].add(value)
         self.index.observe(lookup.tool, output, track_holders=False)
+
+    def observe_user(self, text: str) -> None:
+        """A user message: what a picker reads format-4 arguments from."""
+        if text:
+            self.said.append(text)
 
     def note_made(self, lookup: Lookup) -> None:
         """Count a lookup as answered as soon as it is made, before its result arrives."""
@@ -231,7 +244,8 @@ class DecisionSession:
     def start(self) -> list[Lookup]:
         return self.propose(START_SITE)
 
-    def after_user(self) -> list[Lookup]:
+    def after_user(self, text: str = "") -> list[Lookup]:
+        self.observe_user(text)
         return self.propose(USER_SITE)
 
     def _bind(self, compiled: _CompiledTool) -> dict[str, Any] | None:
@@ -249,4 +263,20 @@ class DecisionSession:
             arguments[name] = list(held[0])
         for name, value in compiled.constants:
             arguments.setdefault(name, value)
+        if compiled.words is not None:
+            value = self._read_words(compiled.tool, compiled.words)
+            if value is None:
+                return None
+            arguments[compiled.words] = value
         return arguments
+
+    def _read_words(self, tool: str, argument: str) -> str | None:
+        """The picker's value for `argument` from what the user said so far (asked once per message)."""
+        picker = self.decider.picker
+        if picker is None or not self.said:
+            return None
+        key = (tool, argument, len(self.said))
+        if key not in self.picked:
+            words = "\n".join(self.said)
+            self.picked[key] = picker.pick(words, tool, argument, user_spans(words))
+        return self.picked[key]

@@ -20,9 +20,11 @@ from toolshift.flows.model import (
     SiteHabit,
     ToolFlow,
     Walk,
+    WordsBinding,
 )
 from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog, OtherCallsEvent, Timeline, TurnEvent, Unlisted, UserEvent
+from toolshift.flows.values import canonical, scalar_tokens
 
 REQUIRED_SHARE = 0.9
 
@@ -203,23 +205,61 @@ def _walks(timelines: Sequence[Timeline], tools: dict[str, ToolFlow], ranks: int
     }
 
 
+def _words_counts(
+    timelines: Sequence[Timeline], catalog: Catalog, tools: dict[str, ToolFlow]
+) -> Counter[tuple[str, str]]:
+    """Per (read tool, argument): the agent's calls whose only argument not bound from a result or a constant
+    was this one, with a string value the user had written (case-insensitively)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for timeline in timelines:
+        results: set[str] = set()
+        words = ""
+        for event in timeline.events:
+            if isinstance(event, UserEvent):
+                words += "\n" + event.text.lower()
+                continue
+            indices = (
+                event.calls if isinstance(event, OtherCallsEvent)
+                else timeline.turns[event.turn] if isinstance(event, TurnEvent) else ()
+            )  # fmt: skip
+            for i in indices:
+                call = timeline.calls[i]
+                flow_tool = tools.get(call.tool)
+                if call.by_agent and flow_tool is not None and catalog.is_read(call.tool):
+                    loose = [
+                        (name, value)
+                        for name, value in call.arguments.items()
+                        if name not in flow_tool.bindings and name not in flow_tool.lists
+                        and name not in flow_tool.constants and canonical(value) not in results
+                    ]  # fmt: skip
+                    value = loose[0][1] if len(loose) == 1 else None
+                    if isinstance(value, str) and value.strip() and value.lower() in words:
+                        counts[(call.tool, loose[0][0])] += 1
+            for i in indices:
+                results |= scalar_tokens(timeline.calls[i].output)
+    return counts
+
+
 def learn_flow(
     timelines: Iterable[Timeline],
     catalog: Catalog,
     *,
     learn_from_all: bool = False,
     constants: bool = False,
-    flow_format: Literal[1, 2, 3] | None = None,
+    flow_format: Literal[1, 2, 3, 4] | None = None,
     unlisted: Unlisted | None = None,
     source: str = "episodes",
     count_bare: bool = True,
     walk_ranks: int = 0,
+    words: bool = False,
 ) -> Flow:
     """Fit the habit on successful runs (every run with `learn_from_all`) and learn each read's bindings.
 
     `flow_format` 1 leaves list bindings out; None writes 2 only when the flow has list bindings.
     `count_bare=False` drops the bare-call count (only to show what it prevents: searches made with no filter).
     `walk_ranks` > 0 learns walks (format 3) with that many rank buckets (the last: that rank or more).
+    `words` learns, per read, the one argument the agent took from the user's words (format 4), which a
+    picker (`toolshift.flows.words`) reads when the lookup is decided.
     """
     if walk_ranks < 0:
         raise BadInputError(f"walk ranks is 0 (no walks) or more, not {walk_ranks}", field="walk_ranks")
@@ -333,8 +373,22 @@ def learn_flow(
         for name, walk in _walks(chosen, tools, walk_ranks).items():
             tools[name].walk = walk
             has_walks = True
-    fmt: Literal[1, 2, 3] = (
-        flow_format if flow_format is not None else (3 if has_walks else 2 if has_lists else 1)
+    has_words = False
+    if words and flow_format in (None, 4):
+        counts = _words_counts(chosen, catalog, tools)
+        for name, tool in tools.items():
+            found = [(n, arg) for (t, arg), n in counts.items() if t == name]
+            if not found:
+                continue
+            agree, argument = max(found, key=lambda na: (na[0], na[1]))
+            tool.words = WordsBinding(argument=argument, agree=agree, n=tool.calls)
+            if argument in tool.unbound:
+                tool.unbound.remove(argument)
+            has_words = True
+    fmt: Literal[1, 2, 3, 4] = (
+        flow_format
+        if flow_format is not None
+        else (4 if has_words else 3 if has_walks else 2 if has_lists else 1)
     )
     return Flow(
         format=fmt,

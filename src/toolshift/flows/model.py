@@ -1,4 +1,5 @@
-"""The flow file: a learned habit per site and a binding per lookup, versioned (1; 2 with lists; 3 with walks).
+"""The flow file: a learned habit per site and a binding per lookup, versioned (1; 2 with lists; 3 with walks;
+4 with arguments read from the user's words).
 
 Counts are stored, not chances, so a reader can see how much evidence each number rests on; the chances
 are derived on load. A reader refuses a format it does not know, and a flow learned for another domain or
@@ -18,7 +19,7 @@ from toolshift.fileio import read_json, write_text_atomic
 from toolshift.flows.timeline import Catalog
 
 FLOW_KIND = "toolshift.flow"
-KNOWN_FORMATS = (1, 2, 3)
+KNOWN_FORMATS = (1, 2, 3, 4)
 START_SITE = "<start>"
 USER_SITE = "<user>"
 
@@ -93,6 +94,23 @@ class Bare(BaseModel):
         return (self.bare + 1) / (self.calls + 2)
 
 
+class WordsBinding(BaseModel):
+    """Format 4: one argument the agent took from the user's words (a picker reads it at decision time).
+
+    `agree` counts the tool's training calls whose only argument not bound otherwise was this one, with
+    a value the user had written; `n` all its calls. Its chance is Laplace-smoothed like a binding's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    argument: str
+    agree: int
+    n: int
+
+    @property
+    def chance(self) -> float:
+        return (self.agree + 1) / (self.n + 2)
+
+
 class RankCount(BaseModel):
     """At one site, with `rank` values of the listing already passed: how often the walk's next value was
     in view (`n`), the agent's next call (`next`), and called before the agent's next write (`reach`)."""
@@ -147,6 +165,8 @@ class ToolFlow(BaseModel):
     bare: Bare | None = None
     walk: Walk | None = None
     """Format 3: a walk over the listing one argument is bound to (see `Walk`)."""
+    words: WordsBinding | None = None
+    """Format 4: an argument read from the user's words (see `WordsBinding`)."""
     unbound: list[str] = Field(default_factory=list)
     """Required arguments no path or constant gave: the lookup is never made."""
 
@@ -165,7 +185,9 @@ class ToolFlow(BaseModel):
         for name in self.required:
             if name in self.constants and name not in self.bindings and name not in self.lists:
                 chance *= (self.constants[name].calls + 1) / (self.constants[name].calls + 2)
-        if not self.required and self.bare is not None:
+        if self.words is not None:
+            chance *= self.words.chance
+        elif not self.required and self.bare is not None:
             chance *= self.bare.chance
         return chance
 
@@ -185,12 +207,12 @@ class LearnedFrom(BaseModel):
 
 
 class Flow(BaseModel):
-    """A learned flow (`toolshift.flow`, format 1, 2 or 3)."""
+    """A learned flow (`toolshift.flow`, format 1, 2, 3 or 4)."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["toolshift.flow"] = FLOW_KIND
-    format: Literal[1, 2, 3]
+    format: Literal[1, 2, 3, 4]
     domain: str
     catalog: str
     """The catalog fingerprint (`Catalog.fingerprint`) the flow was learned against."""
@@ -218,11 +240,12 @@ class Flow(BaseModel):
 def save_flow(flow: Flow, path: Path) -> Path:
     """Write atomically, so a failed write leaves any earlier file intact.
 
-    A tool without a walk is written without the `walk` key, so format 1 and 2 files stay as they were."""
+    A tool without a walk or words is written without those keys, so earlier formats' files stay as they were."""
     raw = json.loads(flow.model_dump_json(exclude_defaults=False))
     for tool in raw["tools"].values():
-        if tool.get("walk") is None:
-            tool.pop("walk", None)
+        for key in ("walk", "words"):
+            if tool.get(key) is None:
+                tool.pop(key, None)
     return write_text_atomic(path, json.dumps(raw, indent=1, ensure_ascii=False) + "\n")
 
 
@@ -250,6 +273,11 @@ def parse_flow(raw: Any, *, source: str = "flow") -> Flow:
     ):
         raise BadInputError(f"format {raw['format']} flows have no walks; this one has (it is format 3)",
                             source=source, field="format")  # fmt: skip
+    if raw["format"] in (1, 2, 3) and any(
+        t.get("words") for t in (raw.get("tools") or {}).values() if isinstance(t, dict)
+    ):
+        raise BadInputError(f"format {raw['format']} flows read nothing from the user's words; this one does "
+                            "(it is format 4)", source=source, field="format")  # fmt: skip
     try:
         return Flow.model_validate(raw)
     except ValidationError as exc:

@@ -153,8 +153,10 @@ class _EpisodeReplayer:
                     c = t.calls[i]
                     session.observe_call(c.tool, c.arguments, c.output, effect=c.effect, by_agent=False)
                 responded = True
-            elif isinstance(event, UserEvent) and responded and self.user_sites:
-                self._decide(USER_SITE)
+            elif isinstance(event, UserEvent):
+                session.observe_user(event.text)
+                if responded and self.user_sites:
+                    self._decide(USER_SITE)
         for turn_index, indices in enumerate(t.turns):
             if indices and all(i in self.answered_by for i in indices):
                 self.result.saved_turns.append(turn_index)

@@ -1,0 +1,72 @@
+"""The embedded model reading the request: it picks an argument's value among the spans of the user's words.
+
+It satisfies `toolshift.flows.words.WordsPicker` by shape (this module does not import flows): shown what
+the user wrote, the tool about to be called and the argument's name, SmolLM2 decodes greedily under a
+grammar whose only strings are the spans offered, so its answer is always one of them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+
+from toolshift.agents.copying import gbnf_literal
+from toolshift.agents.decoding import chatml, constrained_generate
+from toolshift.agents.embedded import load_llama
+
+INSTRUCTION = (
+    "You read what a user wrote and give the exact value of one argument of the tool call the agent makes "
+    "next: copy only the value itself, without the words around it. "
+    'Answer with JSON only: {"value": "THE WORDS"}.'
+)
+WORDS_CHARS = 1200
+
+
+class EmbeddedSpanPicker:
+    """SmolLM2-135M picking a span; answers are cached per (words, tool, argument)."""
+
+    name = "embedded"
+
+    def __init__(self, *, n_ctx: int = 2048, n_threads: int = 1) -> None:
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.cache: dict[tuple[str, str, str], str | None] = {}
+        self.seconds = 0.0
+        self.asked = 0
+
+    def prompt(self, words: str, tool: str, argument: str) -> str:
+        shown = words if len(words) <= WORDS_CHARS else words[-WORDS_CHARS:]
+        question = f"The user wrote:\n{shown}\n\nThe agent calls {tool}. What is its argument {argument!r}?"
+        return chatml([{"role": "system", "content": INSTRUCTION}, {"role": "user", "content": question}])
+
+    def pick(self, words: str, tool: str, argument: str, spans: Sequence[str]) -> str | None:
+        key = (words, tool, argument)
+        if key in self.cache:
+            return self.cache[key]
+        options = list(dict.fromkeys(s for s in spans if s))
+        if not options:
+            self.cache[key] = None
+            return None
+        start = time.perf_counter()
+        literals = [gbnf_literal(json.dumps(s, ensure_ascii=False)) for s in options]
+        grammar = f'root ::= "{{\\"value\\":" ({" | ".join(literals)}) "}}"\n'
+        longest = max(len(json.dumps(s, ensure_ascii=False).encode()) for s in options)
+        llm, lock = load_llama(self.n_ctx, self.n_threads, "reader")
+        with lock:
+            text, _, _ = constrained_generate(
+                llm,
+                self.prompt(words, tool, argument),
+                grammar,
+                max_tokens=longest + 12,
+                temperature=0.0,
+                seed=0,
+            )
+        try:
+            value = json.loads(text)["value"]
+        except (ValueError, KeyError, TypeError):
+            value = None
+        self.cache[key] = value
+        self.seconds += time.perf_counter() - start
+        self.asked += 1
+        return value
