@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolshift.agents.chat import ToolDef
-from toolshift.traces.spans import ConversationSpans, capitalised_runs, is_content_span, key_prefix
+from toolshift.traces.spans import (
+    ConversationSpans,
+    capitalised_runs,
+    is_content_span,
+    key_prefix,
+    word_spans,
+)
 
 ArgKind = Literal[
     "enum",
@@ -206,11 +212,19 @@ def candidates(
             runs = [r for text in spans.user_text for r in capitalised_runs(text)]
             results = [] if user_only else [c.value for c in spans.of_shape("words") if not c.from_user]
             return runs[-1:] if runs else results[-1:]
-        limit = PROSE_SPAN_WORDS if kind == "text" else None
-        found = [c.value for c in spans.of_shape("words") if not c.from_user or is_content_span(str(c.value))]
-        found += [c.value for c in spans.of_shape("key")]
-        if limit is not None:
-            found = [v for v in found if len(str(v).split()) <= limit]
+        found = [
+            c.value
+            for c in spans.of_shape("words", user_only=user_only)
+            if not c.from_user or is_content_span(str(c.value))
+        ]
+        found += [c.value for c in spans.of_shape("key", user_only=user_only)]
+        if kind == "text":  # a reason or a note runs longer than a name: the user's clauses up to ten words
+            found += [
+                s
+                for text in spans.user_text
+                for s in word_spans(text, PROSE_SPAN_WORDS)
+                if is_content_span(s)
+            ]
     else:
         return []
     unique = list(dict.fromkeys(found))

@@ -90,15 +90,15 @@ def is_content_span(span: str) -> bool:
 
 
 def capitalised_runs(text: str) -> Iterator[str]:
-    """Runs of capitalised words (or words with digits) inside a clause, the first word of a clause only when
-    another follows: the proper-noun pattern ("Aisha Patel", "Redwood Partners")."""
+    """Runs of capitalised words or words with digits inside a clause: the proper-noun pattern ("Aisha Patel",
+    "Redwood Partners", "2026-06-11"). A clause's capitalised first word counts only when the next is too."""
     for words in clauses(text):
         run: list[str] = []
         for i, w in enumerate([*words, ""]):
-            proper = (
-                bool(w) and (w[0].isupper() or any(c.isdigit() for c in w)) and w.lower() not in _STOPWORDS
-            )
-            if proper and not (i == 0 and (len(words) == 1 or not words[1][:1].isupper())):
+            digits = any(c.isdigit() for c in w)
+            capital = bool(w) and w[0].isupper() and w.lower() not in _STOPWORDS
+            opening = i == 0 and not (len(words) > 1 and words[1][:1].isupper())
+            if digits or (capital and not opening):
                 run.append(w)
                 continue
             if run:
