@@ -300,6 +300,7 @@ class ActionGrammar:
     max_bytes: int
     tools: tuple[str, ...]
     can_reply: bool
+    choices: tuple[ToolChoice, ...] = ()
     heads: dict[str, float] = field(default_factory=dict)
     """A prior over the calls' heads (`{"tool":"NAME"`), in nats; filled by the model that uses it."""
 
@@ -370,7 +371,9 @@ def action_grammar(
         options.append(rules.add("reply", f'"{{\\"reply\\":\\"" {_TEXT_CHAR}{{1,{reply_chars}}} {end}'))
         longest = max(longest, 13 + reply_chars)
     text = "\n".join([f"root ::= {' | '.join(options)}", *rules.lines]) + "\n"
-    return ActionGrammar(text, longest, tuple(c.tool for c in choices), can_reply or not choices)
+    return ActionGrammar(
+        text, longest, tuple(c.tool for c in choices), can_reply or not choices, tuple(choices)
+    )
 
 
 # -- the conversation so far, as the turn planner reads it --------------------------------------

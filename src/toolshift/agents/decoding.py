@@ -8,8 +8,11 @@ conversation's turns.
 
 from __future__ import annotations
 
+import json
 import math
-from typing import Any
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 _TOKEN_DATA = None
 
@@ -40,19 +43,21 @@ def _grammar_filter(sampler: Any, ids: Any, logits: Any) -> Any:
 
 
 def _pick_token(
-    sampler: Any, logits: Any, top_k: int, temperature: float, rng: Any, prior: HeadPrior | None = None
-) -> int:
+    sampler: Any, logits: Any, top_k: int, temperature: float, rng: Any, priors: Sequence[Prior] = (),
+    text: Text | None = None,
+) -> int:  # fmt: skip
     """Sample among the top-k tokens the grammar allows; only if it allows none of them, check the whole vocabulary.
 
     llama-cpp-python's sampler chain runs the grammar over all 49k tokens at every step, which makes
-    constrained decoding of this small model an order of magnitude slower than the model itself. While
-    a `prior` is active, its heads' next tokens are candidates too and their logits get its bias.
+    constrained decoding of this small model an order of magnitude slower than the model itself. Active
+    `priors` add the tokens they favour to the candidates, and their bias to the logits.
     """
     import numpy as np
 
     top = np.argpartition(-logits, top_k)[:top_k].astype(np.int32)
-    if prior is not None:
-        top = np.unique(np.concatenate([top, np.asarray(prior.next_tokens(), dtype=np.int32)]))
+    extra = [t for p in priors for t in p.next_tokens(text)] if text is not None else []
+    if extra:
+        top = np.unique(np.concatenate([top, np.asarray(extra, dtype=np.int32)]))
     allowed = _grammar_filter(sampler, top, logits[top])
     ok = np.isfinite(allowed)
     if not ok.any():
@@ -60,12 +65,52 @@ def _pick_token(
         allowed = _grammar_filter(sampler, top, logits)
         ok = np.isfinite(allowed)
     ids, values = top[ok], allowed[ok]
-    if prior is not None:
-        values = values + np.asarray([prior.bias(int(i)) for i in ids], dtype=np.float32)
+    if priors and text is not None:
+        values = values + np.asarray(
+            [sum(p.bias(text, text.piece(int(i))) for p in priors) for i in ids], dtype=np.float32
+        )
     if temperature <= 0:
         return int(ids[np.argmax(values)])
     weights = np.exp((values - values.max()) / temperature)
     return int(rng.choice(ids, p=weights / weights.sum()))
+
+
+class Text:
+    """The output decoded so far, and each token's text (cached)."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+        self.value = ""
+        self._pieces: dict[int, str] = {}
+
+    def piece(self, token: int) -> str:
+        found = self._pieces.get(token)
+        if found is None:
+            found = self._pieces[token] = self.llm.detokenize([token]).decode("utf-8", "replace")
+        return found
+
+    def first_token(self, text: str) -> int:
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)[0]
+
+    def accept(self, token: int) -> None:
+        self.value += self.piece(token)
+
+
+class Prior(Protocol):
+    """A bias on the model's next token, from what the output says so far."""
+
+    def active(self, text: Text) -> bool: ...
+
+    def next_tokens(self, text: Text) -> list[int]: ...
+
+    def bias(self, text: Text, piece: str) -> float: ...
+
+
+def _lse(weights: list[float]) -> float | None:
+    if not weights:
+        return None
+    top = max(weights)
+    return top + math.log(sum(math.exp(w - top) for w in weights))
 
 
 class HeadPrior:
@@ -75,40 +120,68 @@ class HeadPrior:
     Multiplying the model's distribution by it gives the model's choice of head weighed by the prior, and
     leaves every other token (a reply, the arguments) as the model decodes it."""
 
-    def __init__(self, llm: Any, heads: dict[str, float]) -> None:
-        self.llm = llm
+    def __init__(self, heads: dict[str, float]) -> None:
         self.heads = heads
-        self.text = ""
-        self._pieces: dict[int, str] = {}
 
-    @property
-    def active(self) -> bool:
-        return any(h.startswith(self.text) and len(self.text) < len(h) for h in self.heads)
+    def active(self, text: Text) -> bool:
+        return any(h.startswith(text.value) and len(text.value) < len(h) for h in self.heads)
 
     def _mass(self, text: str) -> float | None:
-        weights = [w for h, w in self.heads.items() if h.startswith(text) or text.startswith(h)]
-        if not weights:
-            return None
-        top = max(weights)
-        return top + math.log(sum(math.exp(w - top) for w in weights))
+        return _lse([w for h, w in self.heads.items() if h.startswith(text) or text.startswith(h)])
 
-    def next_tokens(self) -> list[int]:
-        out = []
-        for head in self.heads:
-            if head.startswith(self.text) and len(self.text) < len(head):
-                rest = head[len(self.text) :].encode("utf-8")
-                out.append(self.llm.tokenize(rest, add_bos=False, special=False)[0])
-        return out
+    def next_tokens(self, text: Text) -> list[int]:
+        done = text.value
+        return [
+            text.first_token(h[len(done) :]) for h in self.heads if h.startswith(done) and len(done) < len(h)
+        ]
 
-    def bias(self, token: int) -> float:
-        piece = self._pieces.get(token)
-        if piece is None:
-            piece = self._pieces[token] = self.llm.detokenize([token]).decode("utf-8", "replace")
-        now, after = self._mass(self.text), self._mass(self.text + piece)
+    def bias(self, text: Text, piece: str) -> float:
+        now, after = self._mass(text.value), self._mass(text.value + piece)
         return 0.0 if now is None or after is None else after - now
 
-    def accept(self, token: int) -> None:
-        self.text += self._pieces.get(token) or self.llm.detokenize([token]).decode("utf-8", "replace")
+
+class CopyPrior:
+    """Inside a free-text value (`"note":"…`), a bias toward tokens that go on copying one of the user's spans.
+
+    Free text stays free (the grammar admits any text); the model, which tends to paraphrase, is nudged to
+    copy what the user dictated when its text so far is the beginning of one of their spans."""
+
+    def __init__(self, spans: dict[str, list[str]], weight: float = 3.0) -> None:
+        self.weight = weight
+        self.spans = spans
+        names = "|".join(re.escape(json.dumps(n)) for n in spans)
+        self._open = re.compile(rf"(?:{names}):\"([^\"\\]*)$") if spans else None
+
+    def _value(self, text: Text) -> tuple[str, list[str]] | None:
+        if self._open is None:
+            return None
+        m = self._open.search(text.value)
+        if m is None:
+            return None
+        name = json.loads(text.value[m.start() : m.start() + m.group(0).index(":")])
+        return m.group(1), self.spans.get(name, [])
+
+    def active(self, text: Text) -> bool:
+        found = self._value(text)
+        return found is not None and any(s.startswith(found[0]) for s in found[1])
+
+    def next_tokens(self, text: Text) -> list[int]:
+        found = self._value(text)
+        if found is None:
+            return []
+        partial, spans = found
+        return [text.first_token(s[len(partial) :] + '"') for s in spans if s.startswith(partial)]
+
+    def bias(self, text: Text, piece: str) -> float:
+        found = self._value(text)
+        if found is None:
+            return 0.0
+        partial, spans = found
+        after = partial + piece
+        for span in spans:
+            if span.startswith(partial) and (span.startswith(after) or after.startswith(span + '"')):
+                return self.weight
+        return 0.0
 
 
 def constrained_generate(
@@ -120,13 +193,13 @@ def constrained_generate(
     temperature: float,
     seed: int,
     top_k: int = 40,
-    heads: dict[str, float] | None = None,
+    priors: Sequence[Prior] = (),
 ) -> tuple[str, int, int]:
     """Decode `prompt` under the GBNF `grammar` (root rule `root`): (text, prompt tokens, completion tokens).
 
     The longest prefix already in the model's KV cache is reused, so a conversation's next turn only
-    evaluates what is new. `heads`: a prior over how the output begins (`HeadPrior`). The caller holds
-    the model's lock.
+    evaluates what is new. `priors` bias the model's tokens (`HeadPrior`, `CopyPrior`). The caller
+    holds the model's lock.
     """
     import numpy as np
     from llama_cpp import llama_cpp as C
@@ -145,17 +218,16 @@ def constrained_generate(
     if not sampler:
         raise ValueError("llama.cpp refused the action grammar")
     rng = np.random.default_rng(seed)
-    prior = HeadPrior(llm, heads) if heads else None
+    text = Text(llm)
     out: list[int] = []
     try:
         for _ in range(max_tokens):
             logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,)).copy()
-            active = prior if prior is not None and prior.active else None
-            token = _pick_token(sampler, logits, top_k, temperature, rng, active)
+            active = [p for p in priors if p.active(text)]
+            token = _pick_token(sampler, logits, top_k, temperature, rng, active, text)
             if C.llama_vocab_is_eog(vocab, token):
                 break
-            if active is not None:
-                active.accept(token)
+            text.accept(token)
             C.llama_sampler_accept(sampler, token)
             out.append(token)
             llm.eval([token])

@@ -36,7 +36,7 @@ from toolshift.agents.copying import (
     repeat_of,
     tool_choice,
 )
-from toolshift.agents.decoding import chatml, constrained_generate
+from toolshift.agents.decoding import CopyPrior, HeadPrior, Prior, chatml, constrained_generate
 from toolshift.agents.users import END_CONVERSATION
 from toolshift.traces.spans import ConversationSpans, spans_of
 
@@ -191,6 +191,7 @@ class EmbeddedModel:
         reply_chars: int = 160,
         pick: Pick = "model",
         tool_prior: float = 2.0,
+        copy_prior: float = 3.0,
         role: str = "agent",
     ) -> None:
         if pick not in PICKS:
@@ -211,6 +212,8 @@ class EmbeddedModel:
         self.reply_chars = reply_chars
         self.pick: Pick = pick
         self.tool_prior = tool_prior
+        self.copy_prior = copy_prior
+        """Nats added to a token that goes on copying one of the user's spans inside free text (`CopyPrior`)."""
         """Nats of prior weight per word a tool shares with the user's words (its name's twice): the tool is the
         model's choice weighed by this retrieval prior (`HeadPrior`); 0 leaves the choice to the model alone."""
         self.last_grammar: ActionGrammar | None = None
@@ -310,6 +313,19 @@ class EmbeddedModel:
         } if self.tool_prior else {}  # fmt: skip
         return grammar, shown
 
+    def _priors(self, grammar: ActionGrammar) -> list[Prior]:
+        """The retrieval prior over the tool, and the copy prior inside free-text values."""
+        priors: list[Prior] = [HeadPrior(grammar.heads)] if grammar.heads else []
+        copies = {
+            a.name: [json.loads(lit) for lit in a.literals if lit.startswith('"')]
+            for c in grammar.choices
+            for a in c.args
+            if a.free
+        }
+        if self.copy_prior and any(copies.values()):
+            priors.append(CopyPrior(copies, self.copy_prior))
+        return priors
+
     def _action(
         self,
         messages: list[dict[str, Any]],
@@ -350,7 +366,7 @@ class EmbeddedModel:
                     max_tokens=max_tokens,
                     temperature=self.temperature,
                     seed=self.seed * 1000 + self._turn * 10 + attempt,
-                    heads=grammar.heads,
+                    priors=self._priors(grammar),
                 )
                 prompt_tokens, completion_tokens = (
                     prompt_tokens + used_prompt,

@@ -52,7 +52,8 @@ def learn(
         int | None,
         typer.Option(
             "--format",
-            help="1 (no list bindings), 2 (no walks) or 3; default: the lowest that holds what was learned.",
+            help="1 (no list bindings), 2 (no walks), 3 (no words) or 4; default: the lowest that holds "
+            "what was learned.",
         ),
     ] = None,
     walk_ranks: Annotated[
@@ -63,6 +64,12 @@ def learn(
             "`flows crossval` chooses it).",
         ),
     ] = 0,
+    words: Annotated[
+        bool,
+        typer.Option(
+            "--words", help="Also learn arguments read from the user's words (format 4; replay --picker)."
+        ),
+    ] = False,
     tasks: TasksOpt = "all",
 ) -> None:
     """Learn a flow: the habit at each site and each read's bindings."""
@@ -70,13 +77,13 @@ def learn(
     from toolshift.flows.learn import learn_flow
     from toolshift.flows.model import save_flow
 
-    if flow_format not in (None, 1, 2, 3):
-        raise BadInputError(f"--format is 1, 2 or 3, not {flow_format}", field="format")
+    if flow_format not in (None, 1, 2, 3, 4):
+        raise BadInputError(f"--format is 1, 2, 3 or 4, not {flow_format}", field="format")
     inputs = load_inputs(episodes, catalog, _tasks(tasks))
     console.print(inputs.describe())
     flow = learn_flow(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, constants=constants,
                       flow_format=flow_format, unlisted=inputs.unlisted, source=", ".join(map(str, episodes)),
-                      walk_ranks=walk_ranks)  # fmt: skip
+                      walk_ranks=walk_ranks, words=words)  # fmt: skip
     save_flow(flow, out)
     table = Table(title=f"flow {out} (format {flow.format}, {flow.learned_from.episodes} episodes)")
     for col in ("tool", "calls", "required", "bound from", "binding chance"):
@@ -91,6 +98,8 @@ def learn(
             bound.append(f"bare {tool.bare.bare}/{tool.bare.calls}")
         if tool.walk is not None:
             bound.append(f"walk on {tool.walk.argument} at {len(tool.walk.sites)} sites")
+        if tool.words is not None:
+            bound.append(f"{tool.words.argument}←the user's words ({tool.words.agree}/{tool.words.n})")
         table.add_row(name, str(tool.calls), ", ".join(tool.required) or "—", "; ".join(bound) or "—",
                       f"{tool.binding_chance():.2f}")  # fmt: skip
     console.print(table)
@@ -174,6 +183,10 @@ def replay(
         ),
     ] = True,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the summary as JSON.")] = None,
+    picker: Annotated[
+        str | None,
+        typer.Option("--picker", help="Read format-4 arguments from the user's words: pattern or embedded."),
+    ] = None,
 ) -> None:
     """Replay the record with a flow: turns saved, lookups made and used, detours, share of the ceiling."""
     from toolshift.flows.ceiling import anatomy
@@ -197,8 +210,12 @@ def replay(
     for col in ("decider", "episodes", "turns", "saved", "saved % (95% CI)", "made", "used", "detours/episode",
                 "share of ceiling"):  # fmt: skip
         table.add_column(col)
+    from toolshift.flows.words import picker_for
+
+    reader = picker_for(picker) if picker is not None else None
     for kind in kinds:
-        result = run_replay(inputs.timelines, Decider(learned, kind, threshold), weigh_all=explore is not None,
+        result = run_replay(inputs.timelines, Decider(learned, kind, threshold, picker=reader),
+                            weigh_all=explore is not None,
                             explore=explore or 0.0, user_sites=user_sites, chain_prior=chain_prior)  # fmt: skip
         results[kind] = result
         s = result.summary()
@@ -239,6 +256,38 @@ def ceiling(episodes: EpisodesArg, catalog: CatalogOpt, tasks: TasksOpt = "all")
         table.add_column(col)
     table.add_row(str(total.episodes), str(total.turns), *(_pct(total.share(n)) for n in (
         "replies", "write_turns", "read_turns", "ceiling", "with_words", "with_constants", "with_both")))  # fmt: skip
+    console.print(table)
+
+
+@app.command("read-request")
+def read_request(
+    episodes: EpisodesArg,
+    catalog: CatalogOpt,
+    picker: Annotated[str, typer.Option("--picker", help="pattern, embedded, or both.")] = "both",
+    tasks: TasksOpt = "all",
+) -> None:
+    """Reading the request: what the user's words add to the ceiling, and how much of it a picker takes."""
+    from rich.progress import track
+
+    from toolshift.flows.inputs import load_inputs
+    from toolshift.flows.words import PICKERS, count_questions, picker_for
+    from toolshift.flows.words import read_request as run_reading
+
+    names = PICKERS if picker == "both" else (picker,)
+    inputs = load_inputs(episodes, catalog, _tasks(tasks))
+    console.print(inputs.describe() + f"; {count_questions(inputs.timelines)} questions")
+    table = Table(title=f"reading the request: {inputs.catalog.domain}")
+    for col in ("picker", "turns", "ceiling", "with the user's words", "words add (points)", "questions",
+                "values right", "turns taken", "share of what the words add"):  # fmt: skip
+        table.add_column(col)
+    for name in names:
+        reader = picker_for(name)
+        steps = iter(track(range(len(inputs.timelines)), description=name, console=console, transient=True))
+        r = run_reading(inputs.timelines, reader, progress=lambda it=steps: next(it, None))
+        table.add_row(name, str(r.turns), _pct(r.ceiling / r.turns if r.turns else 0.0),
+                      _pct(r.with_words / r.turns if r.turns else 0.0),
+                      f"{100 * r.words_add / r.turns if r.turns else 0.0:.1f}", str(r.questions),
+                      f"{r.right} ({_pct(r.share_right())})", str(r.taken), _pct(r.share_taken()))  # fmt: skip
     console.print(table)
 
 

@@ -153,4 +153,38 @@ def _catalog_for(flow: Path, inputs: Any) -> Path:
     )
 
 
+@app.command()
+def embedded(
+    build: Annotated[Path, typer.Option("--build", help="A benchmark build (toolshift bench build --out).")],
+    runs: Annotated[
+        Path, typer.Option("--runs", help="Where the episodes go (resumable run folders).")
+    ] = Path("runs/embedded"),
+    out: Annotated[Path, typer.Option("--out", help="The markdown page to write.")] = Path(
+        "docs/results/embedded.md"
+    ),
+    data: Annotated[
+        Path | None, typer.Option("--data", help="The shared data folder (default ../shared/data).")
+    ] = None,
+    trials: Annotated[int, typer.Option("--trials", min=1, help="Trials per task with the model.")] = 3,
+    rule_trials: Annotated[
+        int, typer.Option("--rule-trials", min=1, help="Trials per task with the rule.")
+    ] = 1,
+) -> None:
+    """The embedded agent's page: success by gold-path length (model vs rule), reading the request, prompts."""
+    from toolshift.flows.results import default_data_dir
+    from toolshift.report.embedded import write_report
+
+    if not (build / "manifest.json").is_file():
+        raise BadInputError("not a benchmark build (no manifest.json)", source=str(build))
+    path = write_report(
+        out,
+        build,
+        runs,
+        data or default_data_dir(),
+        trials={"embedded": trials, "embedded:recent": rule_trials},
+        console=console,
+    )
+    console.print(f"wrote {path}")
+
+
 report_file_errors(app)
