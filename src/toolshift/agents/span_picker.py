@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from toolshift.agents.copying import gbnf_literal
 from toolshift.agents.decoding import chatml, constrained_generate
 from toolshift.agents.embedded import load_llama
+from toolshift.errors import BadInputError
+from toolshift.traces.store import write_text_atomic
 
 INSTRUCTION = (
     "You read what a user wrote and give the exact value of one argument of the tool call the agent makes "
@@ -28,10 +31,21 @@ class EmbeddedSpanPicker:
 
     name = "embedded"
 
-    def __init__(self, *, n_ctx: int = 2048, n_threads: int = 1) -> None:
+    def __init__(self, *, n_ctx: int = 2048, n_threads: int = 1, cache: Path | None = None) -> None:
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.cache: dict[tuple[str, str, str], str | None] = {}
+        self.timing: dict[tuple[str, str, str], float] = {}
+        """Seconds each answer took when it was decoded."""
+        self.cache_path = cache
+        """A JSON file of earlier answers (greedy decoding: the same question gets the same answer), kept up to date."""
+        if cache is not None and cache.exists():
+            try:
+                for row in json.loads(cache.read_text(encoding="utf-8")):
+                    key = (row["words"], row["tool"], row["argument"])
+                    self.cache[key], self.timing[key] = row["value"], float(row["seconds"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise BadInputError(f"not a picks cache: {exc}", source=str(cache)) from None
         self.seconds = 0.0
         self.asked = 0
 
@@ -67,6 +81,19 @@ class EmbeddedSpanPicker:
         except (ValueError, KeyError, TypeError):
             value = None
         self.cache[key] = value
-        self.seconds += time.perf_counter() - start
+        self.timing[key] = time.perf_counter() - start
+        self.seconds += self.timing[key]
         self.asked += 1
+        if self.cache_path is not None:
+            rows = [
+                {
+                    "words": w,
+                    "tool": t,
+                    "argument": a,
+                    "value": v,
+                    "seconds": round(self.timing.get((w, t, a), 0.0), 3),
+                }
+                for (w, t, a), v in self.cache.items()
+            ]
+            write_text_atomic(self.cache_path, json.dumps(rows, ensure_ascii=False) + "\n")
         return value
