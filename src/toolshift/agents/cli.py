@@ -32,7 +32,11 @@ def models() -> None:
     table.add_column("--model")
     table.add_column("what it is")
     table.add_row(
-        "embedded", "SmolLM2-135M-Instruct (GGUF, in-process, grammar-constrained tool calls); no key"
+        "embedded",
+        "SmolLM2-135M-Instruct (GGUF, in-process); each turn's grammar copies identifiers from the conversation; no key",
+    )
+    table.add_row(
+        "embedded:recent", "the same, every copied value the most recent span of its shape (a rule)"
     )
     table.add_row("oracle", "executes each task's gold path (validates tasks and metrics)")
     table.add_row("replay", "re-executes a recorded episode's calls (--replay-from EPISODES.jsonl)")
@@ -88,7 +92,9 @@ def run(
     world: str = typer.Option(..., "--world", help="Built-in domain, spec YAML path, or http(s) MCP URL."),
     tasks: Path = typer.Option(..., "--tasks", help="Task file (toolshift.tasks/1 JSONL)."),
     model: str = typer.Option(
-        "embedded", "--model", help="embedded | oracle | replay | openai:<name> | anthropic:<name>"
+        "embedded",
+        "--model",
+        help="embedded | embedded:recent | oracle | replay | openai:<name> | anthropic:<name>",
     ),
     trials: int = typer.Option(1, "--trials", min=1, help="Trials per task."),
     out: Path = typer.Option(..., "--out", help="Run folder (resumable)."),
@@ -161,7 +167,11 @@ def run(
         )
     except ValidationError as exc:
         raise BadInputError.from_validation(exc) from None
-    if executor == "local" and "embedded" in (model, user) and concurrency > 1:
+    if (
+        executor == "local"
+        and ("embedded" in (model, user) or model == "embedded:recent")
+        and concurrency > 1
+    ):
         console.print("[dim]embedded model: one episode at a time in this process (it keeps one KV cache)[/]")
         concurrency = 1
     task_list = read_tasks(tasks)[:limit]

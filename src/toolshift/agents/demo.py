@@ -1,8 +1,10 @@
-"""Demo step: the embedded model and the oracle on a few clinic tasks, with a results table."""
+"""Demo step: the embedded model and the oracle on a few clinic tasks, a results table, and one embedded
+episode that succeeded, message by message."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from toolshift.agents.results import episode_tokens, summarize
 from toolshift.agents.runner import plan_run, run_local
 from toolshift.agents.tasks import task_from_path
 from toolshift.models import Task, UserInstruction
+from toolshift.traces.episode import Episode
 
 
 def demo_tasks() -> list[Task]:
@@ -52,16 +55,41 @@ def demo_tasks() -> list[Task]:
     ]
 
 
+EMBEDDED_TURNS = 6
+
+
+def transcript(episode: Episode) -> Table:
+    """An episode's conversation as a table: who spoke, what they said or called, what came back."""
+    table = Table(title=f"embedded episode {episode.task_id}: {episode.termination_reason}, "
+                  f"success {episode.outcome.success if episode.outcome else None}", header_style="bold",
+                  show_lines=False)  # fmt: skip
+    table.add_column("who")
+    table.add_column("said, called or returned", overflow="fold")
+    for m in episode.messages:
+        if m.role == "system":
+            continue
+        text = m.content or ""
+        calls = [c for c in m.tool_calls or [] if c.name != "end_conversation"]
+        if calls:
+            text = "; ".join(f"{c.name}({json.dumps(c.arguments, ensure_ascii=False)})" for c in calls)
+        elif m.tool_calls:
+            text = (text + " [ends the conversation]").strip()
+        table.add_row(m.role if m.role != "tool" else f"  {m.name}", text[:160])
+    return table
+
+
 def run(console: Console) -> None:
     tasks = demo_tasks()
     table = Table(
-        title="agents on clinic (3 tasks, scripted user, embedded capped at 4 turns)", header_style="bold"
+        title=f"agents on clinic (3 tasks, scripted user, embedded capped at {EMBEDDED_TURNS} turns)",
+        header_style="bold",
     )
     for name in ("model", "task", "success", "turns", "calls", "failed", "tokens", "seconds", "ended by"):
         table.add_column(name, justify="left" if name in ("model", "task", "ended by") else "right")
     summaries = []
     with tempfile.TemporaryDirectory() as tmp:
-        for model, turns in (("oracle", 30), ("embedded", 4)):
+        shown: Episode | None = None
+        for model, turns in (("oracle", 30), ("embedded", EMBEDDED_TURNS)):
             config = RunConfig(world="clinic", model=model, max_turns=turns)
             plan = plan_run(config, tasks, 1, Path(tmp))
             console.print(f"running [bold]{model}[/] on {len(tasks)} tasks over in-memory MCP ...")
@@ -80,7 +108,13 @@ def run(console: Console) -> None:
                     f"{e.duration or 0:.1f}",
                     e.termination_reason or "",
                 )
+                if model == "embedded" and shown is None and e.outcome and e.outcome.success:
+                    shown = e
             summaries.append((model, summarize(episodes, trials=1)))
     console.print(table)
+    if shown is not None:
+        console.print(transcript(shown))
+    else:
+        console.print("[yellow]no embedded episode succeeded this time[/]")
     for model, results in summaries:
         console.print(f"{model}: success {results.success.percent()} % over {results.judged_tasks} tasks")

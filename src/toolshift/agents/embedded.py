@@ -170,8 +170,8 @@ class EmbeddedModel:
     Each turn's grammar is built from the conversation so far (`toolshift.agents.copying`): arguments that
     name something copy a span of the user's words or a value of an earlier result, and the token cap is
     the longest output that grammar admits. Right after the user speaks, the agent calls a tool when the
-    user gave a value of an identifier's shape (or a name) and replies otherwise (it asks); after a tool
-    result it may do either. One thread by default: on two shared cores a second thread mostly waits at
+    user gave a value of an identifier's shape (or a name) and replies otherwise (it asks); after a read's
+    result it takes the next step, after a write's it tells the user, after a failure it may do either. One thread by default: on two shared cores a second thread mostly waits at
     barriers. Sampling is seeded per episode and turn, so an episode is reproducible on any machine with
     the same build.
     """
@@ -292,6 +292,9 @@ class EmbeddedModel:
         shown = pick_tools(tools, said, self.max_tools)
         made = earlier_calls(messages)
         prefixes = key_prefixes(tools)
+        last = messages[-1] if messages else {}
+        answered = last.get("role") == "tool" and not failed(last.get("content") or "")
+        just_answered = str(last.get("name")) if answered else None
         choices = []
         for t in shown:
             used = frozenset(
@@ -301,8 +304,11 @@ class EmbeddedModel:
                 for name, value in args.items()
             )
             c = tool_choice(t, spans, self.pick, prefixes=prefixes, used=used)
-            if c is not None and only_call(c) not in made and t.name != without:
-                choices.append(c)
+            if c is None or only_call(c) in made or t.name == without:
+                continue
+            if c.needs_one and t.name == just_answered:
+                continue  # a search that just answered: narrowing it again by another span only wanders
+            choices.append(c)
         grammar = self._action(messages, tools, spans, choices)
         words = _words(said)
         by_name = {t.name: t for t in tools}
@@ -339,8 +345,12 @@ class EmbeddedModel:
         if last["role"] == "tool":
             by_name = {t.name: t for t in tools}
             read = getattr(by_name.get(str(last.get("name"))), "read_only", None)
-            if acting and read and not failed(last.get("content") or ""):
+            if failed(last.get("content") or ""):
+                return action_grammar(choices, can_reply=True, reply_chars=self.reply_chars)
+            if acting and read:
                 return action_grammar(acting, can_reply=False)  # a read's result: take the next step
+            if read is False:  # a write went through: tell the user before doing anything else
+                return action_grammar([], can_reply=True, reply_chars=self.reply_chars)
             return action_grammar(choices, can_reply=True, reply_chars=self.reply_chars)
         if acting and gave_values(spans.user_text[-1] if spans.user_text else ""):
             return action_grammar(acting, can_reply=False)

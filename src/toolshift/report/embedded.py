@@ -170,6 +170,25 @@ def success_section(
     return table(header, rows), figures
 
 
+def paired_section(picked: list[Picked], episodes: dict[str, list[Any]]) -> str:
+    """The first trial of each task with the model and with the rule: same seed, so the same sampling of
+    everything but the span; where they differ, the span choice decided."""
+    from toolshift.agents.demo import demo_tasks
+
+    group_of = {p.task.id: p.group for p in picked} | {t.id: "demo (clinic)" for t in demo_tasks()}
+    first = {m: {e.task_id: bool(e.outcome and e.outcome.success) for e in episodes[m] if e.trial == 0}
+             for m in MODELS}  # fmt: skip
+    rows = []
+    for group in dict.fromkeys(group_of.values()):
+        ids = [t for t, g in group_of.items() if g == group and all(t in first[m] for m in MODELS)]
+        model = sum(first["embedded"][t] for t in ids)
+        rule = sum(first["embedded:recent"][t] for t in ids)
+        only_model = sum(first["embedded"][t] and not first["embedded:recent"][t] for t in ids)
+        only_rule = sum(first["embedded:recent"][t] and not first["embedded"][t] for t in ids)
+        rows.append([group, str(len(ids)), str(model), str(rule), str(only_model), str(only_rule)])
+    return table(["Tasks", "n", "Solved, model", "Solved, rule", "Only the model", "Only the rule"], rows)
+
+
 def episode_rows(picked: list[Picked], episodes: dict[str, list[Any]]) -> str:
     """Per task: the gold path and each model's successes, for reading the table above."""
     rows = []
@@ -341,6 +360,7 @@ def write_report(
     episodes = run_episodes(build, runs, picked, trials=trials, console=console)
     success, success_fig = success_section(picked, episodes)
     per_task = episode_rows(picked, episodes)
+    paired = paired_section(picked, episodes)
     reading, binder, reading_fig = reading_section(data, console, runs / "picks.json")
     prompt, prompt_fig = user_prompt_section(build)
     from toolshift.agents.config import RunConfig
@@ -358,6 +378,11 @@ The embedded agent is SmolLM2-135M-Instruct (`toolshift.agents.embedded`). Each 
 Scripted user, at most {MAX_TURNS} turns, {trials["embedded"]} trials per task with the model and {trials["embedded:recent"]} with the rule (seeded per episode, the same seeds for both), judged by the world diff (Δgold ⊆ Δagent). The demo's three clinic tasks, every test task of the build with one write whose every value the user names ("{NAMED}"), and a seeded sample of the other test tasks by gold-path length ({", ".join(f"{n} of {k} steps" for k, n in SAMPLE.items())}). Intervals are 95%, bootstrap over tasks.
 
 {success}
+
+The first trial of every task, with the model and with the rule (the same seed, so the same sampling of all
+but the spans):
+
+{paired}
 
 Per task:
 
