@@ -51,8 +51,11 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def _writes(task: Task) -> list[Any]:
+    """The gold path's writes, by the generated tools' verbs (`get_…`, or `pay_get_…` with a domain prefix)."""
     reads = ("get_", "list_", "search_", "find_")
-    return [g for g in task.gold_path if not g.tool.split("_", 1)[-1].startswith(reads)]
+    return [
+        g for g in task.gold_path if not any(n.startswith(reads) for n in (g.tool, g.tool.split("_", 1)[-1]))
+    ]
 
 
 def names_every_value(task: Task) -> bool:
@@ -117,21 +120,21 @@ def run_episodes(
     jobs = [("clinic", "clinic", demo_tasks())]
     jobs += [(d, str(build / "domains" / d / "spec.yaml"), tasks) for d, tasks in sorted(groups.items())]
     out: dict[str, list[Any]] = {m: [] for m in MODELS}
-    plans = []
-    for model in MODELS:
-        for domain, world, tasks in jobs:
-            config = RunConfig(world=world, model=model, max_turns=MAX_TURNS)
-            plans.append(
-                (model, plan_run(config, tasks, trials[model], runs / model.replace(":", "-") / domain))
-            )
-    todo = sum(len(p.todo) for _, p in plans)
-    console.print(f"embedded episodes: {todo} to run, {sum(len(p.finished) for _, p in plans)} already done")
+
+    def plan(model: str, domain: str, world: str, tasks: list[Task]) -> Any:
+        config = RunConfig(world=world, model=model, max_turns=MAX_TURNS)
+        return plan_run(config, tasks, trials[model], runs / model.replace(":", "-") / domain)
+
+    todo = sum(len(plan(m, *j).todo) for m in MODELS for j in jobs)
+    console.print(f"embedded episodes: {todo} to run")
     with Progress(console=console) as bar:
         job = bar.add_task("episodes", total=todo)
-        for model, plan in plans:
-            if plan.todo:
-                asyncio.run(run_local(plan, concurrency=1, on_episode=lambda _e: bar.advance(job)))
-            out[model] += plan.current_episodes()
+        for model in MODELS:
+            for domain, world, tasks in jobs:
+                current = plan(model, domain, world, tasks)  # planned now: another process may have run some
+                if current.todo:
+                    asyncio.run(run_local(current, concurrency=1, on_episode=lambda _e: bar.advance(job)))
+                out[model] += current.current_episodes()
     return out
 
 
