@@ -328,7 +328,7 @@ class EmbeddedModel:
             for a in c.args
             if a.free
         }
-        if self.copy_prior and any(copies.values()):
+        if self.copy_prior and self.role != "user" and any(copies.values()):
             priors.append(CopyPrior(copies, self.copy_prior))
         return priors
 
