@@ -24,6 +24,14 @@ INSTRUCTION = (
     'Answer with JSON only: {"value": "THE WORDS"}.'
 )
 WORDS_CHARS = 1200
+EXAMPLES = (  # written here, not taken from any benchmark
+    ("please send the monthly report to priya before friday", "email.send_email", "recipient", "priya"),
+    ("Hi, I'm Tom Reyes. Can you move my booking BK-2291 to next week?", "get_booking", "booking_id", "BK-2291"),
+)
+
+
+def _question(words: str, tool: str, argument: str) -> str:
+    return f"The user wrote:\n{words}\n\nThe agent calls {tool}. What is its argument {argument!r}?"
 
 
 class EmbeddedSpanPicker:
@@ -51,8 +59,12 @@ class EmbeddedSpanPicker:
 
     def prompt(self, words: str, tool: str, argument: str) -> str:
         shown = words if len(words) <= WORDS_CHARS else words[-WORDS_CHARS:]
-        question = f"The user wrote:\n{shown}\n\nThe agent calls {tool}. What is its argument {argument!r}?"
-        return chatml([{"role": "system", "content": INSTRUCTION}, {"role": "user", "content": question}])
+        chat = [{"role": "system", "content": INSTRUCTION}]
+        for said, call, name, value in EXAMPLES:
+            chat.append({"role": "user", "content": _question(said, call, name)})
+            chat.append({"role": "assistant", "content": json.dumps({"value": value})})
+        chat.append({"role": "user", "content": _question(shown, tool, argument)})
+        return chatml(chat)
 
     def pick(self, words: str, tool: str, argument: str, spans: Sequence[str]) -> str | None:
         key = (words, tool, argument)
