@@ -112,7 +112,7 @@ def test_the_pattern_takes_a_span_of_the_arguments_shape():
     assert pattern.pick(words, "t", "email", spans) == "mia.li@example.com"
     assert pattern.pick(words, "t", "reservation_id", spans) == "ZFA04Y"
     assert pattern.pick(words, "t", "date", spans) == "2024-05-01"
-    assert pattern.pick(words, "t", "name", spans) == "2024-05-01"  # a capitalised run: the most recent
+    assert pattern.pick(words, "t", "name", spans) == "Mia Li"  # a capitalised run, not the date
     assert pattern.pick("have i met with carlos?", "t", "name", user_spans("have i met with carlos?")) is None
 
 

@@ -59,7 +59,7 @@ def argument_shape(argument: str) -> str:
 @dataclass
 class PatternPicker:
     """The rule: the most recent span of the argument's shape; for other arguments the most recent run of
-    capitalised words, else the most recent quoted phrase."""
+    capitalised words (not a key, a date or a number), else the most recent quoted phrase."""
 
     name: str = "pattern"
 
@@ -72,7 +72,7 @@ class PatternPicker:
             values = [str(c.value) for c in found.of_shape(shape)]  # type: ignore[arg-type]
             values = [v for v in values if v in allowed and shape_of(v) == shape]
             return values[-1] if values else None
-        runs = [r for r in capitalised_runs(words) if r in allowed]
+        runs = [r for r in capitalised_runs(words) if r in allowed and shape_of(r) == "words"]
         if runs:
             return runs[-1]
         quoted = [q.strip() for q in _QUOTED.findall(words) if q.strip() in allowed]
