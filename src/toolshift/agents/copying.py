@@ -2,10 +2,11 @@
 
 An argument that names something (a key, an email, a date, a name, a number) may only take a value that
 the conversation already holds: a span of the user's words or a value of an earlier tool result, of the
-argument's shape (`toolshift.traces.spans`), or the schema's enum. Free text (reasons, notes, messages)
-stays free, capped by the schema, with the user's spans offered beside it. A tool whose required
-arguments have no candidate is not offered this turn, and a search that takes only optional filters must
-be narrowed by one. The model chooses the tool and, among the candidates, the value (`pick="model"`); the
+argument's shape (`toolshift.traces.spans`), or the schema's enum; a key only with the prefix the catalog's
+examples give its entity, and a write's other values only from the user's words. Free text (reasons,
+notes, messages) stays free, capped by the schema, with the user's spans offered beside it. A tool whose
+required arguments have no candidate is not offered this turn, and a search that takes only optional
+filters is narrowed by exactly one. The model chooses the tool and, among the candidates, the value (`pick="model"`); the
 rule `pick="recent"` leaves it one candidate per argument, the most recent of the right shape, so the
 model's own contribution can be measured. The grammar is written directly as GBNF with no optional
 whitespace, so the longest output it admits is known and the token cap is sized from it.
