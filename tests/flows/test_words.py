@@ -119,3 +119,40 @@ def test_the_pattern_takes_a_span_of_the_arguments_shape():
 def test_an_unknown_picker_is_refused():
     with pytest.raises(BadInputError, match="unknown picker"):
         picker_for("oracle")
+
+
+def test_the_cli_learns_words_replays_with_a_picker_and_reads_the_request(tmp_path):
+    from typer.testing import CliRunner
+
+    from toolshift.cli import app
+    from toolshift.traces.catalog import CatalogTool, ToolCatalog, save_catalog
+    from toolshift.traces.store import write_episodes
+
+    eps = [
+        episode(f"e{i}", str(i), [
+            ("user", f"Hello, please look up my reservation ZF{i}04Y."),
+            ("turn", [call("list_all_airports", {}, AIRPORTS)]),
+            ("turn", [call("get_reservation_details", {"reservation_id": f"ZF{i}04Y"}, {"status": "ok"})]),
+            ("reply", "here it is"),
+        ])
+        for i in range(10)
+    ]  # fmt: skip
+    episodes = tmp_path / "e.episodes.jsonl"
+    write_episodes(episodes, eps)
+    tools = [CatalogTool(name=n, effect=e, origin="manual") for n, e in sorted(AIRLINE.effects.items())]
+    catalog = save_catalog(ToolCatalog(domain=AIRLINE.domain, tools=tools), tmp_path / "c.catalog.json")
+    runner = CliRunner()
+    flow = tmp_path / "f.json"
+    common = [str(episodes), "--catalog", str(catalog)]
+    r = runner.invoke(app, ["flows", "learn", *common, "--out", str(flow), "--tasks", "train", "--words"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(flow.read_text())["format"] == 4
+    summary = tmp_path / "s.json"
+    r = runner.invoke(app, ["flows", "replay", *common, "--flow", str(flow), "--tasks", "test",
+                            "--picker", "pattern", "--json", str(summary)])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert json.loads(summary.read_text())["reach"]["saved_turns"] == 4  # every held-out episode's lookup
+    r = runner.invoke(app, ["flows", "read-request", *common, "--picker", "pattern"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "10 questions" in r.output and "10 (100.0%)" in r.output, r.output
+    r = runner.invoke(app, ["flows", "replay", *common, "--flow", str(flow), "--picker", "oracle"])
+    assert isinstance(r.exception, BadInputError) and r.exception.exit_code == 2
