@@ -5,7 +5,15 @@ from __future__ import annotations
 from toolshift.agents.demo import demo_tasks
 from toolshift.agents.tasks import task_from_path
 from toolshift.models import UserInstruction
-from toolshift.report.embedded import names_every_value
+from toolshift.report.embedded import (
+    NAMED,
+    Picked,
+    episode_rows,
+    names_every_value,
+    paired_section,
+    success_section,
+)
+from toolshift.traces.episode import Episode, Outcome
 
 
 def test_a_task_names_every_value_when_its_write_takes_only_what_the_user_holds():
@@ -25,3 +33,31 @@ def test_a_task_names_every_value_when_its_write_takes_only_what_the_user_holds(
         ],
     )
     assert not names_every_value(found)  # the patient's key comes from the search, not from the user
+
+
+def _episode(task_id: str, trial: int, success: bool | None) -> Episode:
+    outcome = None if success is None else Outcome(success=success, judged_by="delta-cover")
+    return Episode(id=f"k:{task_id}:{trial}", task_id=task_id, trial=trial, domain="d", outcome=outcome)
+
+
+def test_the_tables_count_solved_episodes_per_group_and_pair_the_first_trials():
+    demo = [t.id for t in demo_tasks()]
+    cancel = demo_tasks()[0]
+    picked = [Picked("d", cancel.model_copy(update={"id": "named-1"}), NAMED)]
+    episodes = {
+        "embedded": [_episode(demo[0], 0, True), _episode(demo[0], 1, False), _episode(demo[1], 0, False),
+                     _episode("named-1", 0, True), _episode("named-1", 1, None)],
+        "embedded:recent": [_episode(demo[0], 0, False), _episode(demo[1], 0, True), _episode("named-1", 0, True)],
+    }  # fmt: skip
+    text, figures = success_section(picked, episodes)
+    assert figures["demo (clinic)"]["embedded"]["solved"] == 1
+    assert figures["demo (clinic)"]["embedded"]["episodes"] == 3
+    assert figures["demo (clinic)"]["embedded:recent"]["solved"] == 1
+    assert figures[NAMED]["embedded"]["episodes"] == 1  # an unjudged episode is not counted
+    assert "| demo (clinic) | 3 | 1/3 = " in text
+    paired = paired_section(picked, episodes)
+    # demo: two tasks ran both (demo[0]: model only; demo[1]: rule only); named-1: both solved
+    assert "| demo (clinic) | 2 | 1 | 1 | 1 | 1 |" in paired
+    assert f"| {NAMED} | 1 | 1 | 1 | 0 | 0 |" in paired
+    rows = episode_rows(picked, episodes)
+    assert "| named-1 | " in rows and "| 1/2 | 1/1 |" in rows

@@ -138,9 +138,7 @@ def run_episodes(
     return out
 
 
-def success_section(
-    picked: list[Picked], episodes: dict[str, list[Any]], trials: int
-) -> tuple[str, dict[str, Any]]:
+def success_section(picked: list[Picked], episodes: dict[str, list[Any]]) -> tuple[str, dict[str, Any]]:
     from toolshift.agents.demo import demo_tasks
 
     group_of = {p.task.id: p.group for p in picked} | {t.id: "demo (clinic)" for t in demo_tasks()}
