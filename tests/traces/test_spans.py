@@ -52,7 +52,10 @@ def test_conversation_values_by_shape_and_recency():
         [
             {"role": "system", "content": "policy APT-99999"},
             {"role": "user", "content": "Please cancel appointment APT-00003."},
-            {"role": "tool", "content": '{"appointment_id": "APT-00003", "patient_id": "PAT-00161", "amount": 12.5}'},
+            {
+                "role": "tool",
+                "content": '{"appointment_id": "APT-00003", "patient_id": "PAT-00161", "amount": 12.5}',
+            },
             {"role": "user", "content": "Oh, and appointment APT-00007 too."},
         ]
     )

@@ -26,7 +26,12 @@ INSTRUCTION = (
 WORDS_CHARS = 1200
 EXAMPLES = (  # written here, not taken from any benchmark
     ("please send the monthly report to priya before friday", "email.send_email", "recipient", "priya"),
-    ("Hi, I'm Tom Reyes. Can you move my booking BK-2291 to next week?", "get_booking", "booking_id", "BK-2291"),
+    (
+        "Hi, I'm Tom Reyes. Can you move my booking BK-2291 to next week?",
+        "get_booking",
+        "booking_id",
+        "BK-2291",
+    ),
 )
 
 
