@@ -212,12 +212,12 @@ def _benchmarks(data: Path) -> list[tuple[str, str, list[Any], Any]]:
     """(benchmark, domain, test timelines, catalog) for τ-bench airline and WorkBench's six domains."""
     from toolshift.flows.results import AIRLINE_FILE, WORKBENCH_DIR, split
     from toolshift.flows.timeline import Catalog, timelines
-    from toolshift.traces.taubench import convert_taubench_v1
+    from toolshift.traces.taubench import convert_taubench_v1, taubench_domain
     from toolshift.traces.workbench import convert_workbench
 
     out = []
     conv = convert_taubench_v1(data / AIRLINE_FILE)
-    catalog = Catalog.of(conv.catalogs["airline"])
+    catalog = Catalog.of(conv.catalogs[taubench_domain("airline")])
     sp = split(timelines(conv.episodes, catalog))
     out.append(("τ-bench airline (GPT-4o)", "airline", sp, catalog))
     wb = convert_workbench(data / WORKBENCH_DIR)
