@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Effect = Literal["read", "write", "neither"]
 """What a tool does to the world: `read` never changes state, `write` may, `neither` is a harness
@@ -335,6 +335,18 @@ class GoldCall(BaseModel):
     """The base capability this call implements (the element of the base function sequence)."""
 
 
+class ScriptedTurn(BaseModel):
+    """One turn of a conversation whose user messages are fixed (BFCL multi-turn, AgentDojo).
+
+    The user opens the turn with `text`; the gold path's next `gold_calls` calls answer it, and `reply`
+    (when set) is what the reference agent says to close it, for benchmarks that judge the final answer.
+    """
+
+    text: str
+    gold_calls: int = Field(0, ge=0)
+    reply: str | None = None
+
+
 class TaskRevision(BaseModel):
     """A recorded change to a task: tasks are never changed silently."""
 
@@ -364,6 +376,31 @@ class Task(BaseModel):
     split: Literal["train", "test"] | None = None
     difficulty: dict[str, Any] = Field(default_factory=dict)
     history: list[TaskRevision] = Field(default_factory=list)
+    turns: list[ScriptedTurn] = Field(default_factory=list)
+    """A fixed user script, turn by turn (empty: the user simulator converses freely). When set, the first
+    turn's text is `public_request` and the turns' `gold_calls` add up to the gold path's length."""
+    judge: str | None = None
+    """Whose check judges an episode of this task: None is Δgold ⊆ Δagent; `bfcl-multi-turn-checker` and
+    `agentdojo-utility` are those benchmarks' own checks (toolshift.world.external)."""
+
+    @model_validator(mode="after")
+    def _turns_fit_gold_path(self) -> Task:
+        if self.turns:
+            if self.turns[0].text != self.public_request:
+                raise ValueError("turns[0].text must be the public request")
+            if sum(t.gold_calls for t in self.turns) != len(self.gold_path):
+                raise ValueError("the turns' gold_calls must add up to the gold path's length")
+        return self
+
+    def turn_paths(self) -> list[list[GoldCall]]:
+        """The gold path split by turn (one list per scripted turn; the whole path when there are none)."""
+        if not self.turns:
+            return [list(self.gold_path)]
+        out, start = [], 0
+        for turn in self.turns:
+            out.append(list(self.gold_path[start : start + turn.gold_calls]))
+            start += turn.gold_calls
+        return out
 
     def covered_by(self, diff: Iterable[RowChange]) -> bool:
         """The task's success on a world diff: Δgold ⊆ diff up to a renaming of generated values."""
@@ -374,8 +411,17 @@ class Task(BaseModel):
         return missing_changes(diff, self.expected_changes, generated=self.generated_values)
 
     def fingerprint(self) -> str:
-        """A hash of what defines the task (not its history): changes when the task changes."""
-        body = self.model_dump(mode="json", exclude={"history", "version", "split"})
-        if not self.generated_values:  # tasks made before the field existed keep their fingerprint
-            body.pop("generated_values")
+        """A hash of what defines the task (not its history): changes when the task changes.
+
+        `generated_values`, `turns` and `judge` count only when set, so tasks made before those fields
+        existed keep the fingerprints they had.
+        """
+        exclude = {"history", "version", "split"}
+        if not self.generated_values:
+            exclude.add("generated_values")
+        if not self.turns:
+            exclude.add("turns")
+        if self.judge is None:
+            exclude.add("judge")
+        body = self.model_dump(mode="json", exclude=exclude)
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]

@@ -176,7 +176,22 @@ def run(
         concurrency = 1
     task_list = read_tasks(tasks)[:limit]
     world_opener(world)  # an unknown domain fails here, before anything is written
-    if not world.startswith(("http://", "https://")):
+    from toolshift.world.external import is_external
+
+    if is_external(world):
+        from toolshift.world.external import FAMILIES, world_of_task
+
+        family = world if world in FAMILIES else world.split(":", 1)[0]
+        for k, t in enumerate(task_list):
+            name = world_of_task(family, t)
+            if world not in FAMILIES and name != world:
+                raise BadInputError(
+                    f"task {t.id!r} runs in world {name}, not {world} (use --world {family} for many tasks)",
+                    source=str(tasks),
+                    record=k,
+                    field="id",
+                )
+    elif not world.startswith(("http://", "https://")):
         from toolshift.world import load_domain
 
         name = load_domain(world).spec.name
@@ -192,7 +207,7 @@ def run(
         raise BadInputError("--out must be a folder, and this is a file", source=str(out), field="out")
     out.mkdir(parents=True, exist_ok=True)
     # Opens the world once: an unreachable MCP URL fails here, before a run file is written.
-    asyncio.run(write_catalog(world, {t.domain for t in task_list}, out))
+    asyncio.run(write_catalog(world, {t.domain for t in task_list}, out, task_list))
     plan = plan_run(config, task_list, trials, out)
     console.print(
         f"run [bold]{plan.files.key}[/] · {len(task_list)} tasks × {trials} trials · "

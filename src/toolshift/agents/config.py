@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from toolshift.agents.chat import DEFAULT_MAX_TOKENS, ChatModel, ModelConfigError
 from toolshift.agents.loop import EpisodeLimits
 from toolshift.agents.retry import RateLimitListener
-from toolshift.agents.users import LLMUser, ScriptedUser, UserSimulator
+from toolshift.agents.users import LLMUser, ScriptedUser, UserSimulator, user_for_task
 from toolshift.errors import BadInputError
 from toolshift.models import Task
 from toolshift.traces.episode import Episode
@@ -185,6 +185,9 @@ def make_agent(
 def make_user(
     config: RunConfig, task: Task, trial: int, *, on_rate_limit: RateLimitListener | None = None
 ) -> UserSimulator:
+    fixed = user_for_task(task)  # tasks with scripted turns (BFCL, AgentDojo) speak their own script
+    if fixed is not None:
+        return fixed
     if config.user == "scripted":
         return ScriptedUser(task.public_request, task.instruction)
     model = make_model(

@@ -53,7 +53,12 @@ class WorldSession(Protocol):
         ...
 
 
-WorldOpener = Callable[[], AbstractAsyncContextManager[WorldSession]]
+WorldOpener = Callable[..., AbstractAsyncContextManager[WorldSession]]
+"""Opens an episode's world: `opener()`, or `opener(task)` when it has `per_task = True` (each task its own world)."""
+
+
+def open_for(open_world: WorldOpener, task: Task) -> AbstractAsyncContextManager[WorldSession]:
+    return open_world(task) if getattr(open_world, "per_task", False) else open_world()
 
 
 @dataclass(frozen=True)
@@ -273,8 +278,9 @@ async def run_episode(
     config_error: ModelConfigError | None = None
     served: dict[str, Any] | None = None
     exposed: list[str] | None = None
+    judged: Outcome | None = None
     try:
-        async with open_world() as world:
+        async with open_for(open_world, task) as world:
             served = getattr(world, "served", None)
             toolbox = McpToolbox(world.client, tool_timeout=limits.tool_timeout)
             conv.system(system_prompt(world.title, world.policy))
@@ -287,6 +293,8 @@ async def run_episode(
                 config_error = exc
             exposed = list(toolbox.listed)
             diff = await world.diff(None if toolbox.unreported else toolbox.reported)
+            if task.judge is not None and conv.reason not in ("user_error", "world_error"):
+                judged = _judge_external(task, conv, world, user)
     except Exception as exc:  # the world could not be opened, listed or diffed: the harness's failure
         leaf = leaf_error(exc)
         conv.reason = "world_error"
@@ -301,11 +309,36 @@ async def run_episode(
         if served.get("task") is not None:
             recorded["served_task"] = served["task"]
     episode = _judge(
-        task, conv, diff, episode_id, trial, agent, user, agent_name, harness, recorded, started, clock
+        task,
+        conv,
+        diff,
+        episode_id,
+        trial,
+        agent,
+        user,
+        agent_name,
+        harness,
+        recorded,
+        started,
+        clock,
+        judged,
     )
     if served and served.get("ecosystem_version"):
         episode.ecosystem_version = str(served["ecosystem_version"])
     return episode
+
+
+def _judge_external(task: Task, conv: _Conversation, world: Any, user: UserSimulator) -> Outcome:
+    """The task's own benchmark's check (BFCL, AgentDojo) instead of Δgold ⊆ Δagent."""
+    from toolshift.agents.external_judge import external_outcome
+
+    base = {
+        "turns": conv.turns,
+        "tool_calls": conv.tool_calls,
+        "failed_calls": conv.failed_calls,
+        "user": user.name,
+    }
+    return external_outcome(task, conv.messages, world, {**conv.info, **base})
 
 
 def leaf_error(exc: BaseException) -> BaseException:
@@ -328,6 +361,7 @@ def _judge(
     source: dict[str, Any] | None,
     started: str,
     clock: float,
+    judged: Outcome | None = None,
 ) -> Episode:
     info: dict[str, Any] = {
         **conv.info,
@@ -336,7 +370,13 @@ def _judge(
         "failed_calls": conv.failed_calls,
         "user": user.name,
     }
-    if conv.reason in ("user_error", "world_error") or diff is None:
+    if judged is not None:
+        if diff is not None:
+            judged.info["missing_changes"] = len(task.missing_from(diff))
+            judged.info["changes_made"] = len(diff)
+            judged.info["delta_cover"] = task.covered_by(diff)
+        outcome = judged
+    elif conv.reason in ("user_error", "world_error") or diff is None:
         info["charged_to"] = "user" if conv.reason == "user_error" else "harness"
         outcome = Outcome(reward=None, success=None, judged_by="delta-cover", info=info)
     else:

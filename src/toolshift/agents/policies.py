@@ -53,8 +53,48 @@ class ScriptedPolicy:
         )
 
 
-def oracle(task: Task, path: list[GoldCall] | None = None) -> ScriptedPolicy:
-    """The oracle for a task: its gold path, or the reference path given."""
+class TurnScriptedPolicy:
+    """The oracle of a task with scripted user turns: in each turn, that turn's gold calls one per model call,
+    then the turn's reply (or `DONE_TEXT`); a turn is known by the user messages seen so far."""
+
+    def __init__(self, name: str, task: Task) -> None:
+        self.name = name
+        self.turns = task.turn_paths()
+        self.replies = [t.reply for t in task.turns]
+        self._issued = [0] * len(self.turns)
+        self._replied = [False] * len(self.turns)
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> ModelReply:
+        turn = sum(1 for m in messages if m.get("role") == "user") - 1
+        if 0 <= turn < len(self.turns):
+            k = self._issued[turn]
+            if k < len(self.turns[turn]):
+                self._issued[turn] += 1
+                call = self.turns[turn][k]
+                return ModelReply(
+                    calls=[
+                        ProposedCall(id=f"call_{turn}_{k}", name=call.tool, arguments=dict(call.arguments))
+                    ],
+                    prompt_tokens=0,
+                    completion_tokens=0,
+                    cost=0.0,
+                )
+            if not self._replied[turn]:
+                self._replied[turn] = True
+                text = self.replies[turn] or DONE_TEXT
+                return ModelReply(text=text, prompt_tokens=0, completion_tokens=0, cost=0.0)
+        return ModelReply(
+            calls=[ProposedCall(id="call_end", name=END_CONVERSATION, arguments={})],
+            prompt_tokens=0,
+            completion_tokens=0,
+            cost=0.0,
+        )
+
+
+def oracle(task: Task, path: list[GoldCall] | None = None) -> ScriptedPolicy | TurnScriptedPolicy:
+    """The oracle for a task: its gold path (turn by turn when its user is scripted), or the reference path given."""
+    if task.turns and path is None:
+        return TurnScriptedPolicy("oracle", task)
     return ScriptedPolicy("oracle", [ScriptedCall(c.tool, c.arguments) for c in (path or task.gold_path)])
 
 

@@ -28,7 +28,7 @@ from toolshift.agents.config import (
     make_agent,
     make_user,
 )
-from toolshift.agents.loop import EpisodeHung, hung_episode, run_episode, run_isolated
+from toolshift.agents.loop import EpisodeHung, hung_episode, open_for, run_episode, run_isolated
 from toolshift.agents.retry import AdaptiveLimiter
 from toolshift.agents.worlds import world_opener
 from toolshift.errors import BadInputError
@@ -227,7 +227,7 @@ async def find_invalid_tasks(world: str, tasks: list[Task], folder: Path | None 
     diff is unknown (a remote server that does not report changes) marks no task invalid.
     """
     from toolshift.agents.policies import oracle
-    from toolshift.agents.users import ScriptedUser
+    from toolshift.agents.users import ScriptedUser, user_for_task
 
     cache_path = folder / "oracle-check.json" if folder is not None else None
     cache: dict[str, Any] = {"format": ORACLE_CHECK_FORMAT, "worlds": {}}
@@ -251,7 +251,7 @@ async def find_invalid_tasks(world: str, tasks: list[Task], folder: Path | None 
         episode = await run_episode(
             task,
             oracle(task),
-            ScriptedUser(task.public_request, task.instruction),
+            user_for_task(task) or ScriptedUser(task.public_request, task.instruction),
             opener,
             episode_id="oracle-check",
         )
@@ -262,13 +262,38 @@ async def find_invalid_tasks(world: str, tasks: list[Task], folder: Path | None 
     return {t.id for t in tasks if not known[t.fingerprint()]}
 
 
-async def write_catalog(world: str, domains: set[str], folder: Path) -> list[Path]:
+async def write_catalog(
+    world: str, domains: set[str], folder: Path, tasks: list[Task] | None = None
+) -> list[Path]:
     """Save the world's tool catalog (from its MCP listing) beside the episodes, one file per task domain,
-    so `toolshift traces stats` can tell reads from writes; `end_conversation` is labelled `neither`."""
+    so `toolshift traces stats` can tell reads from writes; `end_conversation` is labelled `neither`.
+
+    For a family of per-task worlds (`bfcl`, `agentdojo`) a domain's catalog is the union of its tasks'
+    worlds' tools, read from their definitions."""
     from toolshift.agents.users import END_CONVERSATION
     from toolshift.traces.catalog import catalog_from_mcp_tools, catalog_path, save_catalog
 
-    async with world_opener(world)() as session:
+    opener = world_opener(world)
+    if getattr(opener, "per_task", False):
+        from toolshift.world.external import load_external
+
+        by_domain: dict[str, dict[str, Any]] = {}
+        for task in tasks or []:
+            for tool in load_external(opener.world_for(task)).tools:  # type: ignore[attr-defined]
+                by_domain.setdefault(task.domain, {}).setdefault(tool.name, tool)
+        return [
+            save_catalog(
+                catalog_from_mcp_tools(
+                    d,
+                    list(by_domain.get(d, {}).values()),
+                    neither=[END_CONVERSATION],
+                    source=f"tools of {world}",
+                ),
+                catalog_path(folder, d),
+            )
+            for d in sorted(domains)
+        ]
+    async with open_for(opener, tasks[0]) if tasks else opener() as session:
         page = await session.client.list_tools()
     written = []
     for domain in sorted(domains):

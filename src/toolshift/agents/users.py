@@ -219,3 +219,30 @@ class LLMUser:
         raise UserSimulatorError(
             f"user simulator gave no usable reply in {self.attempts} attempts ({problem})"
         )
+
+
+@dataclass
+class ScriptedTurnsUser:
+    """The fixed user of a task with scripted turns (BFCL multi-turn, AgentDojo): each time the agent ends a
+    turn with a message, the next turn's text; after the last turn, the end of the conversation."""
+
+    turns: list[str]
+    name: str = "scripted-turns"
+    said: int = 0
+
+    async def opening(self) -> UserTurn:
+        self.said = 1
+        return UserTurn(self.turns[0])
+
+    async def respond(self, agent_text: str) -> UserTurn:
+        if self.said < len(self.turns):
+            self.said += 1
+            return UserTurn(self.turns[self.said - 1])
+        return UserTurn("Thank you, that is all.", ends=True)
+
+
+def user_for_task(task: Any) -> UserSimulator | None:
+    """The user a task prescribes (its scripted turns), or None when a simulator may be chosen."""
+    if task.turns:
+        return ScriptedTurnsUser([t.text for t in task.turns])
+    return None

@@ -110,8 +110,78 @@ def remote(url: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
     return open_world
 
 
-def world_opener(world: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
-    """`clinic`, `path/to/spec.yaml` or `http://host:port/mcp`. An unknown domain is a BadInputError."""
+@dataclass
+class ExternalSession:
+    """A fresh world of another benchmark (BFCL, AgentDojo) behind an in-memory MCP client; judged by its own check."""
+
+    client: Any
+    policy: str
+    title: str
+    world: Any
+    before: Any
+
+    async def diff(self, reported: list[RowChange] | None) -> list[RowChange] | None:
+        return self.world.changes_since(self.before)
+
+
+class TaskWorlds:
+    """An opener of each task's own world (`--world bfcl`, `--world agentdojo`): `opener(task)`."""
+
+    per_task = True
+
+    def __init__(self, family: str) -> None:
+        self.family = family
+
+    def world_for(self, task: Any) -> str:
+        from toolshift.world.external import world_of_task
+
+        return world_of_task(self.family, task)
+
+    def __call__(self, task: Any = None) -> AbstractAsyncContextManager[Any]:
+        if task is None:
+            raise BadInputError(
+                f"--world {self.family} opens one world per task; none was given", field="world"
+            )
+        return _open_external(self.world_for(task))
+
+
+@asynccontextmanager
+async def _open_external(name: str) -> AsyncIterator[ExternalSession]:
+    from toolshift.world.external import open_world
+    from toolshift.world.serve import WorldServer
+
+    world = open_world(name)
+    before = world.snapshot()
+    server = WorldServer(world, shared_state=True)
+    async with _mcp_client(server.server) as client:
+        spec = world.domain.spec
+        yield ExternalSession(client, spec.policy or spec.description, spec.title, world, before)
+
+
+def external(name: str) -> Callable[..., AbstractAsyncContextManager[Any]]:
+    """`bfcl` / `agentdojo` (each task's own world) or one world, `bfcl:<id>`, `agentdojo:<suite>.<task>`."""
+    from toolshift.world.external import FAMILIES, load_external
+
+    if name in FAMILIES:
+        from toolshift.world.external import require_family
+
+        require_family(name)
+        return TaskWorlds(name)
+    load_external(name)  # an unknown world or a missing extra fails here
+
+    def open_world(task: Any = None) -> AbstractAsyncContextManager[Any]:
+        return _open_external(name)
+
+    return open_world
+
+
+def world_opener(world: str) -> Callable[..., AbstractAsyncContextManager[Any]]:
+    """`clinic`, `path/to/spec.yaml`, `http://host:port/mcp`, or another benchmark's world (`bfcl`,
+    `bfcl:<id>`, `agentdojo`, `agentdojo:<suite>.<task>`). An unknown domain is a BadInputError."""
+    from toolshift.world.external import is_external
+
     if world.startswith(("http://", "https://")):
         return remote(world)
+    if is_external(world):
+        return external(world)
     return in_process(world)

@@ -156,7 +156,8 @@ class WorldServer:
         max_sessions: int | None = DEFAULT_MAX_SESSIONS,
         clock: Clock = time.monotonic,
     ) -> None:
-        self.base = base if isinstance(base, World) else World(base)
+        # A compiled domain gets a World; anything else with a World's surface (an external ObjectWorld) serves as is.
+        self.base = World(base) if isinstance(base, CompiledDomain) else base
         self.shared_state = shared_state
         self.shared = self.base if shared_state else self.base.fork()
         self.single_session = False

@@ -1,0 +1,50 @@
+"""Episodes of other benchmarks' tasks judged by those benchmarks' own checks (BFCL, AgentDojo)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolshift.agents.users import END_CONVERSATION
+from toolshift.models import Task
+from toolshift.traces.episode import Message, Outcome
+
+
+def transcript(messages: list[Message]) -> Any:
+    """The episode as the benchmark's check reads it: calls by user turn and step, and the last answer."""
+    from toolshift.world.external import Transcript
+
+    turns: list[list[list[tuple[str, Any]]]] = []
+    calls: list[tuple[str, Any]] = []
+    final = ""
+    for m in messages:
+        if m.role == "user":
+            if not any(c.name == END_CONVERSATION for c in m.tool_calls or []):
+                turns.append([])  # a user turn; the user's closing message ends the conversation instead
+        elif m.role == "assistant":
+            final = m.content or ""
+            step = [
+                (c.name, c.arguments)
+                for c in m.tool_calls or []
+                if c.name != END_CONVERSATION and c.requestor == "assistant"
+            ]
+            if step:
+                if not turns:
+                    turns.append([])
+                turns[-1].append(step)
+                calls += step
+    return Transcript(turns=turns, calls=calls, final_text=final)
+
+
+def external_outcome(task: Task, messages: list[Message], session: Any, base: dict[str, Any]) -> Outcome:
+    """The benchmark's verdict as an `Outcome`; `base` is the episode's own info (turns, calls, user)."""
+    from toolshift.world.external import judge_task
+    from toolshift.world.external.objects import ObjectWorld
+
+    world = getattr(session, "world", None)
+    verdict = judge_task(task, transcript(messages), world if isinstance(world, ObjectWorld) else None)
+    return Outcome(
+        reward=verdict["reward"],
+        success=verdict["success"],
+        judged_by=verdict["judged_by"],
+        info={**base, **verdict["info"]},
+    )
