@@ -24,12 +24,14 @@ from toolshift.traces.store import ReadReport, iter_episodes
 app = typer.Typer(no_args_is_help=True, help="Episodes: convert published runs, anatomy, split, export.")
 console = Console() if sys.stdout.isatty() else Console(width=160)
 
-CONVERTERS = ("taubench-v1", "workbench", "tau2")
+CONVERTERS = ("taubench-v1", "workbench", "tau2", "bfcl", "agentdojo")
 
 
 def _convert(kind: str, inputs: list[Path], domain: str | None, skip_bad: bool) -> Conversion:
     from rich.progress import track
 
+    from toolshift.traces.agentdojo import agentdojo_files, convert_agentdojo
+    from toolshift.traces.bfcl import bfcl_files, convert_bfcl
     from toolshift.traces.tau2 import convert_tau2
     from toolshift.traces.taubench import convert_taubench_v1
     from toolshift.traces.workbench import convert_workbench_csv, workbench_files
@@ -40,12 +42,20 @@ def _convert(kind: str, inputs: list[Path], domain: str | None, skip_bad: bool) 
         )
     if kind == "workbench":
         inputs = [f for path in inputs for f in workbench_files(path)]
+    elif kind == "bfcl":
+        inputs = [f for path in inputs for f in bfcl_files(path)]
+    elif kind == "agentdojo":
+        inputs = [f for path in inputs for f in agentdojo_files(path)]
     total_conv = Conversion(converter=kind)
     for path in track(inputs, description=f"converting {kind}", console=console, transient=True):
         if kind == "taubench-v1":
             total_conv.extend(convert_taubench_v1(path, domain=domain, skip_bad=skip_bad))
         elif kind == "workbench":
             total_conv.extend(convert_workbench_csv(path, skip_bad=skip_bad))
+        elif kind == "bfcl":
+            total_conv.extend(convert_bfcl(path, skip_bad=skip_bad))
+        elif kind == "agentdojo":
+            total_conv.extend(convert_agentdojo(path, skip_bad=skip_bad))
         else:
             total_conv.extend(convert_tau2(path, skip_bad=skip_bad))
     total_conv.note_unknown_tools()
@@ -54,8 +64,10 @@ def _convert(kind: str, inputs: list[Path], domain: str | None, skip_bad: bool) 
 
 @app.command("convert")
 def convert(
-    kind: Annotated[str, typer.Argument(help="taubench-v1 | workbench | tau2")],
-    inputs: Annotated[list[Path], typer.Argument(help="Files (or, for workbench, results folders).")],
+    kind: Annotated[str, typer.Argument(help="taubench-v1 | workbench | tau2 | bfcl | agentdojo")],
+    inputs: Annotated[
+        list[Path], typer.Argument(help="Files (or, for workbench, bfcl and agentdojo, results folders).")
+    ],
     out: Annotated[
         Path, typer.Option("--out", help="Folder for <domain>.episodes.jsonl and <domain>.catalog.json.")
     ],

@@ -42,6 +42,20 @@ def changes_table(changes: list[Any], title: str = "State diff") -> Table:
     return table
 
 
+def _world(domain: str, seed: int | None = None) -> Any:
+    """A fresh world of a domain spec or of another benchmark (`bfcl:<id>`, `agentdojo:<suite>.<task>`)."""
+    from toolshift.world.external import is_external, open_world
+
+    if is_external(domain):
+        if seed is not None:
+            raise BadInputError("other benchmarks' worlds have their own fixed state", field="--seed")
+        return open_world(domain)
+    from toolshift.world.registry import load_domain
+    from toolshift.world.world import World
+
+    return World(load_domain(domain, seed=seed))
+
+
 @app.command("domains")
 def domains(
     world_only: Annotated[
@@ -72,6 +86,21 @@ def domains(
     console.print(table)
     for name, why in unavailable:
         console.print(f"[yellow]{name}[/] unavailable: {why}", highlight=False, soft_wrap=True)
+    from toolshift.world.external import family_status
+
+    external = Table(title="Other benchmarks' worlds (one per task; their own checks judge)")
+    for col in ("family", "worlds", "available", "names", "about"):
+        external.add_column(col, overflow="fold")
+    names = {"bfcl": "bfcl:<entry id>", "agentdojo": "agentdojo:<suite>.<user task>"}
+    for f in family_status():
+        external.add_row(
+            f.family,
+            "—" if f.worlds is None else str(f.worlds),
+            "yes" if f.available else f"no (extra {f.extra})",
+            names[f.family],
+            f"{f.title}; {f.note}",
+        )
+    console.print(external)
 
 
 @app.command("compile")
@@ -98,10 +127,8 @@ def compile_cmd(
 @app.command("tools")
 def tools_cmd(domain: DomainArg) -> None:
     """Table of a world's tools: name, effect, parameters (* = required)."""
-    from toolshift.world.registry import load_domain
-
-    d = load_domain(domain)
-    table = Table(title=f"{d.spec.title}: {len(d.tools)} tools")
+    d = _world(domain)
+    table = Table(title=f"{d.domain.spec.title}: {len(d.tools)} tools")
     table.add_column("tool")
     table.add_column("effect")
     table.add_column("params", overflow="fold")
@@ -124,14 +151,12 @@ def call_cmd(
 
     An unknown tool or arguments its schema rejects exit 2; a domain error (a failed precondition) exits 1.
     """
-    from toolshift.world.registry import load_domain
     from toolshift.world.tools import ToolError
-    from toolshift.world.world import World
 
     parsed = loads_json(args, source="--args")
     if not isinstance(parsed, dict):
         raise BadInputError("must be a JSON object", source="--args")
-    world = World(load_domain(domain, seed=seed))
+    world = _world(domain, seed)
     try:
         world.validate(world.tool(tool), parsed)
     except ToolError as exc:
@@ -191,8 +216,10 @@ def serve_cmd(
         raise BadInputError("must be a number of seconds, 0 or more", field="--idle-timeout")
     if max_sessions < 0:
         raise BadInputError("must be a number of sessions, 0 or more", field="--max-sessions")
+    from toolshift.world.external import is_external
+
     server = WorldServer(
-        load_domain(domain, seed=seed),
+        _world(domain, seed) if is_external(domain) else load_domain(domain, seed=seed),
         shared_state=shared_state,
         idle_timeout=idle_timeout or None,
         max_sessions=max_sessions or None,
@@ -208,6 +235,40 @@ def serve_cmd(
         + (" with shared state" if shared_state else f", one world per session ({limits})")
     )
     server.run_http(host=host, port=port)
+
+
+@app.command("tasks")
+def tasks_cmd(
+    family: Annotated[str, typer.Argument(help="bfcl or agentdojo.")],
+    out: Annotated[Path, typer.Option("--out", help="The task file to write (toolshift.tasks/1 JSONL).")],
+    subset: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--subset",
+            help="BFCL category (base, long_context, miss_func, miss_param) or AgentDojo suite; repeatable.",
+        ),
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N tasks per subset.")] = None,
+) -> None:
+    """Write another benchmark's tasks as toolshift tasks: scripted turns, gold path replayed on the world.
+
+    Every task that cannot be exported is listed with its reason (never dropped silently)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from toolshift.taskfile import write_tasks
+    from toolshift.world.external import count_tasks, export_tasks
+
+    total = count_tasks(family, subset, limit)
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console,
+    ) as progress:  # fmt: skip
+        bar = progress.add_task(f"{family} tasks", total=total)
+        report = export_tasks(family, subsets=subset, limit=limit, progress=lambda _: progress.advance(bar))
+    write_tasks(out, report.tasks)
+    console.print(f"wrote [bold]{out}[/]: {len(report.tasks)} tasks, {len(report.failed)} failed")
+    for task_id, reason in report.failed:
+        console.print(f"[red]not exported[/] {task_id}: {reason}")
 
 
 report_file_errors(app)
