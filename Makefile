@@ -8,7 +8,7 @@ INSPECTOR := .cache/npm/node_modules/.bin/mcp-inspector
 FILESYSTEM_SERVER_VERSION := 2026.8.31
 FILESYSTEM_SERVER := .cache/npm/node_modules/.bin/mcp-server-filesystem
 
-.PHONY: demo test lint bench clean inspector tau2-venv chromium
+.PHONY: demo test lint bench clean inspector tau2-venv chromium extras
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -49,7 +49,19 @@ chromium:
 	    || echo "apt-get could not install chromium: the browser tests will be skipped"; \
 	else echo "no apt-get, or not root: chromium not installed, the browser tests will be skipped"; fi
 
-test: lint $(INSPECTOR) $(FILESYSTEM_SERVER) tau2-venv chromium
+# Other benchmarks' packages for toolshift.world.external (D100): agentdojo as declared; bfcl-eval without its
+# inference stack (torch, vLLM clients: several GB the multi-turn API classes never import), with the pins and
+# the few packages its multi-turn classes, checker and model-handler base import. Once per venv.
+EXTRAS_STAMP := $(VENV)/.extras-installed
+BFCL_RUNTIME := bfcl-eval==2026.3.23 numpy==1.26.4 mpmath==1.3.0 tree_sitter==0.21.3 \
+  tree-sitter-java==0.21.0 tree-sitter-javascript==0.21.4 overrides tqdm python-dotenv
+extras: $(EXTRAS_STAMP)
+$(EXTRAS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet agentdojo==0.1.35
+	$(PY) -m pip install --quiet --no-deps $(BFCL_RUNTIME)
+	touch $(EXTRAS_STAMP)
+
+test: lint $(INSPECTOR) $(FILESYSTEM_SERVER) tau2-venv chromium extras
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)

@@ -100,7 +100,7 @@ def world_of_task(family: str, task: Task) -> str:
     expected = JUDGES.get(task.judge or "")
     if expected != family:
         raise BadInputError(
-            f"task {task.id!r} is not a {family} task (judge {task.judge!r}): export it with "
+            f"task {task.id!r} is not one of {family}'s tasks (judge {task.judge!r}): export them with "
             f"`toolshift world tasks {family}`",
             record=task.id,
             field="judge",

@@ -32,6 +32,7 @@ BENCHMARK_VERSION = "v1.2.2"
 """The newest suite version the pinned agentdojo ships; tasks are read at this version."""
 
 READ_VERBS = ("get", "search", "read", "list", "check")
+_lock = threading.Lock()
 """Leading words of AgentDojo functions that change no environment state; the rest are labelled `write`."""
 
 
@@ -100,11 +101,26 @@ class DojoState:
         return tool_result_to_str(result)
 
 
+_defaults: dict[str, Any] = {}
+
+
+def default_environment(suite_name: str) -> Any:
+    """A copy of the suite's default environment (injection vectors at their benign defaults).
+
+    Read once per suite: AgentDojo parses its YAML (about a second for workspace) for every task it runs."""
+    with _lock:
+        env = _defaults.get(suite_name)
+    if env is None:
+        env = suite(suite_name).load_and_inject_default_environment({})
+        with _lock:
+            _defaults[suite_name] = env
+    return env.model_copy(deep=True)
+
+
 def initial_environment(suite_name: str, task_id: str) -> Any:
     """The suite's default environment after the task's `init_environment`: where the task starts."""
-    s = suite(suite_name)
-    task = s.get_user_task_by_id(task_id)
-    return task.init_environment(s.load_and_inject_default_environment({}))
+    task = suite(suite_name).get_user_task_by_id(task_id)
+    return task.init_environment(default_environment(suite_name))
 
 
 @functools.cache
@@ -143,7 +159,6 @@ def _handle(function: str, state: DojoState, args: dict[str, Any]) -> Any:
 
 
 _domains: dict[str, ExternalDomain] = {}
-_lock = threading.Lock()
 
 
 def load_domain(name: str) -> ExternalDomain:

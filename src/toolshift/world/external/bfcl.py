@@ -47,14 +47,13 @@ HOLDOUT_PROMPT = "I have updated some more functions you can choose from. What a
 
 READ_VERBS = (
     "get", "list", "view", "search", "find", "check", "display", "estimate", "filter", "compute", "retrieve",
-    "cat", "ls", "pwd", "grep", "wc", "tail", "du", "diff", "sort", "mean", "add", "subtract", "multiply",
-    "divide", "power", "square", "logarithm", "absolute", "round", "percentage", "standard", "sum", "max",
-    "min", "si", "imperial", "gallon", "liter", "message_get", "posting_get", "ticket_get", "trading_get",
-    "travel_get", "verify",
+    "cat", "ls", "pwd", "grep", "wc", "tail", "du", "diff", "sort", "gallon", "liter", "message_get",
+    "posting_get", "ticket_get", "trading_get", "travel_get", "verify",
 )  # fmt: skip
-"""Leading words of BFCL methods that change no public state (MathAPI is stateless; `sort`, `diff` and the
-other shell reads print without writing). Everything else is labelled `write`. The label is only MCP's
-hint: every call reports the changes it measured, and a test checks that no gold call of a read changes state."""
+"""Leading words of BFCL methods that change no public state (`sort`, `diff` and the other shell reads print
+without writing); every method of a stateless class (MathAPI) reads too. Everything else is labelled `write`.
+The label is only MCP's hint: every call reports the changes it measured, and a test checks that no gold
+call of a read changes state."""
 
 
 def available() -> bool:
@@ -251,7 +250,11 @@ def input_schema(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def effect_of(name: str) -> str:
+def effect_of(name: str, class_name: str) -> str:
+    from bfcl_eval.constants.executable_backend_config import STATELESS_CLASSES
+
+    if class_name in STATELESS_CLASSES:
+        return "read"
     lowered = name.lower()
     return "read" if any(lowered == v or lowered.startswith(v + "_") for v in READ_VERBS) else "write"
 
@@ -312,7 +315,7 @@ def _tools(e: Entry) -> list[Tool]:
                 name=name,
                 description=str(doc.get("description", "")),
                 input_schema=input_schema(doc),
-                effect=effect_of(name),  # type: ignore[arg-type]
+                effect=effect_of(name, class_name),  # type: ignore[arg-type]
                 handler=functools.partial(_handle, name),
                 meta={"kind": "bfcl", "class": class_name},
             )
