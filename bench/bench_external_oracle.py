@@ -20,12 +20,15 @@ from toolshift.agents.worlds import world_opener
 from toolshift.report.benchlog import machine_description, record
 from toolshift.world.external import agentdojo, agentdojo_harness, bfcl, bfcl_harness, export_tasks
 
+MAX_TURNS = 100
+"""Agent model calls per episode: the longest BFCL reference needs 37 (35 calls and 2 replies; BFCL itself
+allows 20 steps per turn). `toolshift run`'s default of 30 would cut two long-context tasks short."""
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results" / "external-oracle.md"
 
 
 def run_family(family: str, tasks: list) -> tuple[dict, float]:
     """Every task once with the oracle, sequentially; (per-task outcome, seconds)."""
-    config = RunConfig(world=family, model="oracle")
+    config = RunConfig(world=family, model="oracle", max_turns=MAX_TURNS)
     opener = world_opener(family)
 
     async def go() -> tuple[dict, float]:
@@ -55,8 +58,9 @@ def main() -> None:
               f"Made by `{command}` ({machine_description()}).", "",
               "Each task's reference (BFCL's possible answer, AgentDojo's ground truth) is played by toolshift's "
               "oracle turn by turn over in-memory MCP against the task's own world, and judged by the benchmark's "
-              "own check (BFCL `multi_turn_checker`, AgentDojo utility). Tasks that could not be exported are "
-              "listed with their reason.", ""]  # fmt: skip
+              "own check (BFCL `multi_turn_checker`, AgentDojo utility), with at most "
+              f"{MAX_TURNS} agent turns per episode. Tasks that could not be exported are listed with their "
+              "reason.", ""]  # fmt: skip
     for family, subsets in (("bfcl", list(bfcl.CATEGORIES)), ("agentdojo", list(agentdojo.SUITES))):
         start = time.perf_counter()
         report = export_tasks(family, subsets=subsets, limit=args.limit)
