@@ -36,8 +36,9 @@ def run_family(family: str, tasks: list) -> tuple[dict, float]:
         start = time.perf_counter()
         for t in tasks:
             e = await run_episode(
-                t, make_agent(config, t, 0), make_user(config, t, 0), opener, episode_id=t.id
-            )
+                t, make_agent(config, t, 0), make_user(config, t, 0), opener, episode_id=t.id,
+                limits=config.limits(),
+            )  # fmt: skip
             out[t.id] = e
         return out, time.perf_counter() - start
 
