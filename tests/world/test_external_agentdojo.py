@@ -61,7 +61,15 @@ def test_tools_schemas_results_and_changes():
     )
     assert sent.ok and any(c.table == "bank_account" and c.key == "transactions" for c in sent.changes)
     assert world.changes_since(before) == sent.changes
-    assert world.call("send_money", {"recipient": "x"}).error["code"] == "invalid_arguments"
+    # Arguments are checked by AgentDojo's runtime with the function's pydantic model, which coerces as AgentDojo does.
+    missing = world.call("send_money", {"recipient": "x"})
+    assert not missing.ok and missing.error["message"].startswith("ValidationError") and missing.changes == []
+    coerced = world.call(
+        "send_money",
+        {"recipient": "GB29NWBK60161331926819", "amount": "10", "subject": "x", "date": "2022-04-01"},
+    )
+    assert coerced.ok and {"op": "insert", "after": 10.0}.items() <= vars(coerced.changes[0]).items()
+    assert world.call("send_money", {"recipient": "x" * 20_000}).error["code"] == "invalid_arguments"
 
 
 def test_names_are_checked():

@@ -177,6 +177,7 @@ def load_domain(name: str) -> ExternalDomain:
         spec,
         list(_tools(suite_name)),
         lambda: DojoState(suite_name, initial_environment(suite_name, task_id)),
+        schema_checked=False,  # AgentDojo's runtime validates (and coerces) with the functions' pydantic models
     )
     with _lock:
         _domains[name] = domain

@@ -62,11 +62,19 @@ class ExternalSpec:
 
 @dataclass
 class ExternalDomain:
-    """A world's definition: its tools (handlers take `(state, args)`) and a maker of its initial state."""
+    """A world's definition: its tools (handlers take `(state, args)`) and a maker of its initial state.
+
+    `schema_checked` False leaves argument types, required and unknown arguments to the benchmark's own
+    code, as its harness does (BFCL calls the method as written; AgentDojo validates with pydantic, which
+    coerces "10" to 10.0): a stricter check here would refuse calls the benchmark runs, and its checker,
+    which re-executes the agent's calls, would then judge calls the agent was told had failed. Sizes,
+    depths and unstorable values (`argument_problem`) are checked either way.
+    """
 
     spec: ExternalSpec
     tools: list[Tool]
     make_state: Callable[[], ObjectState]
+    schema_checked: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
     _initial: ObjectState | None = None
 
@@ -231,6 +239,8 @@ class ObjectWorld:
         if problem is not None:
             path, reason = problem
             raise ToolError("invalid_arguments", f"{tool.name}: argument {path!r}: {reason}")
+        if not self.domain.schema_checked:
+            return
         validator = self._validators.get(tool.name)
         if validator is None:
             cls = jsonschema.validators.validator_for(tool.input_schema)
