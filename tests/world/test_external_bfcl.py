@@ -58,8 +58,9 @@ def test_a_wrong_call_fails_bfcls_state_check_and_a_missing_turn_is_force_termin
 def test_calls_that_cannot_be_written_safely_never_reach_the_checker():
     task = export_tasks("bfcl", subsets=["base"], limit=1).tasks[0]
     gold = _gold_transcript(task)
+    # The last one the world refuses to store, so the agent was told it failed: never judged either.
     hostile = [("__import__", {"name": "os"}), ("open", {"file": "/etc/passwd"}), ("ls", {"a-b": 1}),
-               ("ls", {"__class__": 1}), ("ls", "not an object")]  # fmt: skip
+               ("ls", {"__class__": 1}), ("ls", "not an object"), ("mkdir", {"dir_name": "x" * 15_000})]  # fmt: skip
     turns = [list(t) for t in gold.turns]
     turns[0] = [*turns[0], hostile]
     verdict = judge_task(task, Transcript(turns=turns, calls=[], final_text=""))

@@ -30,7 +30,7 @@ from typing import Any
 from toolshift.errors import BadInputError
 from toolshift.models import GoldCall, ScriptedTurn, Task, UserInstruction
 from toolshift.world.external.objects import ExternalDomain, ExternalSpec, ObjectWorld, View, jsonable
-from toolshift.world.tools import Tool, ToolError
+from toolshift.world.tools import Tool, ToolError, argument_problem
 
 PACKAGE = "bfcl_eval"
 FAMILY = "bfcl"
@@ -427,12 +427,13 @@ def _safe_value(value: Any, depth: int = 0) -> bool:
 def call_string(name: str, args: Any, methods: dict[str, tuple[str, ...]]) -> str | None:
     """`name(k=repr(v),...)` as BFCL's `convert_to_function_call` writes it, or None when the call cannot be
     written safely: a name that is no method of the involved classes, argument names that are not
-    identifiers, values that are not JSON, or a string over `MAX_CALL_CHARS`."""
+    identifiers, values that are not JSON or that the world refuses to store (`argument_problem`: the agent
+    was told the call failed, so the checker must not run it), or a string over `MAX_CALL_CHARS`."""
     if name not in methods or not isinstance(args, dict):
         return None
     if not all(isinstance(k, str) and k.isidentifier() and not k.startswith("_") for k in args):
         return None
-    if not _safe_value(args):
+    if not _safe_value(args) or argument_problem(args) is not None:
         return None
     text = f"{name}({','.join(f'{k}={v!r}' for k, v in args.items())})"
     return text if len(text) <= MAX_CALL_CHARS else None
