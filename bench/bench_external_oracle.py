@@ -18,7 +18,15 @@ from toolshift.agents.config import RunConfig, make_agent, make_user
 from toolshift.agents.loop import run_episode
 from toolshift.agents.worlds import world_opener
 from toolshift.report.benchlog import machine_description, record
-from toolshift.world.external import agentdojo, agentdojo_harness, bfcl, bfcl_harness, export_tasks
+from toolshift.world.external import (
+    Transcript,
+    agentdojo,
+    agentdojo_harness,
+    bfcl,
+    bfcl_harness,
+    export_tasks,
+    judge_task,
+)
 
 MAX_TURNS = 100
 """Agent model calls per episode: the longest BFCL reference needs 37 (35 calls and 2 replies; BFCL itself
@@ -43,6 +51,24 @@ def run_family(family: str, tasks: list) -> tuple[dict, float]:
         return out, time.perf_counter() - start
 
     return asyncio.run(go())
+
+
+def time_checker(tasks: list) -> float:
+    """Seconds BFCL's checker takes over every task's reference calls, by turn (what an episode's judge does)."""
+    transcripts = [
+        Transcript(turns=[[[(g.tool, g.arguments)] for g in path] for path in t.turn_paths()], calls=[], final_text="")
+        for t in tasks
+    ]  # fmt: skip
+    start = time.perf_counter()
+    wrong = [
+        t.id
+        for t, transcript in zip(tasks, transcripts, strict=True)
+        if not judge_task(t, transcript)["success"]
+    ]
+    seconds = time.perf_counter() - start
+    if wrong:
+        raise SystemExit(f"BFCL's checker failed the reference of {len(wrong)} tasks, first {wrong[0]}")
+    return seconds
 
 
 def group_of(task) -> str:
@@ -111,6 +137,7 @@ def main() -> None:
                 bfcl_harness.run_oracle(ids[:3], Path(tmp) / "warm")
                 theirs = bfcl_harness.run_oracle(ids, Path(tmp) / "result")
                 their_n, their_s = theirs["entries"], theirs["seconds"]
+                check_s = time_checker(report.tasks)
             else:
                 their_n, their_s = 0, 0.0
                 for s in subsets:
@@ -125,14 +152,19 @@ def main() -> None:
             (f"{family}: oracle episodes/s through their own harness ({'inference_multi_turn_FC' if family == 'bfcl' else 'benchmark_suite_without_injections'})", f"{their_n / their_s:.1f}", "—"),
             (f"{family}: task export (gold replayed on the world), seconds", f"{export_s:.1f}", "—"),
         ]  # fmt: skip
+        if family == "bfcl":
+            rows += [
+                ("bfcl: BFCL's multi_turn_checker alone on the oracle's calls, episodes/s", f"{total_run / check_s:.1f}", "—"),
+                ("bfcl: their harness then their checker (inference + eval), episodes/s", f"{their_n / (their_s + check_s):.1f}", "—"),
+            ]  # fmt: skip
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     record(
         "external worlds: BFCL multi-turn and AgentDojo oracle",
         rows,
         note=f"`{command}`. One process, sequential episodes after 3 warm-up episodes; toolshift's figure "
         "includes the MCP round trips, the scripted user and the benchmark's own check per episode; BFCL's "
-        "harness figure is its inference loop alone (no checker), AgentDojo's includes its utility check and "
-        "log writing.",
+        "harness figure is its inference loop alone, then with its checker's time over the same calls added; "
+        "AgentDojo's includes its utility check and log writing.",
     )
 
 
