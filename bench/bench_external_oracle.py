@@ -87,7 +87,8 @@ def main() -> None:
               "oracle turn by turn over in-memory MCP against the task's own world, and judged by the benchmark's "
               "own check (BFCL `multi_turn_checker`, AgentDojo utility), with at most "
               f"{MAX_TURNS} agent turns per episode. Tasks that could not be exported are listed with their "
-              "reason.", ""]  # fmt: skip
+              "reason, and so is any episode whose world diff (delta_cover: Δgold ⊆ Δagent) disagrees with "
+              "the check.", ""]  # fmt: skip
     for family, subsets in (("bfcl", list(bfcl.CATEGORIES)), ("agentdojo", list(agentdojo.SUITES))):
         start = time.perf_counter()
         report = export_tasks(family, subsets=subsets, limit=args.limit)
@@ -104,6 +105,10 @@ def main() -> None:
             if not ok:
                 failures.append(
                     (t.id, e.outcome.info.get("error_type") if e.outcome else e.termination_reason)
+                )
+            elif e.outcome.info.get("delta_cover") is not True:
+                failures.append(
+                    (t.id, "full marks, but the world diff does not cover the reference's (delta_cover)")
                 )
         not_exported = Counter(
             tid.rsplit("_", 1)[0] if family == "bfcl" else tid.split(".")[0] for tid, _ in report.failed

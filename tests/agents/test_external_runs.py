@@ -55,6 +55,20 @@ def test_bfcl_oracle_episodes_over_in_memory_mcp_get_bfcls_full_marks_and_a_wron
     assert episode.outcome.success is False and episode.outcome.info["error_type"].startswith("multi_turn:")
 
 
+def test_a_call_that_breaks_the_schema_goes_to_bfcl_as_written_so_world_and_checker_agree():
+    """BFCL's own possible answer for entry 173 passes a string where its doc says integer. BFCL's harness
+    runs it; so must ours, or the checker (which re-executes the calls) and the world would disagree."""
+    pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (make extras)")
+    from toolshift.world.external import bfcl
+
+    task = bfcl.task_for(bfcl.entry("multi_turn_base_173"))
+    assert any(g.arguments == {"ticket_id": "ticket_001"} for g in task.gold_path)
+    episode = _run(task, "bfcl")
+    info = episode.outcome.info
+    assert episode.outcome.success is True and info["delta_cover"] is True, info
+    assert info["failed_calls"] == 0 and info["missing_changes"] == 0
+
+
 def test_agentdojo_oracle_answers_with_the_ground_truth_output():
     pytest.importorskip("agentdojo", reason="agentdojo is not installed (make extras)")
     from toolshift.world.external import export_tasks

@@ -282,7 +282,10 @@ async def run_episode(
     try:
         async with open_for(open_world, task) as world:
             served = getattr(world, "served", None)
-            toolbox = McpToolbox(world.client, tool_timeout=limits.tool_timeout)
+            # A task judged by its own benchmark gets that benchmark's harness: arguments go to the world as written.
+            toolbox = McpToolbox(
+                world.client, tool_timeout=limits.tool_timeout, check_schemas=task.judge is None
+            )
             conv.system(system_prompt(world.title, world.policy))
             try:
                 async with asyncio.timeout(limits.episode_timeout):

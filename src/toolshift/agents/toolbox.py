@@ -41,12 +41,15 @@ class McpToolbox:
     """One MCP client session's tools, with client-side checks every careful agent harness makes.
 
     Unknown tools and arguments that do not parse or fail the tool's input schema never reach the
-    server: they come back as error outcomes so the episode can go on.
+    server: they come back as error outcomes so the episode can go on. `check_schemas=False` leaves the
+    schema to the world, for tasks judged by another benchmark whose harness sends the call as the model
+    wrote it (BFCL, AgentDojo: D103) — there a refusal here would be a call their checker still counts.
     """
 
-    def __init__(self, client: Any, *, tool_timeout: float = 30.0) -> None:
+    def __init__(self, client: Any, *, tool_timeout: float = 30.0, check_schemas: bool = True) -> None:
         self.client = client
         self.tool_timeout = tool_timeout
+        self.check_schemas = check_schemas
         self.tools: dict[str, ToolDef] = {}
         self._validators: dict[str, Any] = {}
         self.reported: list[RowChange] = []
@@ -91,6 +94,8 @@ class McpToolbox:
             return ToolOutcome(
                 f"error: unknown tool {call.name!r}; available tools: {names}", True, "unknown_tool"
             )
+        if not self.check_schemas:
+            return None
         validator = self._validators.get(call.name)
         if validator is None:
             cls = jsonschema.validators.validator_for(
