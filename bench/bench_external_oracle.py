@@ -17,6 +17,7 @@ from pathlib import Path
 from toolshift.agents.config import RunConfig, make_agent, make_user
 from toolshift.agents.loop import run_episode
 from toolshift.agents.worlds import world_opener
+from toolshift.fileio import write_text_atomic
 from toolshift.report.benchlog import machine_description, record
 from toolshift.world.external import (
     Transcript,
@@ -162,7 +163,7 @@ def main() -> None:
                 ("bfcl: BFCL's multi_turn_checker alone on the oracle's calls, episodes/s", f"{total_run / check_s:.1f}", "—"),
                 ("bfcl: their harness then their checker (inference + eval), episodes/s", f"{their_n / (their_s + check_s):.1f}", "—"),
             ]  # fmt: skip
-    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text_atomic(RESULTS, "\n".join(lines) + "\n")
     record(
         "external worlds: BFCL multi-turn and AgentDojo oracle",
         rows,

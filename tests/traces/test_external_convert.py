@@ -102,3 +102,11 @@ def test_bad_bfcl_and_agentdojo_records_are_one_line_errors_or_counted(tmp_path)
         )
     )
     assert convert_agentdojo(log).skipped
+    # Bytes that are not UTF-8, or not JSON, are one line naming the file (toolshift.fileio), never a crash.
+    log.write_bytes(b"\xff\xfe{")
+    with pytest.raises(BadInputError, match=r"none\.json.*not UTF-8"):
+        convert_agentdojo(log)
+    path.write_bytes(json.dumps(good).encode() + b"\n\xff{\n")
+    with pytest.raises(BadInputError, match=r"record 1.*not UTF-8"):
+        convert_bfcl(path)
+    assert convert_bfcl(path, skip_bad=True).kept == 1

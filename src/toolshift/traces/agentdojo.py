@@ -18,12 +18,12 @@ strings in older logs), `error`, `utility`, `security`, `duration`, `benchmark_v
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import loads_json, read_text
 from toolshift.traces.catalog import CatalogTool, ToolCatalog, label_by_verb
 from toolshift.traces.conversion import Conversion
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
@@ -49,12 +49,8 @@ def convert_agentdojo(path: Path, *, skip_bad: bool = False) -> Conversion:
     conv = Conversion(converter=CONVERTER, inputs=[str(path)])
     conv.records += 1
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise BadInputError(f"larger than {MAX_FILE_BYTES // 2**20} MiB", source=str(path))
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise BadInputError(f"not JSON: {exc}", source=str(path)) from None
+        text = read_text(path, what="AgentDojo log", max_bytes=MAX_FILE_BYTES)
+        raw = loads_json(text, source=str(path))
         if not isinstance(raw, dict):
             raise BadInputError("an AgentDojo log must be a JSON object", source=str(path))
         if raw.get("injection_task_id") is not None or raw.get("attack_type") not in (None, "none"):

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import jsonl_lines, loads_json
 from toolshift.traces.catalog import CatalogTool, ToolCatalog, label_by_verb
 from toolshift.traces.conversion import Conversion
 from toolshift.traces.episode import Episode, Message, ToolCall
@@ -35,7 +36,7 @@ CONVERTER = "bfcl"
 DOMAIN = "bfcl"
 HARNESS = "bfcl/multi-turn"
 MAX_FILE_BYTES = 256 * 1024 * 1024
-MAX_LINE_CHARS = 16 * 1024 * 1024
+MAX_LINE_BYTES = 16 * 1024 * 1024
 RESULT_GLOB = "*multi_turn*_result.json"
 
 
@@ -55,18 +56,14 @@ def convert_bfcl(path: Path, *, skip_bad: bool = False) -> Conversion:
     if path.stat().st_size > MAX_FILE_BYTES:
         raise BadInputError(f"larger than {MAX_FILE_BYTES // 2**20} MiB", source=str(path))
     model = path.parent.parent.name if path.parent.name == "multi_turn" else path.stem
-    with path.open(encoding="utf-8") as fh:
-        for index, line in enumerate(fh):
-            if not line.strip():
+    with path.open("rb") as fh:
+        for line in jsonl_lines(fh, source=str(path), max_line_bytes=MAX_LINE_BYTES):
+            if line.is_blank():
                 continue
+            index = line.number - 1
             conv.records += 1
             try:
-                if len(line) > MAX_LINE_CHARS:
-                    raise BadInputError("record too long", source=str(path), record=index)
-                try:
-                    raw = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise BadInputError(f"not JSON: {exc.msg}", source=str(path), record=index) from None
+                raw = loads_json(line.data, source=str(path), record=index)
                 episode = _episode(raw, path, index, model)
             except BadInputError as exc:
                 conv.skip_bad(exc, skip_bad=skip_bad)
@@ -144,9 +141,9 @@ def _step(response: Any, results: list[Any], where: str, bad: Any, t: int, s: in
         for name, args in item.items():
             if isinstance(args, str):
                 try:
-                    args = json.loads(args)
-                except json.JSONDecodeError as exc:
-                    raise bad(f"{where}[{i}].{name}", f"arguments are not JSON: {exc.msg}") from None
+                    args = loads_json(args)
+                except BadInputError as exc:
+                    raise bad(f"{where}[{i}].{name}", f"arguments are not JSON: {exc.detail}") from None
             if not isinstance(args, dict):
                 raise bad(f"{where}[{i}].{name}", "arguments must be a JSON object")
             calls.append(ToolCall(id=f"t{t}s{s}c{len(calls)}", name=str(name), arguments=args))

@@ -20,7 +20,6 @@ import importlib
 import importlib.util
 import inspect
 import itertools
-import json
 import re
 import threading
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import loads_json, read_text
 from toolshift.models import GoldCall, ScriptedTurn, Task, UserInstruction
 from toolshift.world.external.objects import ExternalDomain, ExternalSpec, ObjectWorld, View, jsonable
 from toolshift.world.tools import Tool, ToolError, argument_problem
@@ -78,16 +78,12 @@ def _data_dir() -> Path:
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise BadInputError("BFCL data file is missing from the bfcl-eval package", source=str(path))
-    if path.stat().st_size > MAX_DATA_BYTES:
-        raise BadInputError(f"larger than {MAX_DATA_BYTES // 2**20} MiB", source=str(path))
     out = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+    text = read_text(path, what="BFCL data file", max_bytes=MAX_DATA_BYTES)
+    for number, line in enumerate(text.splitlines()):
         if not line.strip():
             continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadInputError(f"not JSON: {exc.msg}", source=str(path), record=number) from None
+        value = loads_json(line, source=str(path), record=number)
         if not isinstance(value, dict):
             raise BadInputError("a record must be a JSON object", source=str(path), record=number)
         out.append(value)
