@@ -345,6 +345,10 @@ class ScriptedTurn(BaseModel):
     text: str
     gold_calls: int = Field(0, ge=0)
     reply: str | None = None
+    new_tools: list[str] = Field(default_factory=list)
+    """Tools first shown to the agent at this turn (BFCL miss-func's held-out functions): the agent loop
+    leaves them out of the tools it offers before it. The world serves them throughout, as BFCL's
+    instances do."""
 
 
 class TaskRevision(BaseModel):

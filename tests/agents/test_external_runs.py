@@ -69,6 +69,32 @@ def test_a_call_that_breaks_the_schema_goes_to_bfcl_as_written_so_world_and_chec
     assert info["failed_calls"] == 0 and info["missing_changes"] == 0
 
 
+def test_a_miss_func_holdout_function_is_offered_from_its_holdout_turn_on_as_in_bfcl():
+    pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (make extras)")
+    from toolshift.world.external import bfcl
+
+    task = bfcl.task_for(bfcl.entry("multi_turn_miss_func_0"))  # BFCL holds `sort` out until turn 3
+    assert [t.new_tools for t in task.turns] == [[], [], [], ["sort"], []]
+    config = RunConfig(world="bfcl", model="oracle")
+    oracle = make_agent(config, task, 0)
+    offered: list[tuple[int, bool]] = []  # (user turn, `sort` offered) at every model call
+
+    class Recording:  # a measuring instrument around the oracle: what the loop offers at each call
+        name = oracle.name
+
+        async def complete(self, messages, tools):
+            turn = sum(1 for m in messages if m.get("role") == "user") - 1
+            offered.append((turn, any(t.name == "sort" for t in tools)))
+            return await oracle.complete(messages, tools)
+
+    episode = asyncio.run(
+        run_episode(task, Recording(), make_user(config, task, 0), world_opener("bfcl"), episode_id="h")
+    )
+    assert episode.outcome.success is True and episode.outcome.info["delta_cover"] is True
+    assert {turn for turn, _ in offered} == {0, 1, 2, 3, 4}
+    assert all(shown == (turn >= 3) for turn, shown in offered), offered
+
+
 def test_agentdojo_oracle_answers_with_the_ground_truth_output():
     pytest.importorskip("agentdojo", reason="agentdojo is not installed (make extras)")
     from toolshift.world.external import export_tasks

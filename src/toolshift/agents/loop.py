@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from toolshift.agents.chat import ChatModel, ModelConfigError, ModelReply, ProposedCall
+from toolshift.agents.chat import ChatModel, ModelConfigError, ModelReply, ProposedCall, ToolDef
 from toolshift.agents.toolbox import McpToolbox, ToolOutcome
 from toolshift.agents.users import END_CONVERSATION, END_TOOL, UserSimulator, UserSimulatorError, UserTurn
 from toolshift.models import RowChange, Task
@@ -204,9 +204,19 @@ async def _converse(
     user: UserSimulator,
     toolbox: McpToolbox,
     limits: EpisodeLimits,
+    arrivals: dict[str, int] | None = None,
 ) -> None:
+    """`arrivals`: tools first offered at a later user turn (tool name → 0-based turn), as BFCL's miss-func
+    category holds functions out until its holdout turn; until then the agent is not shown them."""
     tools = await toolbox.list_tools()
-    offered = [*tools, END_TOOL] if limits.agent_can_end else tools
+    every = [*tools, END_TOOL] if limits.agent_can_end else tools
+
+    def offered_now() -> list[ToolDef]:
+        if not arrivals:
+            return every
+        turn = sum(1 for m in conv.wire if m.get("role") == "user") - 1
+        return [t for t in every if arrivals.get(t.name, 0) <= turn]
+
     try:
         conv.user(await asyncio.wait_for(user.opening(), limits.user_timeout))
     except (TimeoutError, UserSimulatorError) as exc:
@@ -218,7 +228,7 @@ async def _converse(
             return
         conv.turns += 1
         try:
-            reply = await asyncio.wait_for(agent.complete(conv.wire, offered), limits.model_timeout)
+            reply = await asyncio.wait_for(agent.complete(conv.wire, offered_now()), limits.model_timeout)
         except TimeoutError:
             conv.reason, conv.info["timeout"] = "timeout", "model_call"
             return
@@ -289,7 +299,8 @@ async def run_episode(
             conv.system(system_prompt(world.title, world.policy))
             try:
                 async with asyncio.timeout(limits.episode_timeout):
-                    await _converse(conv, agent, user, toolbox, limits)
+                    arrivals = {name: i for i, turn in enumerate(task.turns) for name in turn.new_tools}
+                    await _converse(conv, agent, user, toolbox, limits, arrivals)
             except TimeoutError:
                 conv.reason, conv.info["timeout"] = "timeout", "episode"
             except ModelConfigError as exc:  # kept out of the MCP client's task group, raised below

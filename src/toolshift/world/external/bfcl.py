@@ -541,7 +541,9 @@ def task_for(e: Entry) -> Task:
                     field=f"ground_truth[{t}][{c}]",
                 )
             gold.append(GoldCall(tool=name, arguments=args, result=result.result, function=name))
-        turns.append(ScriptedTurn(text=texts[t], gold_calls=len(calls)))
+        turns.append(
+            ScriptedTurn(text=texts[t], gold_calls=len(calls), new_tools=e.missed_function.get(str(t), []))
+        )
     return Task(
         id=e.id,
         domain=DOMAIN,
