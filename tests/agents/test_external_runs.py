@@ -95,6 +95,24 @@ def test_a_miss_func_holdout_function_is_offered_from_its_holdout_turn_on_as_in_
     assert all(shown == (turn >= 3) for turn, shown in offered), offered
 
 
+def test_agentdojo_wall_clock_stamps_are_left_out_of_the_reference_diff_so_it_agrees_with_agentdojo():
+    """AgentDojo stamps the invitation email `create_calendar_event` sends with `datetime.now()`."""
+    pytest.importorskip("agentdojo", reason="agentdojo is not installed (make extras)")
+    from toolshift.world.external import agentdojo
+    from toolshift.world.external.objects import ObjectWorld
+
+    task = agentdojo.task_for("workspace.user_task_6")
+    world = ObjectWorld(agentdojo.load_domain("workspace.user_task_6"))
+    before = world.snapshot()
+    for g in task.gold_path:
+        world.call(g.tool, g.arguments)
+    stamped = {c.field for c in world.changes_since(before) if c.field.endswith("/timestamp")}
+    assert stamped and not stamped & {c.field for c in task.expected_changes}
+    assert len(task.expected_changes) == len(world.changes_since(before)) - len(stamped)
+    episode = _run(task, "agentdojo")
+    assert episode.outcome.success is True and episode.outcome.info["delta_cover"] is True
+
+
 def test_agentdojo_oracle_answers_with_the_ground_truth_output():
     pytest.importorskip("agentdojo", reason="agentdojo is not installed (make extras)")
     from toolshift.world.external import export_tasks
@@ -104,6 +122,7 @@ def test_agentdojo_oracle_answers_with_the_ground_truth_output():
     for task in tasks:
         episode = _run(task, "agentdojo")
         assert episode.outcome.judged_by == "agentdojo-utility" and episode.outcome.success is True, task.id
+        assert episode.outcome.info["delta_cover"] is True, task.id
         last = [m for m in episode.messages if m.role == "assistant"][-1]
         assert last.content == (task.turns[0].reply or DONE_TEXT)
         assert "Emma Johnson" in episode.messages[0].content  # AgentDojo's system message as the policy
