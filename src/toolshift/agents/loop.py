@@ -249,7 +249,7 @@ async def _converse(
             return
         if toolbox.stale:  # a call exposed new tools (a tool search): offer them from the next turn
             tools = await toolbox.list_tools()
-            offered = [*tools, END_TOOL] if limits.agent_can_end else tools
+            every = [*tools, END_TOOL] if limits.agent_can_end else tools
         if reply.calls:
             continue
         try:
