@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import signal
 import sys
 
@@ -10,7 +11,7 @@ from rich.console import Console
 
 from toolshift.errors import ToolshiftError
 
-app = typer.Typer(
+_app = typer.Typer(
     name="toolshift",
     help="Tool-using LLM agents in tool ecosystems that keep changing.",
     no_args_is_help=True,
@@ -18,45 +19,85 @@ app = typer.Typer(
 )
 err_console = Console(stderr=True)
 
+# Each capability's sub-app (module, attribute, help) and the top-level commands. They are imported only
+# when named: importing every capability costs ≈ 2.4 s of CPU, which `toolshift view` paid before its
+# first paint (D110).
+SUBAPPS: dict[str, tuple[str, str, str]] = {
+    "world": ("toolshift.world.cli", "app", "Stateful tool worlds: compile, serve over MCP, call."),
+    "traces": (
+        "toolshift.traces.cli",
+        "app",
+        "Episodes: convert published runs, turn anatomy, split by task.",
+    ),
+    "flows": (
+        "toolshift.flows.cli",
+        "app",
+        "Flows: learn an agent's lookups, decide them ahead, replay savings.",
+    ),
+    "agents": ("toolshift.agents.cli", "app", "Agent models, user simulators, scripted policies."),
+    "bench": (
+        "toolshift.bench.cli",
+        "app",
+        "Ecosystem benchmark: domains, dependency graphs, validated tasks.",
+    ),
+    "evolve": (
+        "toolshift.evolve.cli",
+        "app",
+        "Task evolution (TURTLE): tasks tuned to the solver's frontier.",
+    ),
+    "gateway": (
+        "toolshift.gateway.cli",
+        "app",
+        "An MCP gateway in front of MCP servers: record, version, flows.",
+    ),
+    "report": ("toolshift.report.cli", "app", "Results pages drawn from several capabilities."),
+}
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "view": (
+        "toolshift.report.cli",
+        "view",
+        "A local trajectory viewer over episode files and τ²-bench results.",
+    ),
+    "run": ("toolshift.agents.cli", "run", "Run tasks × trials of an agent against a world (resumable)."),
+    "demo": ("toolshift.demo", "run", "The main job on embedded defaults: no API key, no network."),
+}
+_attached: set[str] = set()
 
-def _attach() -> None:
-    """Attach each capability's sub-app. Each sub-app module imports only light dependencies."""
-    from toolshift import demo
-    from toolshift.agents import cli as agents_cli
-    from toolshift.bench.cli import app as bench_app
-    from toolshift.evolve.cli import app as evolve_app
-    from toolshift.flows.cli import app as flows_app
-    from toolshift.gateway.cli import app as gateway_app
-    from toolshift.report import cli as report_cli
-    from toolshift.traces.cli import app as traces_app
-    from toolshift.world.cli import app as world_app
 
-    app.add_typer(world_app, name="world", help="Stateful tool worlds: compile, serve over MCP, call.")
-    app.add_typer(
-        traces_app, name="traces", help="Episodes: convert published runs, turn anatomy, split by task."
-    )
-    app.add_typer(
-        flows_app, name="flows", help="Flows: learn an agent's lookups, decide them ahead, replay savings."
-    )
-    app.add_typer(agents_cli.app, name="agents", help="Agent models, user simulators, scripted policies.")
-    app.add_typer(
-        bench_app, name="bench", help="Ecosystem benchmark: domains, dependency graphs, validated tasks."
-    )
-    app.add_typer(
-        evolve_app, name="evolve", help="Task evolution (TURTLE): tasks tuned to the solver's frontier."
-    )
-    app.add_typer(
-        gateway_app, name="gateway", help="An MCP gateway in front of MCP servers: record, version, flows."
-    )
-    app.add_typer(report_cli.app, name="report", help="Results pages drawn from several capabilities.")
-    app.command("view", help="A local trajectory viewer over episode files and τ²-bench results.")(
-        report_cli.view
-    )
-    app.command("run", help="Run tasks × trials of an agent against a world (resumable).")(agents_cli.run)
-    app.command("demo", help="The main job on embedded defaults: no API key, no network.")(demo.run)
+@_app.callback()
+def _root() -> None:
+    """Tool-using LLM agents in tool ecosystems that keep changing."""
 
 
-_attach()
+def _attach(names: list[str] | None = None) -> typer.Typer:
+    """Attach the named sub-apps and commands (all of them by default), each once, and return the app."""
+    for name in names if names is not None else [*SUBAPPS, *COMMANDS]:
+        if name in _attached:
+            continue
+        if name in SUBAPPS:
+            module, attr, help_text = SUBAPPS[name]
+            _app.add_typer(getattr(importlib.import_module(module), attr), name=name, help=help_text)
+        else:
+            module, attr, help_text = COMMANDS[name]
+            _app.command(name, help=help_text)(getattr(importlib.import_module(module), attr))
+        _attached.add(name)
+    return _app
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """`toolshift.cli.app` is the whole app (tests and embedders invoke it with every command)."""
+    if name == "app":
+        return _attach()
+    raise AttributeError(name)
+
+
+def _command_named(argv: list[str]) -> str | None:
+    """The sub-app or command the arguments name (the first word), or None for `--help` and the like."""
+    for word in argv:
+        if word.startswith("-"):
+            return None
+        return word if word in SUBAPPS or word in COMMANDS else None
+    return None
 
 
 def _terminated(signum: int, frame: object) -> None:
@@ -71,6 +112,8 @@ def main() -> None:
     """
     signal.signal(signal.SIGTERM, _terminated)
     try:
+        named = _command_named(sys.argv[1:])
+        app = _attach([named] if named else None)
         code = app(standalone_mode=False)
     except ToolshiftError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
