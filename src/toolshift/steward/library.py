@@ -1,0 +1,339 @@
+"""The skill library in SQLite: planning, atomic and tool skills, every edit a row, a checksum over the whole.
+
+Schema `toolshift.steward-library/1` (docs/formats.md, "Steward libraries"):
+
+    meta(key, value)        format, name, checksum, catalog_version (the version last maintained on)
+    skills(id, ...)         one row per skill: level, domain, description, body (JSON), tools (JSON),
+                            active, revision, catalog_version (of its last revision)
+    edits(seq, ...)         add / revise / deactivate / reactivate / retire, with the catalog version,
+                            the skill's revision after the edit and the evidence that caused it (JSON)
+    work(catalog_version)   maintenance work per version: episodes seen and distilled, edits, CPU
+                            seconds, model tokens
+
+The checksum is a SHA-256 over the canonical JSON of every skill, edit and work row; `Library.open`
+recomputes it and refuses a library whose rows no longer match (corruption, or a hand edit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from toolshift.errors import BadInputError
+
+LIBRARY_FORMAT = "toolshift.steward-library/1"
+Level = Literal["planning", "atomic", "tool"]
+LEVELS: tuple[str, ...] = ("planning", "atomic", "tool")
+EditOp = Literal["add", "revise", "deactivate", "reactivate", "retire"]
+NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+MAX_NAME = 64
+
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE skills(
+  id TEXT PRIMARY KEY, level TEXT NOT NULL, domain TEXT NOT NULL, description TEXT NOT NULL,
+  body TEXT NOT NULL, tools TEXT NOT NULL, active INTEGER NOT NULL, revision INTEGER NOT NULL,
+  catalog_version INTEGER NOT NULL);
+CREATE TABLE edits(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, skill_id TEXT NOT NULL, op TEXT NOT NULL,
+  catalog_version INTEGER NOT NULL, revision INTEGER NOT NULL, evidence TEXT NOT NULL);
+CREATE TABLE work(
+  catalog_version INTEGER PRIMARY KEY, mode TEXT NOT NULL, episodes INTEGER NOT NULL,
+  distilled INTEGER NOT NULL, edits INTEGER NOT NULL, seconds REAL NOT NULL, tokens INTEGER NOT NULL);
+"""
+
+
+def skill_name(prefix: str, text: str, key: str) -> str:
+    """A valid Agent Skills name (≤ 64 lowercase letters, digits, hyphens) made of a prefix, readable text
+    and an 8-hex digest of `key` so distinct keys never share a name."""
+    digest = hashlib.sha256(key.encode()).hexdigest()[:8]
+    words = re.sub(r"[^a-z0-9]+", "-", f"{prefix}-{text}".lower()).strip("-")
+    room = MAX_NAME - len(digest) - 1
+    return f"{words[:room].rstrip('-')}-{digest}"
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One skill. `body` is level-specific structured content (docs/formats.md); `tools` its tool dependencies."""
+
+    id: str
+    level: Level
+    domain: str
+    description: str
+    body: dict[str, Any]
+    tools: tuple[str, ...]
+    active: bool = True
+    revision: int = 1
+    catalog_version: int = 1
+
+    def text(self) -> str:
+        """What retrieval indexes: the description, request examples, fact names and tool names."""
+        parts = [self.description, *self.body.get("requests", []), *self.body.get("facts", [])]
+        parts += [t.replace("_", " ") for t in self.tools]
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Edit:
+    seq: int
+    skill_id: str
+    op: str
+    catalog_version: int
+    revision: int
+    evidence: dict[str, Any]
+
+
+@dataclass
+class Work:
+    """Maintenance work done on one catalog version."""
+
+    catalog_version: int
+    mode: str
+    episodes: int = 0
+    distilled: int = 0
+    edits: int = 0
+    seconds: float = 0.0
+    tokens: int = 0
+    by_op: dict[str, int] = field(default_factory=dict)
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class Library:
+    """An open skill library. Read skills with `skills()`; change them only through `edit` inside `transaction()`."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+        self.path = path
+        self._conn = conn
+        self._skills: dict[str, Skill] = {}
+        self._in_tx = False
+        for row in conn.execute(
+            "SELECT id, level, domain, description, body, tools, active, revision, catalog_version FROM skills"
+        ):
+            self._skills[row[0]] = Skill(
+                row[0], row[1], row[2], row[3], json.loads(row[4]), tuple(json.loads(row[5])),
+                bool(row[6]), row[7], row[8],
+            )  # fmt: skip
+
+    # --- opening ----------------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: str | Path, name: str = "library", *, replace_existing: bool = False) -> Library:
+        """A new, empty library at `path` (refused if one exists, unless `replace_existing`)."""
+        p = Path(path)
+        if p.exists() and not replace_existing:
+            raise BadInputError("a library already exists here (choose another path)", source=str(p))
+        p.parent.mkdir(parents=True, exist_ok=True)
+        for stale in (p, p.with_name(p.name + "-journal")):
+            if stale.exists():
+                stale.unlink()
+        conn = sqlite3.connect(p)
+        conn.executescript(_SCHEMA)
+        conn.executemany(
+            "INSERT INTO meta VALUES (?, ?)",
+            [("format", LIBRARY_FORMAT), ("name", name), ("catalog_version", "0")],
+        )
+        conn.commit()
+        lib = cls(p, conn)
+        lib._store_checksum()
+        return lib
+
+    @classmethod
+    def open(cls, path: str | Path) -> Library:
+        """Open a library, refusing a missing file, an unknown format or a checksum that does not match."""
+        p = Path(path)
+        if not p.is_file():
+            raise BadInputError("no library here (toolshift steward build makes one)", source=str(p))
+        try:
+            conn = sqlite3.connect(f"file:{p}?mode=rw", uri=True)
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.DatabaseError as exc:
+            raise BadInputError(f"not a steward library: {exc}", source=str(p)) from None
+        if meta.get("format") != LIBRARY_FORMAT:
+            conn.close()
+            raise BadInputError(
+                f"unknown library format {meta.get('format')!r} (this reads {LIBRARY_FORMAT!r})",
+                source=str(p),
+                field="format",
+            )
+        try:
+            lib = cls(p, conn)
+            actual = lib.checksum()
+        except (sqlite3.DatabaseError, json.JSONDecodeError, TypeError) as exc:
+            conn.close()
+            raise BadInputError(f"corrupted library: {exc}", source=str(p)) from None
+        if actual != meta.get("checksum"):
+            conn.close()
+            raise BadInputError(
+                f"corrupted library: checksum {actual[:16]} does not match the stored "
+                f"{str(meta.get('checksum'))[:16]} (rows changed outside Steward)",
+                source=str(p),
+                field="checksum",
+            )
+        return lib
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Library:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- reading ----------------------------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    @property
+    def catalog_version(self) -> int:
+        return int(self.meta("catalog_version") or 0)
+
+    def skills(self, level: str | None = None, *, active: bool | None = None) -> list[Skill]:
+        return sorted(
+            (
+                s
+                for s in self._skills.values()
+                if (level is None or s.level == level) and (active is None or s.active == active)
+            ),
+            key=lambda s: s.id,
+        )
+
+    def get(self, skill_id: str) -> Skill | None:
+        return self._skills.get(skill_id)
+
+    def edits(self) -> list[Edit]:
+        return [
+            Edit(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]))
+            for r in self._conn.execute(
+                "SELECT seq, skill_id, op, catalog_version, revision, evidence FROM edits ORDER BY seq"
+            )
+        ]
+
+    def work(self) -> list[Work]:
+        return [
+            Work(*r)
+            for r in self._conn.execute(
+                "SELECT catalog_version, mode, episodes, distilled, edits, seconds, tokens FROM work "
+                "ORDER BY catalog_version"
+            )
+        ]
+
+    def checksum(self) -> str:
+        h = hashlib.sha256()
+        for table, order in (("skills", "id"), ("edits", "seq"), ("work", "catalog_version")):
+            for row in self._conn.execute(f"SELECT * FROM {table} ORDER BY {order}"):
+                h.update(_canon([table, *row]).encode())
+                h.update(b"\n")
+        return h.hexdigest()
+
+    # --- writing ----------------------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[Library]:
+        """All edits inside commit together with a fresh checksum, or none of them do."""
+        if self._in_tx:
+            yield self
+            return
+        self._in_tx = True
+        before = dict(self._skills)
+        try:
+            yield self
+            self._store_checksum(commit=False)
+            self._conn.commit()
+        except BaseException:
+            self._conn.rollback()
+            self._skills = before
+            raise
+        finally:
+            self._in_tx = False
+
+    def _store_checksum(self, *, commit: bool = True) -> None:
+        self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('checksum', ?)", (self.checksum(),))
+        if commit:
+            self._conn.commit()
+
+    def _require_tx(self) -> None:
+        if not self._in_tx:
+            raise RuntimeError("library edits happen inside Library.transaction()")
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._require_tx()
+        self._conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def edit(self, op: EditOp, skill: Skill, catalog_version: int, evidence: dict[str, Any]) -> Skill:
+        """Apply one edit and record it. `add` inserts `skill`; `revise` replaces its content (revision + 1);
+        `deactivate` / `reactivate` flip its state; `retire` removes it (the edit row keeps the record)."""
+        self._require_tx()
+        current = self._skills.get(skill.id)
+        if op == "add":
+            if current is not None:
+                raise ValueError(f"skill {skill.id} exists")
+            new = replace(skill, revision=1, catalog_version=catalog_version)
+        elif current is None:
+            raise ValueError(f"no skill {skill.id} to {op}")
+        elif op == "revise":
+            new = replace(skill, revision=current.revision + 1, catalog_version=catalog_version)
+        elif op in ("deactivate", "reactivate"):
+            new = replace(current, active=op == "reactivate")
+        elif op == "retire":
+            new = current
+        else:
+            raise ValueError(f"unknown edit {op!r}")
+        if op == "retire":
+            self._conn.execute("DELETE FROM skills WHERE id = ?", (skill.id,))
+            self._skills.pop(skill.id)
+        else:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO skills VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    new.id, new.level, new.domain, new.description, _canon(new.body), _canon(list(new.tools)),
+                    int(new.active), new.revision, new.catalog_version,
+                ),
+            )  # fmt: skip
+            self._skills[new.id] = new
+        self._conn.execute(
+            "INSERT INTO edits(skill_id, op, catalog_version, revision, evidence) VALUES (?, ?, ?, ?, ?)",
+            (skill.id, op, catalog_version, new.revision, _canon(evidence)),
+        )
+        return new
+
+    def record_work(self, work: Work) -> None:
+        self._require_tx()
+        self._conn.execute(
+            "INSERT OR REPLACE INTO work VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                work.catalog_version, work.mode, work.episodes, work.distilled, work.edits,
+                round(work.seconds, 4), work.tokens,
+            ),
+        )  # fmt: skip
+        self.set_meta("catalog_version", str(work.catalog_version))
+
+
+def copy_library(src: str | Path, dest: str | Path) -> Library:
+    """A byte copy of a verified library at `dest` (written beside, then renamed), opened."""
+    Library.open(src).close()
+    d = Path(dest)
+    d.parent.mkdir(parents=True, exist_ok=True)
+    tmp = d.with_name(d.name + ".tmp")
+    tmp.write_bytes(Path(src).read_bytes())
+    os.replace(tmp, d)
+    return Library.open(d)
+
+
+def dependencies_present(skill: Skill, catalog: Iterable[str]) -> bool:
+    """A skill is usable while every tool it depends on is in the catalog."""
+    names = catalog if isinstance(catalog, set | frozenset | dict) else set(catalog)
+    return all(t in names for t in skill.tools)
