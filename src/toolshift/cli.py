@@ -50,6 +50,11 @@ SUBAPPS: dict[str, tuple[str, str, str]] = {
         "app",
         "An MCP gateway in front of MCP servers: record, version, flows.",
     ),
+    "steward": (
+        "toolshift.steward.cli",
+        "app",
+        "Steward: skill libraries kept in step with the catalog, and supply.",
+    ),
     "report": ("toolshift.report.cli", "app", "Results pages drawn from several capabilities."),
 }
 COMMANDS: dict[str, tuple[str, str, str]] = {

@@ -273,15 +273,18 @@ class Library:
         self._require_tx()
         self._conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
-    def edit(self, op: EditOp, skill: Skill, catalog_version: int, evidence: dict[str, Any]) -> Skill:
-        """Apply one edit and record it. `add` inserts `skill`; `revise` replaces its content (revision + 1);
+    def edit(
+        self, op: EditOp, skill: Skill, catalog_version: int, evidence: dict[str, Any], *, as_is: bool = False
+    ) -> Skill:
+        """Apply one edit and record it. `add` inserts `skill` (`as_is`: keeping its revision, state and
+        version, as an import does); `revise` replaces its content (revision + 1);
         `deactivate` / `reactivate` flip its state; `retire` removes it (the edit row keeps the record)."""
         self._require_tx()
         current = self._skills.get(skill.id)
         if op == "add":
             if current is not None:
                 raise ValueError(f"skill {skill.id} exists")
-            new = replace(skill, revision=1, catalog_version=catalog_version)
+            new = skill if as_is else replace(skill, revision=1, catalog_version=catalog_version)
         elif current is None:
             raise ValueError(f"no skill {skill.id} to {op}")
         elif op == "revise":

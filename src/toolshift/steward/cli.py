@@ -1,0 +1,247 @@
+"""`toolshift steward`: build, maintain, export, import, show, serve and evaluate skill libraries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from toolshift.errors import BadInputError
+
+app = typer.Typer(
+    help="Steward: a skill library kept in step with the tool catalog, and its supply.", no_args_is_help=True
+)
+console = Console()
+
+
+def _bar() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, transient=True,
+    )  # fmt: skip
+
+
+def _progress(bar: Progress):
+    jobs: dict[str, int] = {}
+
+    def update(label: str, total: int | None) -> None:
+        if total is not None:
+            jobs[label] = bar.add_task(label, total=total)
+        elif label in jobs:
+            bar.advance(jobs[label])
+
+    return update
+
+
+def _episodes(files: list[Path]):
+    from toolshift.traces.store import iter_episodes
+
+    return [e for f in files for e in iter_episodes(f)]
+
+
+def _work_line(w) -> str:
+    ops = ", ".join(f"{k} {v}" for k, v in sorted(w.by_op.items())) or "no edits"
+    return (
+        f"v{w.catalog_version} {w.mode}: {w.episodes} successful episodes, {w.distilled} distilled, "
+        f"{w.edits} edits ({ops}), {w.seconds:.2f} CPU s, {w.tokens} tokens"
+    )
+
+
+@app.command("build")
+def build_cmd(
+    build: Annotated[
+        Path, typer.Argument(help="An evolved bench build (toolshift bench evolve + reference).")
+    ],
+    out: Annotated[Path, typer.Option(help="The library file to create (SQLite).")],
+    version: Annotated[int, typer.Option(help="Ecosystem version to initialise on.")] = 1,
+    episodes: Annotated[
+        list[Path] | None,
+        typer.Option(help="Training episodes (default: FactReplay runs of the train split)."),
+    ] = None,
+    runs: Annotated[Path, typer.Option(help="Where default training episodes are recorded.")] = Path(
+        "runs/steward"
+    ),
+    train_sample: Annotated[int | None, typer.Option(help="Use only this many training tasks.")] = None,
+    force: Annotated[bool, typer.Option(help="Replace an existing library file.")] = False,
+) -> None:
+    """Initialise a library on one version from validated successful training trajectories."""
+    from toolshift.steward.catalog import version_catalog
+    from toolshift.steward.experiment import context, training_episodes
+    from toolshift.steward.library import Library
+    from toolshift.steward.maintain import Maintainer
+
+    ctx = context(build, runs)
+    if not 1 <= version <= ctx.versions:
+        raise BadInputError(f"the ecosystem has versions 1..{ctx.versions}", field="version")
+    if not episodes:
+        with _bar() as bar:
+            episodes = [training_episodes(ctx, version, _progress(bar), train_sample)]
+    tmp = out.with_name(out.name + ".build")
+    if out.exists() and not force:
+        raise BadInputError("a library already exists here (--force replaces it)", source=str(out))
+    lib = Library.create(tmp, name=out.stem, replace_existing=True)
+    work = Maintainer(lib).initialise(version_catalog(build, version, ctx.worlds), _episodes(episodes))
+    lib.close()
+    tmp.replace(out)
+    console.print(_work_line(work))
+    console.print(f"wrote {out}")
+
+
+@app.command("maintain")
+def maintain_cmd(
+    library: Annotated[Path, typer.Argument(help="A library made by `steward build`.")],
+    build: Annotated[Path, typer.Option(help="The evolved bench build.")],
+    version: Annotated[int, typer.Option(help="The catalog version to maintain the library onto.")],
+    episodes: Annotated[
+        list[Path] | None, typer.Option(help="That version's successful training episodes.")
+    ] = None,
+    runs: Annotated[Path, typer.Option(help="Where default training episodes are recorded.")] = Path(
+        "runs/steward"
+    ),
+    train_sample: Annotated[int | None, typer.Option(help="Use only this many training tasks.")] = None,
+) -> None:
+    """Incremental maintenance onto a later version: local edits from its episodes and catalog only."""
+    from toolshift.steward.catalog import version_catalog
+    from toolshift.steward.experiment import context, training_episodes
+    from toolshift.steward.library import Library
+    from toolshift.steward.maintain import Maintainer
+
+    lib = Library.open(library)
+    if version <= lib.catalog_version:
+        raise BadInputError(f"the library is already at version {lib.catalog_version}", field="version")
+    ctx = context(build, runs)
+    if not episodes:
+        with _bar() as bar:
+            episodes = [training_episodes(ctx, version, _progress(bar), train_sample)]
+    work = Maintainer(lib).maintain(version_catalog(build, version, ctx.worlds), _episodes(episodes))
+    lib.close()
+    console.print(_work_line(work))
+
+
+@app.command("show")
+def show_cmd(library: Annotated[Path, typer.Argument(help="A library file.")]) -> None:
+    """Skills per level and state, edits per operation, work per version."""
+    from collections import Counter
+
+    from toolshift.steward.library import LEVELS, Library
+
+    with Library.open(library) as lib:
+        table = Table(title=f"{library} (catalog version {lib.catalog_version})")
+        for col in ("level", "active", "inactive"):
+            table.add_column(col, justify="left" if col == "level" else "right")
+        for level in LEVELS:
+            table.add_row(
+                level, str(len(lib.skills(level, active=True))), str(len(lib.skills(level, active=False)))
+            )
+        console.print(table)
+        ops = Counter(e.op for e in lib.edits())
+        console.print("edits: " + ", ".join(f"{k} {v}" for k, v in sorted(ops.items())))
+        for w in lib.work():
+            console.print(_work_line(w))
+
+
+@app.command("export")
+def export_cmd(
+    library: Annotated[Path, typer.Argument(help="A library file.")],
+    out: Annotated[Path, typer.Option(help="Folder for one Agent Skills folder (SKILL.md) per skill.")],
+) -> None:
+    """Write every skill as an Agent Skills folder."""
+    from toolshift.steward.library import Library
+    from toolshift.steward.skillmd import export_skills
+
+    with Library.open(library) as lib:
+        paths = export_skills(lib.skills(), out)
+    console.print(f"wrote {len(paths)} skills to {out}")
+
+
+@app.command("import")
+def import_cmd(
+    skills: Annotated[Path, typer.Argument(help="A folder of Agent Skills folders.")],
+    out: Annotated[Path, typer.Option(help="The library file to create.")],
+) -> None:
+    """Read Agent Skills folders into a new library (each an `add` edit); invalid ones are refused by field."""
+    from toolshift.steward.library import Library
+    from toolshift.steward.skillmd import import_skills
+
+    read = import_skills(skills)
+    tmp = out.with_name(out.name + ".build")
+    if out.exists():
+        raise BadInputError("a library already exists here", source=str(out))
+    lib = Library.create(tmp, name=out.stem, replace_existing=True)
+    with lib.transaction():
+        for s in read:
+            lib.edit("add", s, s.catalog_version, {"imported_from": str(skills)}, as_is=True)
+    lib.close()
+    tmp.replace(out)
+    console.print(f"imported {len(read)} skills into {out}")
+
+
+@app.command("serve")
+def serve_cmd(
+    build: Annotated[Path, typer.Argument(help="An evolved bench build.")],
+    domain: Annotated[str, typer.Argument(help="A domain of the build.")],
+    library: Annotated[Path, typer.Option(help="The library to supply from.")],
+    version: Annotated[int, typer.Option(help="Ecosystem version to serve.")] = 1,
+    transport: Annotated[str, typer.Option(help="stdio or http.")] = "stdio",
+    host: Annotated[str, typer.Option()] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 8765,
+) -> None:
+    """Serve a version's world of one domain behind Steward's supply over MCP."""
+    import anyio
+
+    from toolshift.steward.serve import StewardServer, domain_supply
+
+    if transport not in ("stdio", "http"):
+        raise BadInputError(f"unknown transport {transport!r} (stdio or http)", field="transport")
+    world, supply = domain_supply(build, domain, version, library)
+    server = StewardServer(world, supply, name=f"toolshift-steward-{domain}-v{version}")
+    if transport == "stdio":
+        anyio.run(server.run_stdio)
+        return
+    Console(stderr=True).print(
+        f"serving [bold]{domain}[/] v{version} behind Steward ({len(supply.plans)} plans) at http://{host}:{port}/mcp"
+    )
+    server.run_http(host=host, port=port)
+
+
+@app.command("eval")
+def eval_cmd(
+    ctx_: typer.Context,
+    build: Annotated[Path, typer.Argument(help="An evolved, referenced bench build.")],
+    run: Annotated[Path, typer.Option(help="Folder for episodes, libraries and results (resumable).")] = Path(
+        "runs/steward"
+    ),
+    train_sample: Annotated[
+        int | None, typer.Option(help="Training tasks used per version (default: all).")
+    ] = None,
+    sample: Annotated[int | None, typer.Option(help="Test tasks run per version (default: all).")] = None,
+    markdown: Annotated[
+        Path | None, typer.Option(help="Write docs/results/steward.md here, PNGs beside it.")
+    ] = None,
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
+) -> None:
+    """The experiment: supply quality (part 1) and the skill-following instrument with frozen, full-rebuild
+    and incremental libraries (part 2), per version; tables and a PNG per metric."""
+    from toolshift.bench.ecosystem.cli import _command
+    from toolshift.steward.experiment import build_libraries, context, follow
+    from toolshift.steward.quality import supply_quality
+    from toolshift.steward.report import evaluate_follow, frozen_v1, write_report
+
+    ctx = context(build, run)
+    with _bar() as bar:
+        update = _progress(bar)
+        work = build_libraries(ctx, update, train_sample)
+        paths = follow(ctx, progress=update, sample=sample)
+        paths.append(frozen_v1(ctx, sample))
+        job = bar.add_task("supply quality", total=None)
+        quality = supply_quality(ctx, sample=sample, resamples=resamples, progress=lambda: bar.advance(job))
+    scores = evaluate_follow(ctx, paths, resamples)
+    command = _command(ctx_)
+    results = write_report(
+        ctx, quality, scores, work, command, markdown, train_sample=train_sample, sample=sample
+    )
+    console.print(f"results → {results}" + (f", {markdown}" if markdown else ""))

@@ -1,0 +1,334 @@
+"""Model-free distillation: successful episodes → workflows with argument flow → planning, atomic and tool skills.
+
+A *workflow* is an episode's successful world calls, each argument bound to where its value came
+from: a fact the user gave (`{"fact": phrase}`, the phrase the user named it by), a field of an
+earlier result (`{"step": j, "path": [...], "where": {field: phrase}}`, `"*"` in the path marking a
+list item chosen by `where`), or a constant (`{"value": v}`). Consecutive calls of one tool over
+items of the same earlier list become one step with `"each": true`. Only what an episode shows is
+used: the user's messages, the calls and their results, and the catalog's tool effects and schemas.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolshift.steward.catalog import Catalog, CatalogTool
+from toolshift.steward.library import Skill, skill_name
+from toolshift.traces.episode import Episode
+
+FACT = re.compile(r"My (.+?) is (.*?)\.(?=\s+My\s|\s*$)", re.DOTALL)
+MAX_DEPTH = 8
+MAX_NODES = 20_000
+MAX_REQUESTS = 5
+
+
+@dataclass
+class Call:
+    tool: str
+    args: dict[str, Any]
+    result: Any
+    ok: bool
+
+
+@dataclass
+class Trajectory:
+    """What an episode shows: the opening request, the facts the user named, the world calls in order."""
+
+    episode_id: str
+    domain: str
+    request: str
+    facts: dict[str, str]
+    calls: list[Call]
+
+
+@dataclass
+class Workflow:
+    episode_id: str
+    domain: str
+    request: str
+    steps: list[dict[str, Any]]
+    facts: list[str] = field(default_factory=list)
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        return tuple(s["tool"] for s in self.steps)
+
+    def key(self) -> str:
+        return _canon([self.domain, self.steps])
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def parse_facts(text: str) -> dict[str, str]:
+    """Facts a user stated as 'My <name> is <value>.' (the scripted user's form)."""
+    return {m.group(1).strip(): m.group(2).strip() for m in FACT.finditer(text or "")}
+
+
+def trajectory(ep: Episode) -> Trajectory:
+    """The request, stated facts and world calls of an episode (harness calls left out)."""
+    from toolshift.agents.users import END_CONVERSATION
+
+    request = next((m.content or "" for m in ep.messages if m.role == "user"), "")
+    facts: dict[str, str] = {}
+    for m in ep.messages:
+        if m.role == "user":
+            facts.update(parse_facts(m.content or ""))
+    results = {m.tool_call_id: m for m in ep.messages if m.role == "tool"}
+    calls = []
+    for m in ep.messages:
+        if m.role != "assistant":
+            continue
+        for c in m.tool_calls or []:
+            if c.name == END_CONVERSATION or c.requestor != "assistant":
+                continue
+            res = results.get(c.id)
+            value: Any = None
+            if res is not None and res.content:
+                try:
+                    value = json.loads(res.content)
+                except json.JSONDecodeError:
+                    value = res.content
+            calls.append(Call(c.name, dict(c.arguments), value, res is not None and not res.error))
+    return Trajectory(ep.id, ep.domain, request, facts, calls)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if a == b:
+        return True
+    return isinstance(a, str | int | float) and isinstance(b, str | int | float) and str(a) == str(b)
+
+
+def find_paths(value: Any, target: Any) -> list[list[Any]]:
+    """Paths in `value` whose leaf equals `target` (bounded in depth and nodes)."""
+    out: list[list[Any]] = []
+    stack: list[tuple[Any, list[Any]]] = [(value, [])]
+    seen = 0
+    while stack and seen < MAX_NODES:
+        node, path = stack.pop()
+        seen += 1
+        if isinstance(node, dict):
+            if len(path) < MAX_DEPTH:
+                stack += [(v, [*path, k]) for k, v in node.items()]
+        elif isinstance(node, list):
+            if len(path) < MAX_DEPTH:
+                stack += [(v, [*path, i]) for i, v in enumerate(node)]
+        elif node is not None and _same(node, target):
+            out.append(path)
+    return sorted(out, key=lambda p: (len(p), [str(x) for x in p]))
+
+
+def get_path(value: Any, path: list[Any]) -> Any:
+    for k in path:
+        if isinstance(value, dict) and isinstance(k, str):
+            value = value.get(k)
+        elif isinstance(value, list) and isinstance(k, int) and 0 <= k < len(value):
+            value = value[k]
+        else:
+            return None
+    return value
+
+
+def _fact_fields(item: Any, facts: dict[str, str]) -> dict[str, str]:
+    """Fields of a list item whose value is one of the facts the user gave: {field: fact phrase}."""
+    if not isinstance(item, dict):
+        return {}
+    out = {}
+    for k, v in item.items():
+        for phrase, fv in facts.items():
+            if v is not None and not isinstance(v, dict | list) and _same(v, fv):
+                out[k] = phrase
+                break
+    return out
+
+
+def _bind(value: Any, calls: list[Call], before: int, facts: dict[str, str]) -> dict[str, Any]:
+    """Where an argument's value came from: a fact, an earlier result, or a constant."""
+    for phrase, fv in facts.items():
+        if not isinstance(value, dict | list) and _same(value, fv):
+            return {"fact": phrase}
+    for j in range(before - 1, -1, -1):
+        if not calls[j].ok:
+            continue
+        paths = find_paths(calls[j].result, value)
+        if not paths:
+            continue
+        path = paths[0]
+        lists = [i for i, k in enumerate(path) if isinstance(k, int)]
+        if lists:
+            at = lists[-1]
+            container = get_path(calls[j].result, path[:at])
+            item = get_path(calls[j].result, path[: at + 1])
+            where = _fact_fields(item, facts)
+            if where or (isinstance(container, list) and len(container) == 1):
+                generic = [*path[:at], "*", *path[at + 1 :]]
+                return {"step": j, "path": generic, "where": where, "index": path[at]}
+        return {"step": j, "path": path, "where": {}}
+    return {"value": value}
+
+
+def workflow(traj: Trajectory) -> Workflow:
+    """The episode's successful calls as steps with argument flow; repeated calls over one list as `each`."""
+    ok_calls = [c for c in traj.calls if c.ok]
+    bound = [
+        {name: _bind(v, ok_calls, k, traj.facts) for name, v in c.args.items()}
+        for k, c in enumerate(ok_calls)
+    ]
+    steps: list[dict[str, Any]] = []
+    call_step: list[int] = []
+    k = 0
+    while k < len(ok_calls):
+        end = k + 1
+        while (
+            end < len(ok_calls) and ok_calls[end].tool == ok_calls[k].tool and _repeats(bound[k], bound[end])
+        ):
+            end += 1
+        args = {n: dict(b) for n, b in bound[k].items()}
+        if end - k > 1:
+            for n, b in args.items():
+                if "index" in b:
+                    wheres = [bound[i][n].get("where", {}) for i in range(k, end)]
+                    b["where"] = {f: p for f, p in wheres[0].items() if all(w.get(f) == p for w in wheres)}
+        steps.append({"tool": ok_calls[k].tool, "args": args, "each": end - k > 1})
+        call_step += [len(steps) - 1] * (end - k)
+        k = end
+    for s in steps:
+        for b in s["args"].values():
+            b.pop("index", None)
+            if "step" in b:
+                b["step"] = call_step[b["step"]]
+    phrases = sorted(
+        {b["fact"] for s in steps for b in s["args"].values() if "fact" in b}
+        | {p for s in steps for b in s["args"].values() for p in b.get("where", {}).values()}
+    )
+    return Workflow(traj.episode_id, traj.domain, traj.request, steps, phrases)
+
+
+def _repeats(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two calls are one `each` step: same argument sources, list items of the same earlier list, other items."""
+    if a.keys() != b.keys():
+        return False
+    varied = False
+    for n in a:
+        x, y = a[n], b[n]
+        if "index" in x and "index" in y:
+            if x["step"] != y["step"] or x["path"] != y["path"]:
+                return False
+            varied |= x["index"] != y["index"]
+        elif {k: v for k, v in x.items() if k != "where"} != {k: v for k, v in y.items() if k != "where"}:
+            return False
+    return varied
+
+
+# --- skills from workflows --------------------------------------------------------------------------
+
+
+def _first_sentence(text: str, limit: int = 160) -> str:
+    s = re.split(r"(?<=[.!?])\s", (text or "").strip(), maxsplit=1)[0]
+    return s[:limit]
+
+
+def chunks(wf: Workflow, catalog: Catalog) -> list[tuple[int, int]]:
+    """Atomic units of a workflow: runs of reads ending at a write (a trailing run of reads is one too)."""
+    out, start = [], 0
+    for k, s in enumerate(wf.steps):
+        tool = catalog.tools.get(s["tool"])
+        if tool is None or tool.effect != "read":
+            out.append((start, k + 1))
+            start = k + 1
+    if start < len(wf.steps):
+        out.append((start, len(wf.steps)))
+    return out
+
+
+def atomic_skills(wf: Workflow, catalog: Catalog) -> list[tuple[tuple[int, int], Skill]]:
+    """One atomic skill per chunk: its calls with argument flow inside the chunk, inputs from outside."""
+    out = []
+    for start, end in chunks(wf, catalog):
+        calls = []
+        for s in wf.steps[start:end]:
+            args = {}
+            for n, b in s["args"].items():
+                if "step" in b and b["step"] >= start:
+                    args[n] = {**b, "step": b["step"] - start}
+                elif "step" in b:
+                    args[n] = {"input": n}
+                else:
+                    args[n] = b
+            calls.append({"tool": s["tool"], "args": args, "each": s["each"]})
+        tools = tuple(dict.fromkeys(c["tool"] for c in calls))
+        key = _canon([wf.domain, calls])
+        descs = [_first_sentence(catalog.tools[t].description) if t in catalog.tools else t for t in tools]
+        description = f"In {wf.domain.replace('_', ' ')}: " + "; then ".join(descs)
+        facts = sorted({b["fact"] for c in calls for b in c["args"].values() if "fact" in b})
+        body = {"calls": calls, "facts": facts, "requests": [wf.request][:1]}
+        name = skill_name("atomic", "-".join(tools[-1:]), key)
+        out.append(((start, end), Skill(name, "atomic", wf.domain, description[:1024], body, tools)))
+    return out
+
+
+def planning_skill(wfs: list[Workflow], catalog: Catalog) -> Skill:
+    """A planning skill for workflows of one key: ordered steps naming their atomic skill, example requests."""
+    wf = wfs[0]
+    atoms = atomic_skills(wf, catalog)
+    steps = [dict(s) for s in wf.steps]
+    for (start, end), atom in atoms:
+        for k in range(start, end):
+            steps[k]["atomic"] = atom.id
+    requests = list(dict.fromkeys(w.request for w in wfs if w.request))[:MAX_REQUESTS]
+    tools = tuple(dict.fromkeys(wf.tools))
+    head = requests[0] if requests else " → ".join(tools)
+    description = f"In {wf.domain.replace('_', ' ')}: {head} (steps: {' → '.join(wf.tools)})"
+    body = {
+        "requests": requests,
+        "facts": wf.facts,
+        "steps": steps,
+        "evidence": sorted({w.episode_id for w in wfs})[:20],
+    }
+    name = skill_name("plan", f"{wf.domain}-{wf.tools[-1] if wf.tools else 'none'}", wf.key())
+    return Skill(name, "planning", wf.domain, description[:1024], body, tools)
+
+
+def tool_skill(tool: CatalogTool, errors: list[dict[str, str]]) -> Skill:
+    """How to call one tool: required arguments, their types and formats, errors seen and what fixed them."""
+    schema = tool.input_schema
+    params = {}
+    for name, p in schema.get("properties", {}).items():
+        keep = {k: p[k] for k in ("type", "format", "enum", "pattern", "minimum", "maximum") if k in p}
+        if isinstance(p.get("description"), str):
+            keep["description"] = p["description"][:200]
+        params[name] = keep
+    body = {
+        "required": list(schema.get("required", [])),
+        "params": params,
+        "errors": errors[-10:],
+        "effect": tool.effect,
+        "schema_digest": hashlib.sha256(_canon(schema).encode()).hexdigest()[:16],
+    }
+    description = f"How to call {tool.name}: {_first_sentence(tool.description, 900)}"
+    return Skill(
+        skill_name("tool", tool.name, tool.name), "tool", tool.domain, description[:1024], body, (tool.name,)
+    )
+
+
+def observed_errors(traj: Trajectory) -> dict[str, list[dict[str, str]]]:
+    """Per tool, the errors its calls returned and the argument change that made a later call succeed."""
+    out: dict[str, list[dict[str, str]]] = {}
+    for k, c in enumerate(traj.calls):
+        if c.ok:
+            continue
+        msg = c.result.get("message", "") if isinstance(c.result, dict) else str(c.result or "")
+        fix = ""
+        nxt = next((d for d in traj.calls[k + 1 :] if d.tool == c.tool and d.ok), None)
+        if nxt is not None:
+            changed = sorted(n for n in set(c.args) | set(nxt.args) if c.args.get(n) != nxt.args.get(n))
+            fix = "changed " + ", ".join(changed) if changed else "retried"
+        out.setdefault(c.tool, []).append({"message": str(msg)[:300], "fix": fix})
+    return out

@@ -1,0 +1,241 @@
+"""`toolshift steward eval BUILD`: the experiment's runs, libraries and scores (resumable, one folder).
+
+Layout of the run folder (docs/formats.md, "Steward experiment"):
+
+    RUN/train/train-v<n>.episodes.jsonl    training trajectories per version (FactReplay instrument)
+    RUN/libraries/incremental-v<n>.sqlite  the incrementally maintained library after version n
+    RUN/libraries/full-v<n>.sqlite         the full-rebuild comparator of version n
+    (frozen = incremental-v1.sqlite used on every version)
+    RUN/follow/steward-<kind>.episodes.jsonl  the skill-following instrument's test episodes
+    RUN/supply.json, RUN/results.json      part 1 and part 2 results (`toolshift.steward-results/1`)
+
+The benchmark's own API supplies builds, versions, reference paths and metrics; Steward's
+maintainer gets only catalogs and episodes from here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolshift.bench.ecosystem.baselines import VersionWorlds
+from toolshift.bench.ecosystem.paths import ReferenceRecord, load_references
+from toolshift.bench.ecosystem.store import atomic_write, load_ecosystem
+from toolshift.errors import BadInputError
+from toolshift.models import Task
+from toolshift.steward.catalog import Catalog, version_catalog
+from toolshift.steward.library import Library, copy_library
+from toolshift.steward.maintain import Maintainer, rebuild
+from toolshift.traces.episode import Episode
+from toolshift.traces.store import EpisodeWriter, iter_episodes, read_header, write_episodes
+
+RESULTS_FORMAT = "toolshift.steward-results/1"
+KINDS = ("frozen", "full", "incremental")
+Progress = Callable[[str, int | None], None]
+
+
+@dataclass
+class Context:
+    build: Path
+    run: Path
+    eco_id: str
+    versions: int
+    worlds: VersionWorlds
+    records: list[ReferenceRecord]
+    tasks: dict[str, Task]
+    catalogs: dict[int, Catalog]
+
+    def catalog(self, v: int) -> Catalog:
+        if v not in self.catalogs:
+            self.catalogs[v] = version_catalog(self.build, v, self.worlds)
+        return self.catalogs[v]
+
+    def refs(self, split: str, sample: int | None = None, seed: int = 0) -> list[ReferenceRecord]:
+        chosen = [r for r in self.records if r.valid and r.split == split]
+        if sample is not None:
+            ids = sorted({r.task_id for r in chosen})
+            keep = set(random.Random(seed).sample(ids, min(sample, len(ids))))
+            chosen = [r for r in chosen if r.task_id in keep]
+        return chosen
+
+
+def context(build: str | Path, run: str | Path) -> Context:
+    eco = load_ecosystem(build)
+    _, records = load_references(build)
+    worlds = VersionWorlds(build)
+    tasks = {t.id: t for d in eco.domains for t in worlds.tasks(d)}
+    return Context(Path(build), Path(run), eco.id, eco.config.versions, worlds, records, tasks, {})
+
+
+# --- episodes through the real agent loop -----------------------------------------------------------
+
+
+def _run_file(
+    ctx: Context,
+    path: Path,
+    jobs: list[tuple[str, Task, int, Any, dict[str, Any]]],
+    progress: Progress | None,
+    label: str,
+) -> None:
+    """Run (episode id, task, version, agent, source) jobs not yet in `path`, appending each as it ends."""
+    from toolshift.agents.loop import EpisodeLimits, run_episode
+    from toolshift.agents.users import ScriptedUser
+
+    meta = {"ecosystem": ctx.eco_id, "steward": label}
+    done: set[str] = set()
+    if path.exists():
+        if read_header(path).meta.get("ecosystem") != ctx.eco_id:
+            raise BadInputError(f"holds episodes of another ecosystem than {ctx.eco_id}", source=str(path))
+        done = {e.id for e in iter_episodes(path, skip_bad=True)}
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_episodes(path, [], meta=meta)
+    todo = [j for j in jobs if j[0] not in done]
+    if progress:
+        progress(label, len(todo))
+    limits = EpisodeLimits(max_turns=60, result_chars=200_000)
+
+    async def go(writer: EpisodeWriter) -> None:
+        for eid, task, version, agent_factory, source in todo:
+            agent = agent_factory()
+            ep = await run_episode(
+                task,
+                agent,
+                ScriptedUser(task.public_request, task.instruction),
+                ctx.worlds.opener(task.domain, version),
+                episode_id=eid,
+                limits=limits,
+                agent_name=agent.name,
+                source=dict(source),
+            )
+            ep.ecosystem_version = f"{ctx.eco_id}/v{version}"
+            if hasattr(agent, "exposed"):
+                ep.source["exposed_tools"] = agent.exposed
+                ep.source["failure"] = agent.failure
+                ep.source["plan"] = getattr(agent, "plan_id", None)
+            writer.write(ep)
+            if progress:
+                progress(label, None)
+
+    with EpisodeWriter(path, meta=meta, append=True) as writer:
+        asyncio.run(go(writer))
+
+
+def train_path(ctx: Context, v: int) -> Path:
+    return ctx.run / "train" / f"train-v{v}.episodes.jsonl"
+
+
+def training_episodes(
+    ctx: Context, v: int, progress: Progress | None = None, sample: int | None = None
+) -> Path:
+    """Version v's training trajectories: each train task's step-optimal reference path replayed with
+    its facts asked first (FactReplay), through the agent loop on a fresh world of that version."""
+    from toolshift.steward.instruments import FactReplay
+
+    jobs = []
+    for r in ctx.refs("train", sample):
+        if r.version != v or r.step is None:
+            continue
+        task = ctx.tasks[r.task_id]
+        calls = [(n, a) for n, a in r.step.calls]
+        jobs.append((
+            f"train:{task.id}:v{v}", task, v,
+            lambda f=list(task.instruction.facts), c=calls: FactReplay(f, c),
+            {"baseline": "steward-fact-replay", "criterion": "step"},
+        ))  # fmt: skip
+    path = train_path(ctx, v)
+    _run_file(ctx, path, jobs, progress, f"training episodes v{v}")
+    return path
+
+
+def read_episodes(path: Path) -> list[Episode]:
+    return list(iter_episodes(path))
+
+
+# --- libraries --------------------------------------------------------------------------------------
+
+
+def library_path(ctx: Context, kind: str, v: int) -> Path:
+    if kind == "frozen":
+        return ctx.run / "libraries" / "incremental-v1.sqlite"
+    return ctx.run / "libraries" / f"{kind}-v{v}.sqlite"
+
+
+def build_libraries(
+    ctx: Context, progress: Progress | None = None, sample: int | None = None
+) -> dict[str, Any]:
+    """Incremental (v1 initialise, then maintain per version) and full rebuild per version; work per version."""
+    work: dict[str, dict[int, dict[str, Any]]] = {"incremental": {}, "full": {}}
+    for v in range(1, ctx.versions + 1):
+        eps = read_episodes(training_episodes(ctx, v, progress, sample))
+        cat = ctx.catalog(v)
+        inc = library_path(ctx, "incremental", v)
+        if not inc.exists():
+            tmp = inc.with_name(inc.name + ".build")
+            if v == 1:
+                lib = Library.create(tmp, name="incremental", replace_existing=True)
+                Maintainer(lib).initialise(cat, eps)
+            else:
+                lib = copy_library(library_path(ctx, "incremental", v - 1), tmp)
+                Maintainer(lib).maintain(cat, eps)
+            lib.close()
+            tmp.replace(inc)
+        full = library_path(ctx, "full", v)
+        if not full.exists():
+            tmp = full.with_name(full.name + ".build")
+            lib, _ = rebuild(tmp, cat, eps)
+            lib.close()
+            tmp.replace(full)
+        for kind, path in (("incremental", inc), ("full", full)):
+            with Library.open(path) as lib:
+                w = next(x for x in lib.work() if x.catalog_version == v)
+                work[kind][v] = {
+                    "episodes": w.episodes, "distilled": w.distilled, "edits": w.edits,
+                    "seconds": w.seconds, "tokens": w.tokens,
+                    "skills": {lvl: len(lib.skills(lvl)) for lvl in ("planning", "atomic", "tool")},
+                    "active": len(lib.skills(active=True)),
+                }  # fmt: skip
+        if progress:
+            progress(f"libraries v{v}", None)
+    return work
+
+
+def follow(
+    ctx: Context, kinds: tuple[str, ...] = KINDS, progress: Progress | None = None, sample: int | None = None
+) -> list[Path]:
+    """The skill-following instrument on the test split, every version, with each library."""
+    from toolshift.steward.instruments import SkillFollower
+    from toolshift.steward.supply import Supply
+
+    paths = []
+    for kind in kinds:
+        path = ctx.run / "follow" / f"steward-{kind}.episodes.jsonl"
+        for v in range(1, ctx.versions + 1):
+            with Library.open(library_path(ctx, kind, v)) as lib:
+                supply = Supply(lib, ctx.catalog(v))
+            jobs = []
+            for r in ctx.refs("test", sample):
+                if r.version != v:
+                    continue
+                task = ctx.tasks[r.task_id]
+                jobs.append((
+                    f"steward-{kind}:{task.id}:v{v}", task, v, lambda s=supply: SkillFollower(s),
+                    {"baseline": f"steward-{kind}", "criterion": "both"},
+                ))  # fmt: skip
+            _run_file(ctx, path, jobs, progress, f"{kind} v{v}")
+        paths.append(path)
+    return paths
+
+
+def seed_of(text: str) -> int:
+    return zlib.crc32(text.encode())
+
+
+def write_results(path: Path, body: dict[str, Any]) -> None:
+    atomic_write(path, json.dumps({"format": RESULTS_FORMAT, **body}, indent=1, sort_keys=True))

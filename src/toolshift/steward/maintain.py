@@ -1,0 +1,160 @@
+"""Keeping a library in step with the catalog: initialise on v1, then local edits per version.
+
+The maintainer's whole input is a `Catalog` (names, descriptions, schemas of one version) and that
+version's successful training episodes: it cannot see transformation records, reference paths or
+test tasks because no argument carries them (this module imports nothing from `toolshift.bench`).
+
+Per version, `maintain` (incremental) does only local edits:
+
+1. **activity**: a skill whose tools are not all in the catalog is deactivated (kept, never
+   supplied); an inactive one whose tools are all back is reactivated;
+2. **episodes**: an episode whose call sequence an active planning skill already has is evidence
+   and costs no distillation; any other is distilled, and its workflow added as a planning skill
+   (with its new atomic skills) unless an identical one exists;
+3. **tool skills**: added for tools newly seen in episodes, revised when a tool's schema changed
+   under the same name or new errors were seen.
+
+`rebuild` is the full-rebuild comparator (a fresh library from one version's episodes) and a
+library never maintained after v1 is the frozen one. Work per version (episodes, distilled, edits,
+CPU seconds, model tokens) is recorded in the library's `work` table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from itertools import groupby
+from pathlib import Path
+
+from toolshift.steward.catalog import Catalog
+from toolshift.steward.distill import (
+    Workflow,
+    atomic_skills,
+    observed_errors,
+    planning_skill,
+    tool_skill,
+    trajectory,
+    workflow,
+)
+from toolshift.steward.library import Library, Skill, Work, dependencies_present
+from toolshift.traces.episode import Episode
+
+Reviser = Callable[[Skill], tuple[Skill, int]]
+"""Optional text writer (`--model`): returns the skill with rewritten description and the tokens it cost."""
+
+
+def successful(episodes: Iterable[Episode]) -> list[Episode]:
+    """Validated successes only: judged by the world diff and marked successful."""
+    return [e for e in episodes if e.outcome is not None and e.outcome.success is True]
+
+
+class Maintainer:
+    """Distils episodes into a library's skills under a catalog, counting its work."""
+
+    def __init__(self, library: Library, *, reviser: Reviser | None = None) -> None:
+        self.library = library
+        self.reviser = reviser
+
+    def initialise(self, catalog: Catalog, episodes: Iterable[Episode]) -> Work:
+        """Populate an empty library from one version's successful episodes."""
+        if self.library.skills():
+            raise ValueError("initialise needs an empty library; use maintain")
+        return self._run(catalog, episodes, mode="initialise")
+
+    def maintain(self, catalog: Catalog, episodes: Iterable[Episode]) -> Work:
+        """Incremental maintenance on a later version: local edits only."""
+        return self._run(catalog, episodes, mode="incremental")
+
+    # --- the one pass -------------------------------------------------------------------------------
+
+    def _run(self, catalog: Catalog, episodes: Iterable[Episode], *, mode: str) -> Work:
+        t0 = time.process_time()
+        lib, v = self.library, catalog.version
+        work = Work(v, mode)
+        ops: dict[str, int] = defaultdict(int)
+        eps = successful(episodes)
+        work.episodes = len(eps)
+        with lib.transaction():
+
+            def edit(op: str, skill: Skill, evidence: dict) -> Skill:
+                ops[op] += 1
+                if op in ("add", "revise") and self.reviser is not None:
+                    skill, tokens = self.reviser(skill)
+                    work.tokens += tokens
+                return lib.edit(op, skill, v, evidence)  # type: ignore[arg-type]
+
+            names = catalog.names()
+            for s in lib.skills():
+                usable = dependencies_present(s, names)
+                if s.active and not usable:
+                    edit("deactivate", s, {"missing_tools": sorted(set(s.tools) - names)})
+                elif not s.active and usable:
+                    edit("reactivate", s, {"tools_back": list(s.tools)})
+            known = {
+                _collapsed(s.body.get("steps_tools", s.tools)) for s in lib.skills("planning", active=True)
+            }
+            by_key: dict[str, list[Workflow]] = defaultdict(list)
+            errors: dict[str, list[dict[str, str]]] = defaultdict(list)
+            seen_tools: set[str] = set()
+            for ep in eps:
+                traj = trajectory(ep)
+                seq = _collapsed(c.tool for c in traj.calls if c.ok)
+                if mode == "incremental" and seq in known and all(c.ok for c in traj.calls):
+                    continue  # evidence for a skill that still works: nothing to distil
+                work.distilled += 1
+                wf = workflow(traj)
+                if not wf.steps or not all(t in names for t in wf.tools):
+                    continue
+                by_key[wf.key()].append(wf)
+                seen_tools.update(wf.tools)
+                for tool, errs in observed_errors(traj).items():
+                    if tool in names:
+                        errors[tool] += errs
+                        seen_tools.add(tool)
+            for wfs in by_key.values():
+                plan = planning_skill(wfs, catalog)
+                plan = Skill(**{**plan.__dict__, "body": {**plan.body, "steps_tools": list(wfs[0].tools)}})
+                evidence = {"episodes": plan.body["evidence"], "catalog_version": v}
+                current = lib.get(plan.id)
+                if current is None:
+                    edit("add", plan, evidence)
+                elif not current.active:
+                    edit("reactivate", current, evidence)
+                for _, atom in atomic_skills(wfs[0], catalog):
+                    if lib.get(atom.id) is None:
+                        edit("add", atom, {"episodes": [wfs[0].episode_id], "from": plan.id})
+            for name in sorted(seen_tools):
+                skill = tool_skill(catalog.tools[name], errors.get(name, []))
+                current = lib.get(skill.id)
+                if current is None:
+                    edit("add", skill, {"tool": name, "errors": len(errors.get(name, []))})
+                elif (
+                    current.body.get("schema_digest") != skill.body["schema_digest"]
+                    or current.description != skill.description
+                    or (errors.get(name) and errors[name][-10:] != current.body.get("errors"))
+                ):
+                    merged = current.body.get("errors", []) + errors.get(name, [])
+                    body = {**skill.body, "errors": merged[-10:]}
+                    edit(
+                        "revise",
+                        Skill(**{**skill.__dict__, "body": body}),
+                        {"tool": name, "schema_changed": True},
+                    )
+            work.edits = sum(ops.values())
+            work.by_op = dict(ops)
+            work.seconds = time.process_time() - t0
+            lib.record_work(work)
+        return work
+
+
+def _collapsed(tools: Iterable[str]) -> tuple[str, ...]:
+    """A call sequence with runs of one tool counted once (an `each` step is one step)."""
+    return tuple(k for k, _ in groupby(tools))
+
+
+def rebuild(path: str | Path, catalog: Catalog, episodes: Iterable[Episode], **kw) -> tuple[Library, Work]:
+    """The full-rebuild comparator: a fresh library from this version's episodes alone, at `path`."""
+    lib = Library.create(path, name=f"full-rebuild-v{catalog.version}", replace_existing=True)
+    work = Maintainer(lib, **kw).initialise(catalog, episodes)
+    return lib, work

@@ -1,0 +1,244 @@
+"""Supply: the task view Steward builds for an agent from the library and the current catalog.
+
+This is the reusable component the MCP front (`steward serve`) and the gateway mount:
+
+    supply = Supply(library, catalog)              # indices over active skills and the catalog
+    episode = supply.episode(request)              # one per conversation: counters and exposure
+    episode.ask()                                  # fact names the candidate plans need
+    view = episode.plan(disclosed_facts)           # chosen plan + per-step atomic skills and tools
+    episode.retrieve_tools(query)                  # on demand: ≤ 5 tools
+    episode.explore_capabilities(query)            # on demand: ≤ 3 per episode, ≤ 8 tools, ≤ 4,000 chars
+    episode.exposed                                # every tool the agent has been shown (⊆ catalog)
+
+Initial supply follows the seed: the top 5 planning skills retrieved for the request form the
+candidate plan; the model-free merge keeps the one whose facts the user has (most facts used,
+then retrieval rank). At each of its steps at most 5 atomic skills (score ≥ threshold × best, then
+MMR) and the top 3 tools retrieved directly (from the plan's domain), unioned with the skills'
+tool dependencies and intersected with the current catalog. A skill whose tools are not all in the
+catalog is never supplied, whatever its stored state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from toolshift.steward.catalog import Catalog
+from toolshift.steward.library import Library, Skill, dependencies_present
+from toolshift.steward.retrieval import BM25Index, mmr
+
+PLANS = 5
+ATOMIC_PER_STEP = 5
+TOOLS_PER_STEP = 3
+RETRIEVE_TOOLS = 5
+EXPLORE_PER_EPISODE = 3
+EXPLORE_TOOLS = 8
+EXPLORE_CHARS = 4000
+
+
+@dataclass
+class StepSupply:
+    step: int
+    tool: str
+    atomic: list[str]
+    tools: list[str]
+
+
+@dataclass
+class SupplyView:
+    plan: Skill | None
+    candidates: list[Skill]
+    steps: list[StepSupply] = field(default_factory=list)
+    exposed: frozenset[str] = frozenset()
+
+
+class Supply:
+    """Retrieval indices over one library's usable skills and one catalog version."""
+
+    def __init__(
+        self,
+        library: Library | list[Skill],
+        catalog: Catalog,
+        *,
+        threshold: float = 0.8,
+        mmr_lambda: float = 0.7,
+    ) -> None:
+        skills = library.skills() if isinstance(library, Library) else list(library)
+        names = catalog.names()
+        usable = [s for s in skills if s.active and dependencies_present(s, names)]
+        self.catalog = catalog
+        self.threshold, self.mmr_lambda = threshold, mmr_lambda
+        self.plans = [s for s in usable if s.level == "planning"]
+        self.atomics = [s for s in usable if s.level == "atomic"]
+        self.tool_skills = {s.tools[0]: s for s in usable if s.level == "tool"}
+        self._plan_index = BM25Index([s.text() for s in self.plans])
+        self._atomic_index = BM25Index([s.text() for s in self.atomics])
+        self._atomic_domain = np.array([s.domain for s in self.atomics])
+        self.tool_names = sorted(catalog.tools)
+        self._tool_index = BM25Index([catalog.tools[n].text() for n in self.tool_names])
+        self._tool_domain = np.array([catalog.tools[n].domain for n in self.tool_names])
+
+    def episode(self, request: str) -> EpisodeSupply:
+        return EpisodeSupply(self, request)
+
+    # --- retrieval --------------------------------------------------------------------------------
+
+    def candidates(self, request: str, k: int = PLANS) -> list[Skill]:
+        return [self.plans[i] for i, _ in self._plan_index.top(request, k)]
+
+    def atomic_for(self, query: str, domain: str | None, k: int = ATOMIC_PER_STEP) -> list[Skill]:
+        allowed = None if domain is None else self._atomic_domain == domain
+        ranked = self._atomic_index.top(query, max(4 * k, 20), allowed)
+        picked = mmr(
+            ranked, self._atomic_index.doc_tokens, k=k, threshold=self.threshold, lam=self.mmr_lambda
+        )
+        return [self.atomics[i] for i in picked]
+
+    def tools_for(self, query: str, domain: str | None, k: int) -> list[str]:
+        allowed = None if domain is None else self._tool_domain == domain
+        return [self.tool_names[i] for i, _ in self._tool_index.top(query, k, allowed)]
+
+    def tool_card(self, name: str) -> dict[str, Any]:
+        t = self.catalog.tools[name]
+        return {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+
+
+def _facts(s: Skill) -> set[str]:
+    return set(s.body.get("facts", []))
+
+
+def choose_plan(pool: list[Skill], disclosed: dict[str, str]) -> Skill | None:
+    """The model-free merge of candidate plans (`pool` in retrieval order): the plan whose every fact the
+    user gave and that uses the most of them; if facts remain unused, a second such plan covering the
+    most of the rest is appended (the seed's spliced tasks: "one more thing after that"), its lookups
+    shared with the first where they are the same call."""
+    have = set(disclosed)
+    fitting = [(len(_facts(s)), -k, s) for k, s in enumerate(pool) if _facts(s) <= have]
+    if not fitting:
+        return None
+    first = max(fitting, key=lambda x: (x[0], x[1]))[2]
+    rest = have - _facts(first)
+    seconds = [
+        (len(_facts(s) & rest), -k, s)
+        for k, s in enumerate(pool)
+        if s.domain == first.domain and s.id != first.id and _facts(s) & rest
+    ]
+    seconds = [x for x in seconds if x[2] in [f[2] for f in fitting]]
+    if not seconds:
+        return first
+    return compose(first, max(seconds, key=lambda x: (x[0], x[1]))[2])
+
+
+def compose(a: Skill, b: Skill) -> Skill:
+    """Plan `a` then plan `b`; a step of `b` identical to an earlier one (same tool, same bindings) is not repeated."""
+    steps = [dict(x) for x in a.body.get("steps", [])]
+    index: dict[int, int] = {}
+    for k, step in enumerate(b.body.get("steps", [])):
+        args = {
+            n: ({**bd, "step": index[bd["step"]]} if "step" in bd else bd)
+            for n, bd in step.get("args", {}).items()
+        }
+        moved = {**step, "args": args}
+        same = next(
+            (
+                j
+                for j, x in enumerate(steps)
+                if x["tool"] == moved["tool"] and x["args"] == args and not x.get("each")
+            ),
+            None,
+        )
+        if same is not None and moved["tool"] not in [x["tool"] for x in steps[same + 1 :]]:
+            index[k] = same
+            continue
+        index[k] = len(steps)
+        steps.append(moved)
+    body = {
+        **a.body,
+        "facts": sorted(_facts(a) | _facts(b)),
+        "steps": steps,
+        "composed_of": [a.id, b.id],
+        "steps_tools": [x["tool"] for x in steps],
+    }
+    tools = tuple(dict.fromkeys([*a.tools, *b.tools]))
+    return Skill(
+        f"{a.id}+{b.id}", "planning", a.domain, f"{a.description}; then {b.description}", body, tools
+    )
+
+
+@dataclass
+class EpisodeSupply:
+    """One conversation's supply: what it has been shown, and the on-demand caps it has used."""
+
+    supply: Supply
+    request: str
+    candidates: list[Skill] = field(default_factory=list)
+    view: SupplyView | None = None
+    exposed: set[str] = field(default_factory=set)
+    explorations: int = 0
+
+    def __post_init__(self) -> None:
+        self.candidates = self.supply.candidates(self.request)
+
+    def ask(self) -> list[str]:
+        """Fact names to ask the user for: the union over the candidate plans, in rank order."""
+        return list(dict.fromkeys(f for s in self.candidates for f in s.body.get("facts", [])))
+
+    def plan(self, disclosed: dict[str, str]) -> SupplyView:
+        """The initial supply once the user's facts are known: chosen plan, per-step skills and tools."""
+        s = self.supply
+        context = " ".join([self.request, *disclosed])
+        pool = list({p.id: p for p in [*self.candidates, *s.candidates(context, 2 * PLANS)]}.values())
+        chosen = choose_plan(pool, disclosed)
+        view = SupplyView(chosen, self.candidates)
+        if chosen is not None:
+            deps: set[str] = set(chosen.tools)
+            direct = s.tools_for(context, chosen.domain, TOOLS_PER_STEP)
+            for k, step in enumerate(chosen.body.get("steps", [])):
+                tool = s.catalog.tools.get(step["tool"])
+                atoms = s.atomic_for(f"{context} {tool.text() if tool else step['tool']}", chosen.domain)
+                view.steps.append(StepSupply(k, step["tool"], [a.id for a in atoms], direct))
+                deps.update(t for a in atoms for t in a.tools)
+                deps.update(direct)
+            view.exposed = frozenset(deps & s.catalog.names())
+        self.view = view
+        self.exposed |= view.exposed
+        return view
+
+    def retrieve_tools(self, query: str, k: int = RETRIEVE_TOOLS) -> list[dict[str, Any]]:
+        """On demand: at most `k` (≤ 5) tools of the current catalog for a query, with their schemas."""
+        domain = self.view.plan.domain if self.view and self.view.plan else None
+        names = self.supply.tools_for(query, domain, min(k, RETRIEVE_TOOLS))
+        self.exposed.update(names)
+        return [self.supply.tool_card(n) for n in names]
+
+    def explore_capabilities(self, query: str) -> dict[str, Any]:
+        """On demand, at most 3 times an episode: skills and tools of the whole catalog for a goal, each
+        tool's schema checked present; at most 8 tools and 4,000 characters of skill text."""
+        if self.explorations >= EXPLORE_PER_EPISODE:
+            return {"error": f"explore_capabilities may be used {EXPLORE_PER_EPISODE} times an episode"}
+        self.explorations += 1
+        s = self.supply
+        plans = s.candidates(query, 3)
+        atoms = s.atomic_for(query, None)
+        names = list(
+            dict.fromkeys([t for p in plans for t in p.tools] + s.tools_for(query, None, EXPLORE_TOOLS))
+        )
+        names = [
+            n for n in names if n in s.catalog.tools and isinstance(s.catalog.tools[n].input_schema, dict)
+        ]
+        names = names[:EXPLORE_TOOLS]
+        texts, used = [], 0
+        for sk in [*plans, *atoms]:
+            text = f"{sk.id}: {sk.description}"
+            if used + len(text) > EXPLORE_CHARS:
+                break
+            texts.append(text)
+            used += len(text)
+        self.exposed.update(names)
+        return {
+            "skills": texts,
+            "tools": [s.tool_card(n) for n in names],
+            "explorations_left": EXPLORE_PER_EPISODE - self.explorations,
+        }
