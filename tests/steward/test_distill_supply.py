@@ -1,0 +1,146 @@
+"""Distillation from episodes, the maintainer's narrow input, and supply never leaving the current catalog."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolshift.steward import maintain as maintain_module
+from toolshift.steward.catalog import Catalog, CatalogTool
+from toolshift.steward.distill import parse_facts, trajectory, workflow
+from toolshift.steward.instruments import bind_step
+from toolshift.steward.library import Library, Skill
+from toolshift.steward.maintain import Maintainer
+from toolshift.steward.supply import Supply
+from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
+
+STEWARD = Path(maintain_module.__file__).parent
+
+
+def _episode(eid: str, facts: dict[str, str], calls: list[tuple[str, dict, object]], ok: bool = True) -> Episode:
+    msgs = [Message(role="user", content="Hi, I need to reject some incoming lots.")]
+    msgs.append(Message(role="assistant", content="Could you tell me your details?"))
+    msgs.append(Message(role="user", content=" ".join(f"My {k} is {v}." for k, v in facts.items())))
+    for k, (name, args, result) in enumerate(calls):
+        msgs.append(Message(role="assistant", tool_calls=[ToolCall(id=f"c{k}", name=name, arguments=args)]))
+        msgs.append(Message(role="tool", tool_call_id=f"c{k}", name=name, content=json.dumps(result)))
+    return Episode(id=eid, task_id=eid, domain="sqm", messages=msgs, outcome=Outcome(success=ok))
+
+
+LOTS = {"items": [
+    {"lot_id": "RCV-1", "result": "pending"}, {"lot_id": "RCV-2", "result": "passed"},
+    {"lot_id": "RCV-3", "result": "pending"},
+]}  # fmt: skip
+FACTS = {"supplier site code": "SC-0058", "issue": "Missing traceability", "incoming lot result": "pending"}
+CALLS = [
+    ("sqm_search_sites", {"supplier_code": "SC-0058"}, {"items": [{"site_id": "SUP-58", "code": "SC-0058"}]}),
+    ("sqm_list_site_lots", {"site_id": "SUP-58"}, LOTS),
+    ("sqm_reject_lot", {"lot_id": "RCV-1", "issue": "Missing traceability"}, {"lot_id": "RCV-1"}),
+    ("sqm_reject_lot", {"lot_id": "RCV-3", "issue": "Missing traceability"}, {"lot_id": "RCV-3"}),
+]
+
+
+def _catalog(version: int = 1, drop: tuple[str, ...] = ()) -> Catalog:
+    tools = {}
+    for name, effect in (("sqm_search_sites", "read"), ("sqm_list_site_lots", "read"), ("sqm_reject_lot", "write")):
+        if name not in drop:
+            schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+            tools[name] = CatalogTool(name, "sqm", f"{name.replace('_', ' ')}.", schema, effect)
+    return Catalog(version, tools)
+
+
+def test_facts_are_read_as_the_user_states_them():
+    assert parse_facts("My trip number is TRIP-1. My email is a.b@x.example.net.") == {
+        "trip number": "TRIP-1",
+        "email": "a.b@x.example.net",
+    }
+
+
+def test_argument_flow_facts_results_and_each():
+    wf = workflow(trajectory(_episode("e1", FACTS, CALLS)))
+    assert [s["tool"] for s in wf.steps] == ["sqm_search_sites", "sqm_list_site_lots", "sqm_reject_lot"]
+    assert wf.steps[0]["args"] == {"supplier_code": {"fact": "supplier site code"}}
+    assert wf.steps[1]["args"]["site_id"]["step"] == 0
+    reject = wf.steps[2]
+    assert reject["each"] is True
+    assert reject["args"]["lot_id"] == {"step": 1, "path": ["items", "*", "lot_id"], "where": {"result": "incoming lot result"}}
+    assert reject["args"]["issue"] == {"fact": "issue"}
+    # executing the flow on another instance's results picks that instance's matching items
+    other = {"items": [{"lot_id": "RCV-9", "result": "pending"}, {"lot_id": "RCV-8", "result": "failed"}]}
+    calls = bind_step(reject, FACTS, [None, other], None)
+    assert calls == [{"lot_id": "RCV-9", "issue": "Missing traceability"}]
+
+
+def test_the_maintainer_takes_a_catalog_and_episodes_and_nothing_else():
+    for method in (Maintainer.initialise, Maintainer.maintain):
+        assert list(inspect.signature(method).parameters) == ["self", "catalog", "episodes"]
+    for module in ("maintain", "distill", "library", "supply", "retrieval", "catalog"):
+        tree = ast.parse((STEWARD / f"{module}.py").read_text(encoding="utf-8"))
+        imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        if module != "catalog":  # catalog.version_catalog reads a build's catalog, and only that
+            assert not [m for m in imported if m.startswith("toolshift.bench")], module
+
+
+def test_incremental_maintenance_deactivates_reactivates_and_counts_work(tmp_path):
+    lib = Library.create(tmp_path / "lib.sqlite")
+    m = Maintainer(lib)
+    w1 = m.initialise(_catalog(1), [_episode("e1", FACTS, CALLS), _episode("bad", FACTS, CALLS, ok=False)])
+    assert w1.episodes == 1 and w1.edits == len(lib.skills()) > 0
+    levels = {s.level for s in lib.skills()}
+    assert levels == {"planning", "atomic", "tool"}
+    w2 = m.maintain(_catalog(2, drop=("sqm_reject_lot",)), [])
+    assert w2.by_op.get("deactivate", 0) > 0 and w2.by_op.get("add", 0) == 0
+    assert not any(s.active for s in lib.skills() if "sqm_reject_lot" in s.tools)
+    w3 = m.maintain(_catalog(3), [_episode("e3", FACTS, CALLS)])
+    assert w3.by_op.get("reactivate", 0) == w2.by_op["deactivate"]
+    assert w3.distilled == 0  # the call sequence is known to an active skill: evidence, not work
+    ops = [e.op for e in lib.edits()]
+    assert ops.count("deactivate") == ops.count("reactivate")
+    lib.close()
+    Library.open(tmp_path / "lib.sqlite").close()
+
+
+TOOLS = [f"t{k}" for k in range(12)]
+
+
+@st.composite
+def libraries(draw):
+    skills = []
+    for k in range(draw(st.integers(0, 12))):
+        deps = tuple(draw(st.lists(st.sampled_from(TOOLS), min_size=1, max_size=3, unique=True)))
+        level = draw(st.sampled_from(["planning", "atomic", "tool"]))
+        facts = draw(st.lists(st.sampled_from(["name", "code", "reason"]), max_size=2, unique=True))
+        steps = [{"tool": t, "args": {}, "each": False} for t in deps]
+        body = {"facts": facts, "steps": steps, "requests": [draw(st.sampled_from(["approve order", "hold x"]))]}
+        skills.append(Skill(f"s{k}", level, "d", " ".join(deps), body, deps[:1] if level == "tool" else deps,
+                            active=draw(st.booleans())))  # fmt: skip
+    return skills
+
+
+@settings(max_examples=150)
+@given(
+    libraries(),
+    st.sets(st.sampled_from(TOOLS)),
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyz t0123456789", max_size=40),
+    st.dictionaries(st.sampled_from(["name", "code", "reason"]), st.just("v")),
+)
+def test_supply_never_leaves_the_current_catalog(skills, present, request, facts):
+    schema = {"type": "object", "properties": {}}
+    catalog = Catalog(2, {t: CatalogTool(t, "d", f"tool {t} approve order hold", schema, "read") for t in present})
+    supply = Supply(skills, catalog)
+    ep = supply.episode(request)
+    view = ep.plan(facts)
+    if view.plan is not None:
+        assert set(view.plan.tools) <= present
+    for tool in ep.retrieve_tools(request or "order"):
+        assert tool["name"] in present
+    report = ep.explore_capabilities(request or "order")
+    assert {t["name"] for t in report["tools"]} <= present
+    assert ep.exposed <= present
+    assert all(set(s.tools) <= present for s in [*supply.plans, *supply.atomics])
