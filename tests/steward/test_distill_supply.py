@@ -22,7 +22,9 @@ from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
 STEWARD = Path(maintain_module.__file__).parent
 
 
-def _episode(eid: str, facts: dict[str, str], calls: list[tuple[str, dict, object]], ok: bool = True) -> Episode:
+def _episode(
+    eid: str, facts: dict[str, str], calls: list[tuple[str, dict, object]], ok: bool = True
+) -> Episode:
     msgs = [Message(role="user", content="Hi, I need to reject some incoming lots.")]
     msgs.append(Message(role="assistant", content="Could you tell me your details?"))
     msgs.append(Message(role="user", content=" ".join(f"My {k} is {v}." for k, v in facts.items())))
@@ -47,7 +49,11 @@ CALLS = [
 
 def _catalog(version: int = 1, drop: tuple[str, ...] = ()) -> Catalog:
     tools = {}
-    for name, effect in (("sqm_search_sites", "read"), ("sqm_list_site_lots", "read"), ("sqm_reject_lot", "write")):
+    for name, effect in (
+        ("sqm_search_sites", "read"),
+        ("sqm_list_site_lots", "read"),
+        ("sqm_reject_lot", "write"),
+    ):
         if name not in drop:
             schema = {"type": "object", "properties": {"x": {"type": "string"}}}
             tools[name] = CatalogTool(name, "sqm", f"{name.replace('_', ' ')}.", schema, effect)
@@ -68,7 +74,11 @@ def test_argument_flow_facts_results_and_each():
     assert wf.steps[1]["args"]["site_id"]["step"] == 0
     reject = wf.steps[2]
     assert reject["each"] is True
-    assert reject["args"]["lot_id"] == {"step": 1, "path": ["items", "*", "lot_id"], "where": {"result": "incoming lot result"}}
+    assert reject["args"]["lot_id"] == {
+        "step": 1,
+        "path": ["items", "*", "lot_id"],
+        "where": {"result": "incoming lot result"},
+    }
     assert reject["args"]["issue"] == {"fact": "issue"}
     # executing the flow on another instance's results picks that instance's matching items
     other = {"items": [{"lot_id": "RCV-9", "result": "pending"}, {"lot_id": "RCV-8", "result": "failed"}]}
@@ -117,7 +127,11 @@ def libraries(draw):
         level = draw(st.sampled_from(["planning", "atomic", "tool"]))
         facts = draw(st.lists(st.sampled_from(["name", "code", "reason"]), max_size=2, unique=True))
         steps = [{"tool": t, "args": {}, "each": False} for t in deps]
-        body = {"facts": facts, "steps": steps, "requests": [draw(st.sampled_from(["approve order", "hold x"]))]}
+        body = {
+            "facts": facts,
+            "steps": steps,
+            "requests": [draw(st.sampled_from(["approve order", "hold x"]))],
+        }
         skills.append(Skill(f"s{k}", level, "d", " ".join(deps), body, deps[:1] if level == "tool" else deps,
                             active=draw(st.booleans())))  # fmt: skip
     return skills
@@ -132,7 +146,9 @@ def libraries(draw):
 )
 def test_supply_never_leaves_the_current_catalog(skills, present, request, facts):
     schema = {"type": "object", "properties": {}}
-    catalog = Catalog(2, {t: CatalogTool(t, "d", f"tool {t} approve order hold", schema, "read") for t in present})
+    catalog = Catalog(
+        2, {t: CatalogTool(t, "d", f"tool {t} approve order hold", schema, "read") for t in present}
+    )
     supply = Supply(skills, catalog)
     ep = supply.episode(request)
     view = ep.plan(facts)

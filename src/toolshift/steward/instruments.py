@@ -77,6 +77,18 @@ def _select(
     return values if each else values[:1]
 
 
+def _by_name(name: str, results: list[Any]) -> Any:
+    """An atomic skill's input: the latest earlier result holding a field of that name (top level or first item)."""
+    for r in reversed(results):
+        for node in (
+            r,
+            *(r.get("items", [])[:1] if isinstance(r, dict) and isinstance(r.get("items"), list) else []),
+        ):
+            if isinstance(node, dict) and node.get(name) is not None:
+                return node[name]
+    raise BindingError(f"no earlier result has a {name}")
+
+
 def bind_step(
     step: dict[str, Any], facts: dict[str, str], results: list[Any], schema: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
@@ -97,6 +109,8 @@ def bind_step(
                 varying = (name, values)
             else:
                 fixed[name] = values[0]
+        elif "input" in b:
+            fixed[name] = _by_name(b["input"], results)
         elif "value" in b:
             fixed[name] = b["value"]
         else:

@@ -12,8 +12,10 @@ This is the reusable component the MCP front (`steward serve`) and the gateway m
 
 Initial supply follows the seed: the top 5 planning skills retrieved for the request form the
 candidate plan; the model-free merge keeps the one whose facts the user has (most facts used,
-then retrieval rank). At each of its steps at most 5 atomic skills (score ≥ threshold × best, then
-MMR) and the top 3 tools retrieved directly (from the plan's domain), unioned with the skills'
+then retrieval rank) and appends parts for facts it leaves unused. At each of its steps at most 5
+atomic skills are retrieved (score ≥ threshold × best, then MMR) and those that perform the step
+with the plan's tools kept (where the seed's model picks); the top 3 tools retrieved directly for the conversation so far
+(request and fact names, in the plan's domain) are added; all unioned with the plan's and skills'
 tool dependencies and intersected with the current catalog. A skill whose tools are not all in the
 catalog is never supplied, whatever its stored state.
 """
@@ -109,33 +111,41 @@ def _facts(s: Skill) -> set[str]:
     return set(s.body.get("facts", []))
 
 
-def choose_plan(pool: list[Skill], disclosed: dict[str, str]) -> Skill | None:
+def choose_plan(
+    pool: list[Skill], disclosed: dict[str, str], parts: list[Skill] | None = None
+) -> Skill | None:
     """The model-free merge of candidate plans (`pool` in retrieval order): the plan whose every fact the
-    user gave and that uses the most of them; if facts remain unused, a second such plan covering the
-    most of the rest is appended (the seed's spliced tasks: "one more thing after that"), its lookups
-    shared with the first where they are the same call."""
+    user gave and that uses the most of them; while facts remain unused, the planning or atomic skill
+    (`parts`) of the same domain using the most of the rest is appended (the seed's spliced tasks: "one
+    more thing after that"), its lookups shared with earlier steps where they are the same call."""
     have = set(disclosed)
     fitting = [(len(_facts(s)), -k, s) for k, s in enumerate(pool) if _facts(s) <= have]
     if not fitting:
         return None
-    first = max(fitting, key=lambda x: (x[0], x[1]))[2]
-    rest = have - _facts(first)
-    seconds = [
-        (len(_facts(s) & rest), -k, s)
-        for k, s in enumerate(pool)
-        if s.domain == first.domain and s.id != first.id and _facts(s) & rest
-    ]
-    seconds = [x for x in seconds if x[2] in [f[2] for f in fitting]]
-    if not seconds:
-        return first
-    return compose(first, max(seconds, key=lambda x: (x[0], x[1]))[2])
+    plan = max(fitting, key=lambda x: (x[0], x[1]))[2]
+    rest = have - _facts(plan)
+    extra = [s for _, _, s in fitting] + [s for s in parts or [] if _facts(s) <= have]
+    used = {plan.id}
+    for _ in range(3):
+        options = [
+            (len(_facts(s) & rest), -k, s)
+            for k, s in enumerate(extra)
+            if s.domain == plan.domain and s.id not in used and _facts(s) & rest
+        ]
+        if not options:
+            break
+        part = max(options, key=lambda x: (x[0], x[1]))[2]
+        used.add(part.id)
+        plan = compose(plan, part)
+        rest -= _facts(part)
+    return plan
 
 
 def compose(a: Skill, b: Skill) -> Skill:
     """Plan `a` then plan `b`; a step of `b` identical to an earlier one (same tool, same bindings) is not repeated."""
     steps = [dict(x) for x in a.body.get("steps", [])]
     index: dict[int, int] = {}
-    for k, step in enumerate(b.body.get("steps", [])):
+    for k, step in enumerate(b.body.get("steps", b.body.get("calls", []))):
         args = {
             n: ({**bd, "step": index[bd["step"]]} if "step" in bd else bd)
             for n, bd in step.get("args", {}).items()
@@ -190,14 +200,17 @@ class EpisodeSupply:
         s = self.supply
         context = " ".join([self.request, *disclosed])
         pool = list({p.id: p for p in [*self.candidates, *s.candidates(context, 2 * PLANS)]}.values())
-        chosen = choose_plan(pool, disclosed)
+        parts = s.atomic_for(context, pool[0].domain if pool else None, 2 * PLANS) if pool else []
+        chosen = choose_plan(pool, disclosed, parts)
         view = SupplyView(chosen, self.candidates)
         if chosen is not None:
             deps: set[str] = set(chosen.tools)
             direct = s.tools_for(context, chosen.domain, TOOLS_PER_STEP)
             for k, step in enumerate(chosen.body.get("steps", [])):
                 tool = s.catalog.tools.get(step["tool"])
-                atoms = s.atomic_for(f"{context} {tool.text() if tool else step['tool']}", chosen.domain)
+                found = s.atomic_for(f"{context} {tool.text() if tool else step['tool']}", chosen.domain)
+                # the model-free pick: skills that perform this step with the plan's own tools
+                atoms = [a for a in found if step["tool"] in a.tools and set(a.tools) <= set(chosen.tools)]
                 view.steps.append(StepSupply(k, step["tool"], [a.id for a in atoms], direct))
                 deps.update(t for a in atoms for t in a.tools)
                 deps.update(direct)

@@ -1,0 +1,138 @@
+"""Steward end to end on a small real build: libraries per version, eval results, SKILL.md round trip, MCP serve."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from toolshift.bench.build import build_domain, write_manifest
+from toolshift.bench.ecosystem.evolve import EvolveConfig
+from toolshift.bench.ecosystem.paths import compute_references
+from toolshift.bench.ecosystem.pipeline import evolve_build
+from toolshift.errors import BadInputError
+from toolshift.steward.experiment import build_libraries, context, follow, library_path
+from toolshift.steward.library import Library
+from toolshift.steward.quality import supply_quality
+from toolshift.steward.report import evaluate_follow, write_report
+from toolshift.steward.skillmd import export_skills, import_skills
+
+DOMAINS = ["accounts_payable"]
+VERSIONS = 3
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("build")
+    for name in DOMAINS:
+        build_domain(out, name, seed=0, per_domain=20)
+    write_manifest(out, DOMAINS, 0, 20)
+    evolve_build(out, EvolveConfig(versions=VERSIONS, seed=1))
+    compute_references(out)
+    ctx = context(out, out / "steward")
+    work = build_libraries(ctx)
+    paths = follow(ctx)
+    return ctx, work, paths
+
+
+def test_libraries_per_version_verify_and_incremental_does_less_work(run):
+    ctx, work, _ = run
+    for v in range(1, VERSIONS + 1):
+        for kind in ("incremental", "full"):
+            with Library.open(library_path(ctx, kind, v)) as lib:
+                assert lib.catalog_version == v
+                assert lib.skills("planning")
+    inc = sum(work["incremental"][v]["edits"] for v in range(2, VERSIONS + 1))
+    full = sum(work["full"][v]["edits"] for v in range(2, VERSIONS + 1))
+    assert inc < full
+    assert work["incremental"][1]["edits"] == work["full"][1]["edits"]  # both initialise on v1 alike
+
+
+def test_follower_episodes_are_scored_by_the_benchmark(run, tmp_path):
+    ctx, work, paths = run
+    scores = evaluate_follow(ctx, paths, resamples=50)
+    assert set(scores) == {"steward-frozen", "steward-full", "steward-incremental"}
+    v1 = scores["steward-incremental"]["v1"]
+    assert v1["SR"]["n"] > 0 and v1["SR"]["mean"] > 0  # the instrument solves tasks it has skills for
+    quality = supply_quality(ctx, resamples=50)
+    assert quality["oracle"]["v1"]["F1"]["mean"] == 1.0
+    assert quality["full catalog"]["v1"]["R"]["mean"] == 1.0
+    md = tmp_path / "steward.md"
+    results = write_report(
+        ctx, quality, scores, work, "toolshift steward eval X", md, train_sample=None, sample=None
+    )
+    body = json.loads(results.read_text())
+    assert body["format"] == "toolshift.steward-results/1"
+    text = md.read_text()
+    assert "## 1. Supply quality" in text and "### steward-incremental" in text
+    assert (tmp_path / "steward_sr.png").stat().st_size > 1000
+
+
+def test_real_library_round_trips_through_skill_md(run, tmp_path):
+    ctx, *_ = run
+    with Library.open(library_path(ctx, "incremental", VERSIONS)) as lib:
+        skills = lib.skills()
+    export_skills(skills, tmp_path / "skills")
+    assert sorted(import_skills(tmp_path / "skills"), key=lambda s: s.id) == skills
+    assert any(not s.active for s in skills) or all(s.active for s in skills)
+
+
+def test_served_supply_exposes_the_view_and_refuses_unsupplied_tools(run):
+    from mcp import Client
+
+    from toolshift.steward.serve import StewardServer, domain_supply
+
+    ctx, *_ = run
+    task = next(t for t in ctx.tasks.values() if t.split == "test")
+    world, supply = domain_supply(ctx.build, task.domain, 1, library_path(ctx, "incremental", 1))
+    server = StewardServer(world, supply)
+
+    async def go():
+        async with Client(server.server, mode="legacy") as client:
+            listed = {t.name for t in (await client.list_tools()).tools}
+            assert listed == {"steward_plan", "retrieve_tools", "explore_capabilities"}
+            refused = await client.call_tool(task.gold_path[0].tool, task.gold_path[0].arguments)
+            assert refused.is_error and "not been supplied" in refused.content[0].text
+            asked = json.loads(
+                (await client.call_tool("steward_plan", {"request": task.public_request})).content[0].text
+            )
+            assert isinstance(asked["ask_user_for"], list)
+            found = json.loads(
+                (await client.call_tool("retrieve_tools", {"query": task.public_request})).content[0].text
+            )
+            names = [t["name"] for t in found["tools"]]
+            assert 0 < len(names) <= 5
+            assert set(names) <= {t.name for t in world.tools}
+            listed = {t.name for t in (await client.list_tools()).tools}
+            assert set(names) <= listed
+            ok = await client.call_tool(names[0], {})
+            assert "not been supplied" not in ok.content[0].text
+            for _ in range(3):
+                await client.call_tool("explore_capabilities", {"query": "approve"})
+            capped = json.loads(
+                (await client.call_tool("explore_capabilities", {"query": "approve"})).content[0].text
+            )
+            assert "3 times" in capped["error"]
+
+    asyncio.run(go())
+
+
+def test_serve_refuses_an_unknown_domain_and_a_corrupted_library(run, tmp_path):
+    import sqlite3
+
+    from toolshift.steward.serve import domain_supply
+
+    ctx, *_ = run
+    with pytest.raises(BadInputError, match="not in ecosystem"):
+        domain_supply(ctx.build, "nowhere", 1, library_path(ctx, "incremental", 1))
+    broken = tmp_path / "broken.sqlite"
+    broken.write_bytes(library_path(ctx, "incremental", 1).read_bytes())
+    conn = sqlite3.connect(broken)
+    conn.execute("UPDATE edits SET op = 'retire' WHERE seq = 1")
+    conn.commit()
+    conn.close()
+    with pytest.raises(BadInputError, match="checksum"):
+        domain_supply(ctx.build, DOMAINS[0], 1, broken)
