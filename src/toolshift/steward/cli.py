@@ -223,6 +223,14 @@ def eval_cmd(
         Path | None, typer.Option(help="Write docs/results/steward.md here, PNGs beside it.")
     ] = None,
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Part 3: this model (embedded, openai:<m>, ...) behind Steward and on its domain tools."
+        ),
+    ] = None,
+    model_sample: Annotated[int, typer.Option(help="Part 3: test tasks per version for the model.")] = 2,
+    max_turns: Annotated[int, typer.Option(help="Part 3: turn limit per model episode.")] = 8,
 ) -> None:
     """The experiment: supply quality (part 1) and the skill-following instrument with frozen, full-rebuild
     and incremental libraries (part 2), per version; tables and a PNG per metric."""
@@ -237,11 +245,21 @@ def eval_cmd(
         work = build_libraries(ctx, update, train_sample)
         paths = follow(ctx, progress=update, sample=sample)
         paths.append(frozen_v1(ctx, sample))
+        model_paths: list[Path] = []
+        if model:
+            from toolshift.steward.model_agent import model_domain_tools, model_steward
+
+            model_paths = [
+                model_steward(ctx, model, sample=model_sample, max_turns=max_turns),
+                model_domain_tools(ctx, model, sample=model_sample, max_turns=max_turns),
+            ]
         job = bar.add_task("supply quality", total=None)
         quality = supply_quality(ctx, sample=sample, resamples=resamples, progress=lambda: bar.advance(job))
     scores = evaluate_follow(ctx, paths, resamples)
+    models = evaluate_follow(ctx, model_paths, resamples) if model_paths else {}
     command = _command(ctx_)
     results = write_report(
-        ctx, quality, scores, work, command, markdown, train_sample=train_sample, sample=sample
-    )
+        ctx, quality, scores, work, command, markdown, train_sample=train_sample, sample=sample,
+        models=models, model_sample=model_sample if model else None,
+    )  # fmt: skip
     console.print(f"results → {results}" + (f", {markdown}" if markdown else ""))

@@ -80,6 +80,8 @@ def write_report(
     *,
     train_sample: int | None,
     sample: int | None,
+    models: dict[str, Any] | None = None,
+    model_sample: int | None = None,
 ) -> Path:
     versions = _versions(ctx)
     results = ctx.run / "results.json"
@@ -91,6 +93,8 @@ def write_report(
         "supply": quality,
         "follow": scores,
         "work": {k: {str(v): w for v, w in by.items()} for k, by in work.items()},
+        "model": models or {},
+        "model_sample": model_sample,
     }
     write_results(results, body)
     if markdown is None:
@@ -192,9 +196,30 @@ def write_report(
         "",
         "## 3. With a model agent",
         "",
-        "Not run in this result: the model-agent comparison (No Skill / frozen / full rebuild / Steward), the",
-        "supply diagnostics and the capability-supply ablation need a model agent driving `steward serve`;",
-        "see the closing note of the change that added Steward for what was and was not measured.",
+    ]
+    if models:
+        lines += [
+            f"At the scale run: {model_sample} test task(s) per version. `steward-<model>` is the model behind",
+            "`StewardServer` (initial supply from the request, then `steward_plan`, `retrieve_tools`,",
+            "`explore_capabilities`; the incremental library); the other row is the same model on its task's",
+            "domain tools (`toolshift bench baseline`, the seed's Domain Tools setting).",
+            "",
+            "| agent | version | SR | P | R | F1 | Step-SPE |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for agent, by_v in models.items():
+            for v in [*versions, "all"]:
+                row = by_v.get(v, {})
+                lines.append(
+                    f"| {agent} | {v} | "
+                    + " | ".join(_pct(row.get(m)) for m in ("SR", "P", "R", "F1", "Step-SPE"))
+                    + " |"
+                )
+        lines.append("")
+    lines += [
+        "Not run: the seed's full model comparison (No Skill / frozen / full rebuild / Steward with one",
+        "model), its supply diagnostics (Standard, Domain, Task, Oracle tools, Oracle path) and its",
+        "capability-supply ablation (skill search alone, tool search alone, full supply).",
         "",
         "## Figures",
         "",

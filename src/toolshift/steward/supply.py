@@ -195,6 +195,17 @@ class EpisodeSupply:
         """Fact names to ask the user for: the union over the candidate plans, in rank order."""
         return list(dict.fromkeys(f for s in self.candidates for f in s.body.get("facts", [])))
 
+    def initial(self) -> frozenset[str]:
+        """The view before any fact is known (a harness that cannot ask first): the candidate plans' tools
+        and the top 3 tools retrieved directly for the request, in the best candidate's domain."""
+        s = self.supply
+        domain = self.candidates[0].domain if self.candidates else None
+        tools = {t for c in self.candidates for t in c.tools if c.domain == domain}
+        tools.update(s.tools_for(self.request, domain, TOOLS_PER_STEP))
+        view = frozenset(tools & s.catalog.names())
+        self.exposed |= view
+        return view
+
     def plan(self, disclosed: dict[str, str]) -> SupplyView:
         """The initial supply once the user's facts are known: chosen plan, per-step skills and tools."""
         s = self.supply
