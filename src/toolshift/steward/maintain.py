@@ -86,9 +86,10 @@ class Maintainer:
 
             names = catalog.names()
             for s in lib.skills():
-                usable = dependencies_present(s, names)
+                usable = dependencies_present(s, names) and not schema_conflicts(s, catalog)
                 if s.active and not usable:
-                    edit("deactivate", s, {"missing_tools": sorted(set(s.tools) - names)})
+                    edit("deactivate", s, {"missing_tools": sorted(set(s.tools) - names),
+                                           "schema_conflicts": schema_conflicts(s, catalog)})  # fmt: skip
                 elif not s.active and usable:
                     edit("reactivate", s, {"tools_back": list(s.tools)})
             known = {
@@ -146,6 +147,25 @@ class Maintainer:
             work.seconds = time.process_time() - t0
             lib.record_work(work)
         return work
+
+
+def schema_conflicts(skill: Skill, catalog: Catalog) -> list[str]:
+    """Calls of a planning or atomic skill the catalog's current schema no longer accepts: an argument it
+    does not declare, or a required one the skill does not fill (an interface changed under its name)."""
+    out = []
+    for step in skill.body.get("steps", skill.body.get("calls", [])):
+        tool = catalog.tools.get(step.get("tool", ""))
+        if tool is None:
+            continue
+        props = set(tool.input_schema.get("properties", {}))
+        args = set(step.get("args", {}))
+        extra, missing = args - props, set(tool.input_schema.get("required", [])) - args
+        if (extra and props) or missing:
+            out.append(
+                f"{tool.name}: "
+                + ", ".join([*(f"no {a}" for a in sorted(extra)), *(f"needs {a}" for a in sorted(missing))])
+            )
+    return out
 
 
 def _collapsed(tools: Iterable[str]) -> tuple[str, ...]:

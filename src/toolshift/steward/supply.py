@@ -90,6 +90,14 @@ class Supply:
     def candidates(self, request: str, k: int = PLANS) -> list[Skill]:
         return [self.plans[i] for i, _ in self._plan_index.top(request, k)]
 
+    def ranked_plans(self, request: str, domains: set[str]) -> tuple[list[Skill], list[float]]:
+        """Every usable plan of `domains`, best first for the request, with its score relative to the best."""
+        scores = self._plan_index.scores(request)
+        idx = [i for i, p in enumerate(self.plans) if p.domain in domains]
+        idx.sort(key=lambda i: (-scores[i], i))
+        best = max((scores[i] for i in idx), default=0.0) or 1.0
+        return [self.plans[i] for i in idx], [float(scores[i]) / best for i in idx]
+
     def atomic_for(self, query: str, domain: str | None, k: int = ATOMIC_PER_STEP) -> list[Skill]:
         allowed = None if domain is None else self._atomic_domain == domain
         ranked = self._atomic_index.top(query, max(4 * k, 20), allowed)
@@ -112,17 +120,23 @@ def _facts(s: Skill) -> set[str]:
 
 
 def choose_plan(
-    pool: list[Skill], disclosed: dict[str, str], parts: list[Skill] | None = None
+    pool: list[Skill],
+    disclosed: dict[str, str],
+    parts: list[Skill] | None = None,
+    relevance: list[float] | None = None,
 ) -> Skill | None:
     """The model-free merge of candidate plans (`pool` in retrieval order): the plan whose every fact the
     user gave and that uses the most of them; while facts remain unused, the planning or atomic skill
     (`parts`) of the same domain using the most of the rest is appended (the seed's spliced tasks: "one
     more thing after that"), its lookups shared with earlier steps where they are the same call."""
     have = set(disclosed)
+    rel = relevance or [1.0] * len(pool)
     fitting = [(len(_facts(s)), -k, s) for k, s in enumerate(pool) if _facts(s) <= have]
     if not fitting:
         return None
-    plan = max(fitting, key=lambda x: (x[0], x[1]))[2]
+    # most facts used; then relevance to the request (to a tenth of the best); then the most recently
+    # added or revised (it reflects the current catalog); then rank
+    plan = max(fitting, key=lambda x: (x[0], round(rel[-x[1]], 1), x[2].catalog_version, x[1]))[2]
     rest = have - _facts(plan)
     extra = [s for _, _, s in fitting] + [s for s in parts or [] if _facts(s) <= have]
     used = {plan.id}
@@ -210,9 +224,11 @@ class EpisodeSupply:
         """The initial supply once the user's facts are known: chosen plan, per-step skills and tools."""
         s = self.supply
         context = " ".join([self.request, *disclosed])
-        pool = list({p.id: p for p in [*self.candidates, *s.candidates(context, 2 * PLANS)]}.values())
-        parts = s.atomic_for(context, pool[0].domain if pool else None, 2 * PLANS) if pool else []
-        chosen = choose_plan(pool, disclosed, parts)
+        domains = {p.domain for p in [*self.candidates[:3], *s.candidates(context, 3)]}
+        pool, relevance = s.ranked_plans(self.request, domains)
+        top = pool[0].domain if pool else None
+        parts = [a for a in s.atomics if a.domain == top]
+        chosen = choose_plan(pool, disclosed, parts, relevance)
         view = SupplyView(chosen, self.candidates)
         if chosen is not None:
             deps: set[str] = set(chosen.tools)
