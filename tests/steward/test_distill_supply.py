@@ -55,7 +55,8 @@ def _catalog(version: int = 1, drop: tuple[str, ...] = ()) -> Catalog:
         ("sqm_reject_lot", "write"),
     ):
         if name not in drop:
-            schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+            args = {a for n, kw, _ in CALLS if n == name for a in kw}
+            schema = {"type": "object", "properties": {a: {"type": "string"} for a in sorted(args)}}
             tools[name] = CatalogTool(name, "sqm", f"{name.replace('_', ' ')}.", schema, effect)
     return Catalog(version, tools)
 
@@ -112,6 +113,11 @@ def test_incremental_maintenance_deactivates_reactivates_and_counts_work(tmp_pat
     assert w3.distilled == 0  # the call sequence is known to an active skill: evidence, not work
     ops = [e.op for e in lib.edits()]
     assert ops.count("deactivate") == ops.count("reactivate")
+    # an interface changed under its name: the skills calling it the old way are deactivated
+    changed = _catalog(4)
+    changed.tools["sqm_reject_lot"].input_schema["properties"] = {"lot": {"type": "string"}}
+    w4 = m.maintain(changed, [])
+    assert w4.by_op.get("deactivate", 0) >= 2  # the plan and the atomic skill that call sqm_reject_lot
     lib.close()
     Library.open(tmp_path / "lib.sqlite").close()
 
