@@ -19,6 +19,7 @@ import asyncio
 import json
 import random
 import zlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,6 +201,7 @@ def build_libraries(
                     "seconds": w.seconds, "tokens": w.tokens,
                     "skills": {lvl: len(lib.skills(lvl)) for lvl in ("planning", "atomic", "tool")},
                     "active": len(lib.skills(active=True)),
+                    "by_op": dict(Counter(e.op for e in lib.edits() if e.catalog_version == v)),
                 }  # fmt: skip
         if progress:
             progress(f"libraries v{v}", None)

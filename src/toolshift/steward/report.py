@@ -170,28 +170,42 @@ def write_report(
     lines += [
         "### Maintenance work per version",
         "",
-        "Edits are library rows written (add, revise, deactivate, reactivate); `distilled` counts episodes",
-        "distilled (an episode whose call sequence an active planning skill already has is not); CPU seconds",
-        "are the maintainer's own. Model-free distillation spends no tokens.",
+        "Content edits are skills written (add, revise): what a model-driven maintainer would spend tokens",
+        "on. State edits flip a skill active or inactive by tool presence and schema (no content).",
+        "`distilled` counts episodes distilled (an episode whose call sequence an active planning skill",
+        "already has is not); CPU seconds are the maintainer's own. Model-free distillation spends no tokens.",
         "",
-        "| version | incremental edits | full-rebuild edits | incremental / full | incremental distilled | full distilled | incremental CPU s | full CPU s | skills (incremental, active) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| version | incremental content + state edits | full-rebuild edits | incremental content / full | incremental distilled / full | incremental CPU s | full CPU s | skills in incremental (active) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    tot_i = tot_f = 0
+    tot = {"content": 0, "all": 0, "full": 0, "dist": 0, "fdist": 0}
     for v in range(1, ctx.versions + 1):
         i, f = work["incremental"].get(v, {}), work["full"].get(v, {})
         if not i or not f:
             continue
-        tot_i += i["edits"] if v > 1 else 0
-        tot_f += f["edits"] if v > 1 else 0
-        ratio = f"{100 * i['edits'] / f['edits']:.0f}%" if f["edits"] else "–"
+        ops = i.get("by_op", {})
+        content = ops.get("add", 0) + ops.get("revise", 0)
+        state = i["edits"] - content
+        if v > 1:
+            tot["content"] += content
+            tot["all"] += i["edits"]
+            tot["full"] += f["edits"]
+            tot["dist"] += i["distilled"]
+            tot["fdist"] += f["distilled"]
+        ratio = f"{100 * content / f['edits']:.0f}%" if f["edits"] else "–"
+        dist = f"{i['distilled']} / {f['distilled']}"
         lines.append(
-            f"| v{v} | {i['edits']} | {f['edits']} | {ratio} | {i['distilled']} | {f['distilled']} | "
-            f"{i['seconds']:.2f} | {f['seconds']:.2f} | {sum(i['skills'].values())} ({i['active']}) |"
+            f"| v{v} | {content} + {state} | {f['edits']} | {ratio} | {dist} | {i['seconds']:.2f} | "
+            f"{f['seconds']:.2f} | {sum(i['skills'].values())} ({i['active']}) |"
         )
-    if tot_f:
-        lines += ["", f"Over v2–v{ctx.versions}: incremental maintenance wrote {tot_i} edits, full rebuilding {tot_f} "
-                  f"({100 * tot_i / tot_f:.0f}%)."]  # fmt: skip
+    if tot["full"]:
+        lines += [
+            "",
+            f"Over v2–v{ctx.versions}: incremental maintenance wrote {tot['content']} skills "
+            f"({100 * tot['content'] / tot['full']:.0f}% of full rebuilding's {tot['full']}), {tot['all']} edits "
+            f"with state changes ({100 * tot['all'] / tot['full']:.0f}%), and distilled {tot['dist']} episodes "
+            f"({100 * tot['dist'] / max(1, tot['fdist']):.0f}% of {tot['fdist']}).",
+        ]
     lines += [
         "",
         "## 3. With a model agent",
