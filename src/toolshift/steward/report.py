@@ -213,19 +213,20 @@ def write_report(
     ]
     if models:
         lines += [
-            f"At the scale run: {model_sample} test task(s) per version. `steward-<model>` is the model behind",
+            f"At the scale run: {model_sample} test task(s) per version asked (`n` says how many each file holds:"
+            " a file recorded earlier at a larger sample keeps its episodes). `steward-<model>` is the model behind",
             "`StewardServer` (initial supply from the request, then `steward_plan`, `retrieve_tools`,",
             "`explore_capabilities`; the incremental library); the other row is the same model on its task's",
             "domain tools (`toolshift bench baseline`, the seed's Domain Tools setting).",
             "",
-            "| agent | version | SR | P | R | F1 | Step-SPE |",
-            "|---|---|---|---|---|---|---|",
+            "| agent | version | n | SR | P | R | F1 | Step-SPE |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for agent, by_v in models.items():
             for v in [*versions, "all"]:
                 row = by_v.get(v, {})
                 lines.append(
-                    f"| {agent} | {v} | "
+                    f"| {agent} | {v} | {row.get('SR', {}).get('n', 0)} | "
                     + " | ".join(_pct(row.get(m)) for m in ("SR", "P", "R", "F1", "Step-SPE"))
                     + " |"
                 )
