@@ -44,6 +44,19 @@ def _pct(d: dict[str, Any] | None, n: bool = False) -> str:
     return cell + (f" (n={d['n']})" if n else "")
 
 
+def _build_commands(ctx: Context) -> str:
+    from toolshift.bench.build import load_manifest
+    from toolshift.bench.ecosystem.store import load_ecosystem
+
+    m, eco = load_manifest(ctx.build), load_ecosystem(ctx.build)
+    b = ctx.build
+    return (
+        f"`toolshift bench build --out {b} --seed {m.seed} --per-domain {m.per_domain}`, "
+        f"`toolshift bench evolve {b} --versions {eco.config.versions} --seed {eco.config.seed}`, "
+        f"`toolshift bench reference {b}`"
+    )
+
+
 def _versions(ctx: Context) -> list[str]:
     return [f"v{v}" for v in range(1, ctx.versions + 1)]
 
@@ -110,6 +123,8 @@ def write_report(
         + "; test tasks per version: "
         + ("all" if sample is None else f"a sample of {sample}")
         + " (the same tasks on every version and for every library).",
+        "",
+        f"The build: {_build_commands(ctx)}.",
         "",
         "Training trajectories are the train split's step-optimal reference paths replayed through the agent",
         "loop by the `FactReplay` instrument (it asks the scripted user for the task's facts, then makes the",

@@ -11,8 +11,9 @@ This is the reusable component the MCP front (`steward serve`) and the gateway m
     episode.exposed                                # every tool the agent has been shown (⊆ catalog)
 
 Initial supply follows the seed: the top 5 planning skills retrieved for the request form the
-candidate plan; the model-free merge keeps the one whose facts the user has (most facts used,
-then retrieval rank) and appends parts for facts it leaves unused. At each of its steps at most 5
+candidate plan; the model-free merge keeps, among the usable plans of the candidates' domains, one
+whose facts the user has (most facts used, then relevance to the request, then recency) and
+appends parts for facts it leaves unused (D92). At each of its steps at most 5
 atomic skills are retrieved (score ≥ threshold × best, then MMR) and those that perform the step
 with the plan's tools kept (where the seed's model picks); the top 3 tools retrieved directly for the conversation so far
 (request and fact names, in the plan's domain) are added; all unioned with the plan's and skills'
