@@ -45,7 +45,7 @@ class Catalog:
 
 def version_catalog(build: str | Path, version: int, worlds: Any = None) -> Catalog:
     """Version `version`'s catalog of an evolved build (every domain), via `toolshift.bench`'s VersionWorlds."""
-    from toolshift.bench.ecosystem.baselines import VersionWorlds
+    from toolshift.bench.ecosystem.settings import VersionWorlds
     from toolshift.bench.ecosystem.store import load_ecosystem
 
     eco = load_ecosystem(build)

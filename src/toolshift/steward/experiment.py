@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolshift.bench.ecosystem.baselines import VersionWorlds
 from toolshift.bench.ecosystem.paths import ReferenceRecord, load_references
+from toolshift.bench.ecosystem.settings import VersionWorlds
 from toolshift.bench.ecosystem.store import atomic_write, load_ecosystem
 from toolshift.errors import BadInputError
 from toolshift.models import Task
@@ -77,6 +77,41 @@ def context(build: str | Path, run: str | Path) -> Context:
 # --- episodes through the real agent loop -----------------------------------------------------------
 
 
+@dataclass
+class _Session:
+    client: Any
+    policy: str
+    title: str
+    world: Any
+    before: Any
+
+    async def diff(self, reported: Any) -> Any:
+        return self.world.changes_since(self.before)
+
+
+def domain_opener(worlds: VersionWorlds, domain: str, version: int) -> Callable[[], Any]:
+    """An opener for `run_episode`: a fresh world of one domain at one version behind an in-memory MCP client."""
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def open_world() -> Any:
+        from mcp import Client
+
+        from toolshift.world.serve import WorldServer
+
+        world = worlds.world(domain, version)
+        try:
+            before = world.snapshot()
+            server = WorldServer(world, shared_state=True)
+            async with Client(server.server, mode="legacy") as client:
+                spec = world.domain.spec
+                yield _Session(client, spec.policy or spec.description, spec.title, world, before)
+        finally:
+            world.close()
+
+    return open_world
+
+
 def _run_file(
     ctx: Context,
     path: Path,
@@ -109,7 +144,7 @@ def _run_file(
                 task,
                 agent,
                 ScriptedUser(task.public_request, task.instruction),
-                ctx.worlds.opener(task.domain, version),
+                domain_opener(ctx.worlds, task.domain, version),
                 episode_id=eid,
                 limits=limits,
                 agent_name=agent.name,

@@ -115,8 +115,9 @@ def model_domain_tools(ctx: Context, model: str, *, sample: int, max_turns: int 
     from toolshift.bench.ecosystem.baselines import run_baseline
 
     return run_baseline(
-        ctx.build, model, ctx.run / "model", split="test", sample=sample, seed=0, max_turns=max_turns
-    )
+        ctx.build, model, ctx.run / "model", split="test", sample=sample, seed=0, max_turns=max_turns,
+        setting="domain-tools",
+    )  # fmt: skip
 
 
 __all__ = ["model_domain_tools", "model_steward"]

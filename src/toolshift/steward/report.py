@@ -18,7 +18,15 @@ def frozen_v1(ctx: Context, sample: int | None) -> Path:
     """The benchmark's own frozen-v1 baseline on the same test tasks (toolshift.bench), for the comparison."""
     from toolshift.bench.ecosystem.baselines import run_baseline
 
-    return run_baseline(ctx.build, "frozen-v1", ctx.run / "follow", split="test", sample=sample, seed=0)
+    return run_baseline(
+        ctx.build,
+        "frozen-v1",
+        ctx.run / "follow",
+        split="test",
+        sample=sample,
+        seed=0,
+        setting="domain-tools",
+    )
 
 
 def evaluate_follow(ctx: Context, paths: list[Path], resamples: int) -> dict[str, Any]:
@@ -164,7 +172,8 @@ def write_report(
         "`steward-skill-follower` is a measuring instrument, not a model: it asks the user for the facts the",
         "supplied candidate plans need, lets the supply choose the plan, and executes its steps, binding each",
         "argument from the user's facts or from earlier results by the skill's argument flow. `frozen-v1` is",
-        "the benchmark's baseline (the v1 reference path replayed by name on every version) on the same tasks.",
+        "the benchmark's baseline (the v1 reference path replayed by name on every version, in the Domain tools",
+        "setting, as the instrument runs on its task's domain world) on the same tasks.",
         f"Metrics are `toolshift bench eval`'s. For scale, {SEED['steward_sr']}.",
         "",
     ]
