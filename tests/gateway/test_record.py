@@ -180,7 +180,7 @@ def test_config_file_is_validated_naming_the_field(tmp_path):
                 info.value.field,
             )
     bad.write_text("backends: [{name: x, world: clinic}]\nmiddleware: [steward]\n")
-    with pytest.raises(BadInputError, match="Steward"):
+    with pytest.raises(BadInputError, match="needs a steward section"):
         load_config(bad)
 
 

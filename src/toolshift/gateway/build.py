@@ -4,8 +4,8 @@
 one is an error at start, naming it), checks a flow against the backend's tools, and writes the catalog
 the recordings are read with. The chain's order is the config's, outermost first; `record` must come
 before `flows`, so it records what the agent called and what the backend answered, never the lookups as
-calls. A supply middleware (Steward's `retrieve_tools`) plugs in as one more `Middleware` that rewrites
-`list_tools` and answers its own tools in `call`.
+calls. The steward middleware (`toolshift.gateway.supply`) comes first: it rewrites `list_tools` to
+Steward's supplied view and answers Steward's own tools in `call`, so inner middleware see world calls only.
 """
 
 from __future__ import annotations
@@ -56,6 +56,10 @@ def build_gateway(config: GatewayConfig) -> Gateway:
 
             assert config.flows is not None
             middleware.append(FlowsMiddleware(config.flows))
+        elif name == "steward":
+            from toolshift.gateway.supply import StewardMiddleware
+
+            middleware.append(StewardMiddleware(config))
     gateway.use(middleware)
     return gateway
 

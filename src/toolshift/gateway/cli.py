@@ -51,6 +51,7 @@ def config_from_flags(
     agent: str | None = None,
     flow: Path | None = None,
     catalog: Path | None = None,
+    steward: Path | None = None,
     decider: str | None = None,
     threshold: float | None = None,
     transport: str | None = None,
@@ -98,6 +99,10 @@ def config_from_flags(
             raw["flows"]["decider"] = decider
         if threshold is not None:
             raw["flows"]["threshold"] = threshold
+    if steward is not None:
+        raw["steward"] = {"library": str(steward)}
+        if "steward" not in middleware:
+            middleware.insert(0, "steward")
     raw["middleware"] = middleware
     for key, value in (
         ("transport", transport),
@@ -130,6 +135,9 @@ def serve(
     agent: Annotated[str | None, typer.Option(help="The agent name written into recorded episodes.")] = None,
     flow: Annotated[Path | None, typer.Option(help="Serve this flow's lookups live.")] = None,
     catalog: Annotated[Path | None, typer.Option(help="The tool catalog the flow was learned for.")] = None,
+    steward: Annotated[
+        Path | None, typer.Option(help="Steward middleware: supply tools and skills from this library.")
+    ] = None,
     decider: Annotated[str | None, typer.Option(help="reach or next-step.")] = None,
     threshold: Annotated[float | None, typer.Option(help="The decider's θ.")] = None,
     transport: Annotated[str | None, typer.Option(help="stdio or http.")] = None,
@@ -148,7 +156,7 @@ def serve(
 
     cfg = config_from_flags(
         config, world=world, command=command, url=url, build=build, domain=domain, version=version,
-        record=record, agent=agent, flow=flow, catalog=catalog, decider=decider, threshold=threshold,
+        record=record, agent=agent, flow=flow, catalog=catalog, steward=steward, decider=decider, threshold=threshold,
         transport=transport, host=host, port=port, idle_timeout=idle_timeout, call_timeout=call_timeout,
     )  # fmt: skip
     if cfg.transport == "http":

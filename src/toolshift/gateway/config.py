@@ -19,8 +19,7 @@ from toolshift.errors import BadInputError
 
 GATEWAY_FORMAT = "toolshift.gateway/1"
 MiddlewareName = Literal["record", "flows", "steward"]
-KNOWN_MIDDLEWARE: tuple[str, ...] = ("record", "flows")
-"""The middleware this build has; `steward` is named by the format but refused until Steward lands."""
+KNOWN_MIDDLEWARE: tuple[str, ...] = ("record", "flows", "steward")
 DEFAULT_TOKEN_ENV = "TOOLSHIFT_GATEWAY_TOKEN"
 
 
@@ -98,6 +97,13 @@ class FlowsConfig(BaseModel):
     """Lookups made after one call, chains included."""
 
 
+class StewardConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    library: Path
+    """A Steward library (`toolshift steward build` / `maintain`) kept for the served version's catalog."""
+
+
 class GatewayConfig(BaseModel):
     """The whole gateway: what `toolshift gateway serve` runs."""
 
@@ -109,6 +115,7 @@ class GatewayConfig(BaseModel):
     """Outermost first. Each name at most once."""
     record: RecordConfig | None = None
     flows: FlowsConfig | None = None
+    steward: StewardConfig | None = None
     transport: Literal["stdio", "http"] = "stdio"
     host: str = "127.0.0.1"
     port: int = Field(default=8766, ge=0, le=65535)
@@ -125,9 +132,16 @@ class GatewayConfig(BaseModel):
         if len(set(self.middleware)) != len(self.middleware):
             raise ValueError("a middleware is named twice")
         if "steward" in self.middleware:
-            raise ValueError(
-                "the steward middleware needs Steward (toolshift.steward), which this build does not have yet"
-            )
+            if self.steward is None:
+                raise ValueError("middleware steward needs a steward section (library: file)")
+            if len(self.backends) != 1 or self.backends[0].build is None:
+                raise ValueError(
+                    "middleware steward fronts exactly one build backend (a library is kept for one catalog)"
+                )
+            if self.middleware[0] != "steward":
+                raise ValueError(
+                    "steward must come first in the middleware list (recordings and flows see world calls)"
+                )
         if "record" in self.middleware and self.record is None:
             raise ValueError("middleware record needs a record section (out: folder)")
         if "flows" in self.middleware and self.flows is None:
@@ -192,6 +206,8 @@ def resolve_paths(config: GatewayConfig, base: Path) -> GatewayConfig:
             b.world = str(base / b.world)
     if config.record is not None and not config.record.out.is_absolute():
         config.record.out = base / config.record.out
+    if config.steward is not None:
+        config.steward.library = fix(config.steward.library) or config.steward.library
     if config.flows is not None:
         config.flows.flow = fix(config.flows.flow) or config.flows.flow
         config.flows.catalog = fix(config.flows.catalog) or config.flows.catalog
