@@ -32,6 +32,8 @@ KINDS = (
     "bench-build",
     "run-config",
     "run-results",
+    "steward-results",
+    "evolve-run",
 )
 """The result kinds this reader recognises (docs/formats.md). A renderer names the kinds it draws on."""
 
@@ -94,7 +96,7 @@ def _walk(path: Path, depth: int = 0) -> Iterator[Path]:
         return
     if not path.is_dir():
         return
-    if _is_build(path) or _is_tau2_dir(path) or depth > MAX_DEPTH:
+    if _is_build(path) or _is_tau2_dir(path) or _is_evolve_run(path) or depth > MAX_DEPTH:
         yield path
         return
     for child in sorted(path.iterdir()):
@@ -109,6 +111,10 @@ def _is_build(path: Path) -> bool:
         return False
     # Any version: the bench's own reader accepts the current one and names an older one as bad input.
     return str(_json_format(manifest) or "").startswith("toolshift.bench-build/")
+
+
+def _is_evolve_run(path: Path) -> bool:
+    return (path / "evolve.json").is_file() and _json_format(path / "evolve.json") == "toolshift.evolve-run/1"
 
 
 def _is_tau2_dir(path: Path) -> bool:
@@ -136,6 +142,8 @@ def classify(path: Path) -> tuple[str | None, Any]:
             return "bench-build", None
         if _is_tau2_dir(path):
             return "tau2-results", None
+        if _is_evolve_run(path):
+            return "evolve-run", None
         return None, None
     if name.endswith((".jsonl", ".jsonl.gz")):
         if name.endswith(".gz"):
@@ -177,6 +185,8 @@ def classify(path: Path) -> tuple[str | None, Any]:
         return "run-config", raw
     if fmt == "toolshift.run-results/1":
         return "run-results", raw
+    if fmt == "toolshift.steward-results/1":
+        return "steward-results", raw
     if isinstance(raw.get("simulations"), list) or (path.parent / "simulations").is_dir():
         return "tau2-results", raw
     return None, raw
@@ -250,6 +260,10 @@ def _open(path: Path, cache: Path) -> ResultFile:
             from toolshift.flows.model import parse_flow
 
             item.extra["flow"] = parse_flow(raw, source=str(path))
+        elif kind == "steward-results":
+            if not isinstance(raw.get("supply", {}), dict) or not isinstance(raw.get("follow", {}), dict):
+                raise BadInputError("supply and follow are objects", source=str(path), field="supply")
+            item.extra["results"] = raw
         elif kind == "bench-build":
             from toolshift.bench.ecosystem.store import load_ecosystem
 

@@ -42,13 +42,15 @@ class Renderer:
 
 def renderers() -> list[Renderer]:
     """Every renderer, in the order the page shows them."""
-    from toolshift.report.sections import benchmark, files, flows, runs
+    from toolshift.report.sections import benchmark, capabilities, files, flows, runs
 
     return [
         Renderer("files", (), files.render),
         Renderer("runs", ("episodes", "tau2-results"), runs.render),
         Renderer("benchmark", ("bench-build",), benchmark.render),
         Renderer("flows", ("catalog", "decision-log"), flows.render),
+        Renderer("steward", ("steward-results",), capabilities.render_steward),
+        Renderer("evolve", ("evolve-run",), capabilities.render_evolve),
     ]
 
 

@@ -1,0 +1,80 @@
+"""Steward's and task evolution's sections of `toolshift report`, drawn from files their own commands wrote."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from toolshift.bench.build import build_domain, write_manifest
+from toolshift.bench.ecosystem.evolve import EvolveConfig
+from toolshift.bench.ecosystem.paths import compute_references
+from toolshift.bench.ecosystem.pipeline import evolve_build
+from toolshift.cli import app
+from toolshift.report.inputs import discover
+
+pytestmark = pytest.mark.slow
+
+
+def _sections(html: str) -> dict[str, str]:
+    return dict(re.findall(r'<section id="([^"]+)"><h2>[^<]*</h2>(.*?)</section>', html, re.S))
+
+
+@pytest.fixture(scope="module")
+def steward_results(tmp_path_factory):
+    from toolshift.steward.experiment import build_libraries, context, follow
+    from toolshift.steward.quality import supply_quality
+    from toolshift.steward.report import evaluate_follow, write_report
+
+    out = tmp_path_factory.mktemp("steward-build")
+    build_domain(out, "accounts_payable", seed=0, per_domain=20)
+    write_manifest(out, ["accounts_payable"], 0, 20)
+    evolve_build(out, EvolveConfig(versions=2, seed=1))
+    compute_references(out)
+    ctx = context(out, out / "steward")
+    work = build_libraries(ctx)
+    scores = evaluate_follow(ctx, follow(ctx), resamples=50)
+    quality = supply_quality(ctx, resamples=50)
+    return write_report(
+        ctx, quality, scores, work, "toolshift steward eval X", None, train_sample=None, sample=None
+    )
+
+
+@pytest.fixture(scope="module")
+def evolve_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("evolve")
+    runner = CliRunner()
+    seeds = tmp / "seeds.jsonl"
+    assert runner.invoke(app, ["evolve", "seeds", "--out", str(seeds)]).exit_code == 0
+    args = ["evolve", "run", "--seeds", str(seeds), "--out", str(tmp / "evo"), "--solver", "noisy-oracle:0.6"]
+    result = runner.invoke(app, [*args, "--attempts", "4", "--generations", "1"])
+    assert result.exit_code == 0, result.output
+    return tmp / "evo"
+
+
+def test_steward_and_evolve_results_are_recognised_and_drawn(steward_results, evolve_run, tmp_path):
+    inputs = discover([steward_results, evolve_run.parent], cache=tmp_path / "cache")
+    kinds = {f.kind for f in inputs.files if f.ok}
+    assert {"steward-results", "evolve-run"} <= kinds
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(
+        app, ["report", "html", str(steward_results), str(evolve_run), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    sections = _sections(out.read_text())
+    steward = sections["steward-1"]
+    assert "steward-incremental" in steward and "steward-frozen" in steward
+    assert steward.count("<img") == 2 and "v2" in steward  # supply F1 and SR curves over both versions
+    evolve = sections["evolve-1"]
+    assert "seed tasks" in evolve and "final tasks" in evolve and evolve.count("<img") >= 1
+
+
+def test_a_corrupt_steward_results_file_is_named_and_the_rest_drawn(steward_results, evolve_run, tmp_path):
+    bad = tmp_path / "results.json"
+    bad.write_text('{"format": "toolshift.steward-results/1", "supply": [1], "follow": {}}')
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["report", "html", str(bad), str(evolve_run), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    html = out.read_text()
+    assert str(bad) in html and "evolve-1" in _sections(html)
