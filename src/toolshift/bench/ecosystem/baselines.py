@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from toolshift.agents.chat import ModelReply, ToolDef
+from toolshift.agents.config import resolve_endpoints
 from toolshift.agents.policies import ScriptedCall, ScriptedPolicy
 from toolshift.bench.ecosystem.paths import ReferenceRecord, load_references
 from toolshift.bench.ecosystem.server import Served, opener
@@ -284,7 +285,9 @@ def run_baseline(
     planned = plan_baseline(baseline, records, tasks, split=split, sample=sample, seed=seed)
     path = Path(out) / baseline_file(baseline, setting, user)
     turns = max_turns or (40 if baseline in SCRIPTED else 10 if baseline == "embedded" else 30)
-    url = base_url if "openai:" in f"{baseline} {user}" else None
+    # The endpoint as `toolshift run` resolves it (--base-url, TOOLSHIFT_BASE_URL, OPENAI_BASE_URL), so the
+    # same file against another endpoint is refused as another setting instead of mixing results (D24).
+    url = resolve_endpoints(baseline, user, base_url)["base_url"]
     run = RunSetting(setting=setting, user=user, max_turns=turns, base_url=url)
     # What changes an episode besides its task and version: a file holds episodes of one setting only.
     fixed = {"max_turns": turns, "base_url": url, "setting": setting, "user": user}
