@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,12 @@ from toolshift.traces.demo import EXAMPLE_RUN
 from toolshift.traces.store import write_episodes
 
 from .episodes import make_episode
+
+# The shared data, as tests/conftest.py finds it (a bare `from conftest import` resolves to whichever
+# conftest module the run imported first, tests/world's in the whole suite).
+SHARED_DATA = (
+    Path(os.environ.get("TOOLSHIFT_SHARED", Path(__file__).resolve().parents[3] / "shared")) / "data"
+)
 
 TAU_FILE = "tau-bench/gpt-4o-airline.trials-0-1.json"
 WORKBENCH_EMAIL = "workbench/results/email"
@@ -47,7 +54,6 @@ def eco_runs(tmp_path_factory) -> tuple[Path, Path]:
 def tau_runs(tmp_path_factory) -> Path:
     """τ-bench's published GPT-4o airline runs converted by `toolshift traces convert`, with a flow learned
     on the training tasks (`flow.json`)."""
-    from conftest import SHARED_DATA
     from toolshift.flows.inputs import load_inputs
     from toolshift.flows.learn import learn_flow
     from toolshift.flows.model import save_flow
@@ -68,7 +74,6 @@ def tau_runs(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def workbench_runs(tmp_path_factory) -> Path:
     """WorkBench's published email runs converted by `toolshift traces convert workbench`."""
-    from conftest import SHARED_DATA
     from toolshift.traces.workbench import convert_workbench
 
     source = SHARED_DATA / WORKBENCH_EMAIL

@@ -221,7 +221,11 @@ _message = st.fixed_dictionaries(
 )
 
 
-@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    deadline=None,
+    max_examples=60,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(messages=st.lists(_message, min_size=1, max_size=3), batch=st.booleans(), depth=st.integers(0, 300))
 def test_any_request_with_an_id_gets_exactly_one_reply(raw_server, messages, batch, depth):
     """Requests of any shape (bad envelopes, params of any type, lone surrogates, deep nesting), alone or in a
