@@ -114,7 +114,9 @@ def _episode_task(episode: Episode, given: dict[str, Task] | None) -> dict[str, 
 
 
 def tau2_tasks(episodes: list[Episode], given: dict[str, Task] | None = None) -> list[dict[str, Any]]:
-    """One τ²-bench task per task id the episodes ran, in first-seen order; trials must agree on it."""
+    """One τ²-bench task per task id the episodes ran, trials agreeing on it: in the task file's order when
+    one is given (a run appends episodes as they finish, so first-seen order varies run to run), else in
+    first-seen order."""
     tasks: dict[str, dict[str, Any]] = {}
     for episode in episodes:
         task = _episode_task(episode, given)
@@ -134,4 +136,7 @@ def tau2_tasks(episodes: list[Episode], given: dict[str, Task] | None = None) ->
                 record=episode.id,
                 field="task_id",
             )
+    if given is not None:
+        rank = {task_id: i for i, task_id in enumerate(given)}
+        return [tasks[t] for t in sorted(tasks, key=lambda t: rank.get(t, len(rank)))]
     return list(tasks.values())
