@@ -13,14 +13,17 @@ kept in `.venv-tau2/.installed`); concurrent builders wait on a lock. Tests get 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -127,6 +130,57 @@ def run_tau2(
         timeout=timeout,
         check=False,
     )
+
+
+LLAMA_STARTUP_SECONDS = 180.0
+"""How long llama_cpp.server may take to load before a fixture gives up (a hang guard, not a speed check)."""
+
+
+@contextlib.contextmanager
+def llama_server(log_dir: Path, *args: str) -> Iterator[str]:
+    """`python -m llama_cpp.server` on the embedded GGUF on a free loopback port; yields its /v1 URL.
+
+    `args` are the server's own options beyond model, host and port (alias, chat format, context).
+    """
+    import httpx
+    import pytest
+
+    from toolshift.agents.embedded import gguf_path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = log_dir / "server.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), *args,
+             "--host", "127.0.0.1", "--port", str(port), "--verbose", "False"],
+            stdout=sink, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + LLAMA_STARTUP_SECONDS
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"llama_cpp.server did not answer in {LLAMA_STARTUP_SECONDS:g} s:\n{log.read_text()[-3000:]}"
+                )
+            time.sleep(0.25)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(15)
 
 
 def main(argv: list[str]) -> int:

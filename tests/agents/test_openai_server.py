@@ -10,19 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
+from peers import llama_server as start_llama_server
 from toolshift.agents.config import RunConfig, make_model
-from toolshift.agents.embedded import gguf_path
 from toolshift.agents.openai_backend import OpenAIChatModel
 from toolshift.agents.retry import RetryPolicy
 from toolshift.agents.tasks import task_from_path
@@ -34,8 +29,6 @@ from toolshift.traces.store import iter_episodes
 pytestmark = pytest.mark.slow
 
 ALIAS = "smollm2"
-STARTUP_SECONDS = 180.0
-"""How long the server may take to load the model before the fixture gives up (not a speed check)."""
 
 FRONT_DESK = """\
 format: toolshift.domain/1
@@ -67,48 +60,19 @@ entities:
 tools are ≈6,650 prompt tokens, minutes of prompt evaluation for this server on a loaded 2-core machine."""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`python -m llama_cpp.server` on the embedded GGUF with tool calling; yields its /v1 URL."""
-    port = _free_port()
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()),
-             "--model_alias", ALIAS, "--chat_format", "chatml-function-calling",
-             "--n_ctx", "4096", "--host", "127.0.0.1", "--port", str(port), "--verbose", "False"],
-            stdout=sink, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"llama_cpp.server did not answer in {STARTUP_SECONDS:g} s:\n{log.read_text()[-3000:]}"
-                )
-            time.sleep(0.25)
+    with start_llama_server(
+        tmp_path_factory.mktemp("llama-server"),
+        "--model_alias",
+        ALIAS,
+        "--chat_format",
+        "chatml-function-calling",
+        "--n_ctx",
+        "4096",
+    ) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(15)
 
 
 def test_a_conversation_after_tool_calls_is_accepted(llama_server: str):

@@ -4,16 +4,12 @@ the outside deadline against an endpoint that accepts and never answers."""
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
-from toolshift.agents.embedded import gguf_path
+from peers import llama_server as start_llama_server
 from toolshift.evolve.archive import Mutation, ProgramRecord
 from toolshift.evolve.engine import Engine
 from toolshift.evolve.model_proposer import proposer_messages
@@ -22,50 +18,13 @@ from toolshift.evolve.store import EvolveConfig, RunStore
 
 from .builders import program_of
 
-STARTUP_SECONDS = 180.0
-"""How long the server may take to load before the fixture gives up (not a speed check)."""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = _free_port()
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--model_alias", "smollm2",
-             "--n_ctx", "8192", "--host", "127.0.0.1", "--port", str(port), "--verbose", "False"],
-            stdout=sink, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"llama_cpp.server did not answer in {STARTUP_SECONDS:g} s:\n{log.read_text()[-3000:]}"
-                )
-            time.sleep(0.25)
+    with start_llama_server(
+        tmp_path_factory.mktemp("llama-server"), "--model_alias", "smollm2", "--n_ctx", "8192"
+    ) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(15)
 
 
 @pytest.fixture
