@@ -14,7 +14,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolshift.models import MAX_JUDGE_STEPS, RowChange, covers, missing_changes
+from toolshift.models import MAX_JUDGE_STEPS, RowChange, covers, judge_diff, missing_changes
 
 
 def created(table: str, key: str, **fields) -> list[RowChange]:
@@ -299,3 +299,84 @@ def test_search_budget_is_bounded_and_reported_consistently():
     assert MAX_JUDGE_STEPS >= 1000
     assert covers(agent, gold) == (missing_changes(agent, gold) == [])
     assert covers(agent, gold)
+
+
+# --- strict success: collateral writes (changes in Δagent outside σ(Δgold)) ----------------------------
+
+
+def test_collateral_names_the_other_rows_an_agent_changed():
+    gold = [updated("appointment", "A-1", "status", "booked", "cancelled")]
+    agent = [
+        updated("appointment", "A-1", "status", "booked", "cancelled"),
+        updated("appointment", "A-2", "status", "booked", "cancelled"),
+        *created("doctor", "D-9", name="stray"),
+    ]
+    v = judge_diff(agent, gold)
+    assert v.success and not v.strict_success
+    assert v.collateral_rows() == ["appointment/A-2", "doctor/D-9"]
+    assert len(v.collateral) == 3
+    assert v.info()["collateral_changes"] == 3
+    assert judge_diff(gold, gold).strict_success
+
+
+def test_renamed_creates_are_not_collateral_but_a_wrong_value_is_both_missing_and_collateral():
+    gold = created("refund", "REF-01", order_id="ORD-7", amount=10.0)
+    agent = created("refund", "REF-02", order_id="ORD-7", amount=10.0)
+    assert judge_diff(agent, gold).strict_success
+    wrong = [updated("order", "O-1", "total", 5.0, 6.0)]
+    v = judge_diff(wrong, [updated("order", "O-1", "total", 5.0, 7.0)])
+    assert not v.success and v.collateral == wrong
+
+
+@settings(deadline=None, max_examples=300)
+@given(scenario(), st.integers(0, 3))
+def test_collateral_is_exactly_what_lies_outside_the_renamed_gold(s, extra):
+    """collateral = ∅ ⇔ Δagent ⊆ σ(Δgold): a renamed gold diff has none; each extra row the agent made
+    is collateral, field by field, and nothing else is."""
+    gold, generated = gold_of(s)
+    agent = renamed_of(s, extra_parents=extra)
+    v = judge_diff(agent, gold, generated=generated)
+    assert v.success
+    assert {c.key for c in v.collateral} == {f"Q-{i}" for i in range(extra)}
+    assert len(v.collateral) == sum(1 for c in agent if c.key.startswith("Q-"))
+    assert v.strict_success == (extra == 0)
+    assert judge_diff(gold, gold, generated=generated).strict_success
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["t", "u"]),
+            st.sampled_from(["K1", "K2", "K3"]),
+            st.sampled_from(["f", "g"]),
+            st.sampled_from(["update", "delete"]),
+            VALUES,
+        ),
+        max_size=8,
+    ),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["t", "u"]),
+            st.sampled_from(["K1", "K2", "K3", "K4"]),
+            st.sampled_from(["f", "g"]),
+            st.sampled_from(["update", "delete"]),
+            VALUES,
+        ),
+        max_size=8,
+    ),
+)
+def test_without_creates_collateral_is_the_set_difference(gold_t, agent_t):
+    """With no created rows σ is the identity: collateral is Δagent − Δgold by identity, and strict
+    success holds exactly when the two diffs have the same identities."""
+
+    def mk(t):
+        table, key, field, op, v = t
+        return RowChange(table=table, key=key, field=field, op=op, after=None if op == "delete" else v)
+
+    gold, agent = [mk(t) for t in gold_t], [mk(t) for t in agent_t]
+    v = judge_diff(agent, gold)
+    gold_ids = {c.identity() for c in gold}
+    assert v.collateral == [c for c in agent if c.identity() not in gold_ids]
+    assert v.success == covers(agent, gold)
+    assert v.strict_success == ({c.identity() for c in agent} == gold_ids)

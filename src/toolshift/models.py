@@ -1,7 +1,8 @@
 """The models every capability shares: tool effects, row-level state changes, and the one task model.
 
 A world's state change (Δ) is a list of `RowChange`s; task success everywhere in toolshift is
-"Δgold ⊆ Δagent" (`covers`). The `Task` model is the one produced by benchmark synthesis and
+"Δgold ⊆ Δagent" (`covers`), and strict success adds "and nothing else changed" (`judge_diff`: the
+collateral writes are Δagent's changes outside the renamed Δgold). The `Task` model is the one produced by benchmark synthesis and
 consumed by agent runs, metrics and task evolution.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -94,15 +96,34 @@ class _Judgement:
 
     def verdict(self) -> list[RowChange]:
         """The missing gold changes: empty exactly when Δgold ⊆ Δagent up to a renaming."""
+        return self.judge().missing
+
+    def judge(self) -> DiffVerdict:
+        """The missing gold changes and the collateral agent changes, under the renaming σ found.
+
+        Collateral changes are the agent's changes that are not the image of a gold change under σ (the
+        successful renaming, or on failure the closest one found for reporting): exactly the writes the
+        task did not ask for.
+        """
         if all(c.identity() in self.made for c in self.gold_changes):
-            return []
+            matched = {c.identity() for c in self.gold_changes}
+            return DiffVerdict(missing=[], collateral=self._outside(matched))
         self._prepare()
-        if self._search() is not None:
-            return []
-        # report against the unpruned candidates; a full renaming found here (possible only when the
-        # search ran out of budget) is a success, so `covers` and `missing_changes` always agree
-        self.cands = {row: self._local_candidates(row) for row in self.gold_rows}
-        return self._missing_under(self._greedy())
+        sigma = self._search()
+        if sigma is None:
+            # report against the unpruned candidates; a full renaming found here (possible only when the
+            # search ran out of budget) is a success, so `covers` and `missing_changes` always agree
+            self.cands = {row: self._local_candidates(row) for row in self.gold_rows}
+            sigma = self._greedy()
+        images = [self._image_identity(c, sigma) for c in self.gold_changes]
+        missing = [
+            c for c, i in zip(self.gold_changes, images, strict=True) if i is None or i not in self.made
+        ]
+        return DiffVerdict(missing=missing, collateral=self._outside({i for i in images if i is not None}))
+
+    def _outside(self, matched: set[tuple[str, str, str, str, str]]) -> list[RowChange]:
+        """The agent's changes that no gold change accounts for."""
+        return [c for c in self.agent_changes if c.identity() not in matched]
 
     # --- reading both diffs -------------------------------------------------------------------------
 
@@ -273,24 +294,19 @@ class _Judgement:
                     sigma[row] = unused[0]
         return sigma
 
-    def _missing_under(self, sigma: dict[_Row, _Row]) -> list[RowChange]:
-        """The gold changes that do not hold in Δagent under a (possibly partial) renaming."""
-        out: list[RowChange] = []
-        for c in self.gold_changes:
-            home = self._home(c.after)
-            want: Any = c.after
-            if home is not None:
-                if home[0] not in sigma:
-                    out.append(c)
-                    continue
-                want = self._image(sigma[home[0]], home[1])
-            if c.op == "insert":
-                image = sigma.get((c.table, c.key))
-                if image is None or (image[0], image[1], c.field, c.op, _canonical(want)) not in self.made:
-                    out.append(c)
-            elif (c.table, c.key, c.field, c.op, _canonical(want)) not in self.made:
-                out.append(c)
-        return out
+    def _image_identity(self, c: RowChange, sigma: dict[_Row, _Row]) -> tuple[str, str, str, str, str] | None:
+        """The identity gold change `c` takes in Δagent under a (possibly partial) renaming; None where
+        σ leaves a row it needs unmapped."""
+        home = self._home(c.after)
+        want: Any = c.after
+        if home is not None:
+            if home[0] not in sigma:
+                return None
+            want = self._image(sigma[home[0]], home[1])
+        if c.op == "insert":
+            image = sigma.get((c.table, c.key))
+            return None if image is None else (image[0], image[1], c.field, c.op, _canonical(want))
+        return (c.table, c.key, c.field, c.op, _canonical(want))
 
 
 def _created(changes: list[RowChange]) -> dict[_Row, dict[str, Any]]:
@@ -299,6 +315,47 @@ def _created(changes: list[RowChange]) -> dict[_Row, dict[str, Any]]:
         if c.op == "insert":
             rows.setdefault((c.table, c.key), {})[c.field] = c.after
     return rows
+
+
+@dataclass(frozen=True)
+class DiffVerdict:
+    """A world diff judged against Δgold: what the agent left undone and what it changed besides.
+
+    `success` is the benchmark's SR (Δgold ⊆ Δagent up to a renaming σ); `strict_success` adds that
+    nothing else changed: every change in Δagent is the image of a gold change under σ. Reads never
+    appear in a diff, so a row the agent only read is never collateral.
+    """
+
+    missing: list[RowChange]
+    collateral: list[RowChange]
+
+    @property
+    def success(self) -> bool:
+        return not self.missing
+
+    @property
+    def strict_success(self) -> bool:
+        return not self.missing and not self.collateral
+
+    def collateral_rows(self) -> list[str]:
+        """The rows the collateral changes touched, as `table/key`, sorted."""
+        return sorted({f"{c.table}/{c.key}" for c in self.collateral})
+
+    def info(self) -> dict[str, Any]:
+        """The verdict as an episode's outcome records it (`Outcome.info`; docs/formats.md)."""
+        return {
+            "missing_changes": len(self.missing),
+            "strict_success": self.strict_success,
+            "collateral_changes": len(self.collateral),
+            "collateral_rows": self.collateral_rows(),
+        }
+
+
+def judge_diff(
+    agent: Iterable[RowChange], gold: Iterable[RowChange], *, generated: Iterable[str] = ()
+) -> DiffVerdict:
+    """Δagent judged against Δgold: missing gold changes and collateral agent changes under one renaming σ."""
+    return _Judgement(agent, gold, generated).judge()
 
 
 def covers(agent: Iterable[RowChange], gold: Iterable[RowChange], *, generated: Iterable[str] = ()) -> bool:
@@ -413,6 +470,10 @@ class Task(BaseModel):
     def missing_from(self, diff: Iterable[RowChange]) -> list[RowChange]:
         """The gold changes `diff` lacks under the closest renaming (empty exactly when `covered_by`)."""
         return missing_changes(diff, self.expected_changes, generated=self.generated_values)
+
+    def verdict(self, diff: Iterable[RowChange]) -> DiffVerdict:
+        """The task's verdict on a world diff: success, and strict success (no collateral write)."""
+        return judge_diff(diff, self.expected_changes, generated=self.generated_values)
 
     def fingerprint(self) -> str:
         """A hash of what defines the task (not its history): changes when the task changes.

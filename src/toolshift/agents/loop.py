@@ -386,18 +386,23 @@ def _judge(
     }
     if judged is not None:
         if diff is not None:
-            judged.info["missing_changes"] = len(task.missing_from(diff))
+            verdict = task.verdict(diff)
+            judged.info.update(verdict.info())
             judged.info["changes_made"] = len(diff)
-            judged.info["delta_cover"] = task.covered_by(diff)
+            judged.info["delta_cover"] = verdict.success
+            # strict: the benchmark's own success, and no write outside the renamed Δgold
+            judged.info["strict_success"] = bool(judged.success) and not verdict.collateral
         outcome = judged
     elif conv.reason in ("user_error", "world_error") or diff is None:
         info["charged_to"] = "user" if conv.reason == "user_error" else "harness"
         outcome = Outcome(reward=None, success=None, judged_by="delta-cover", info=info)
     else:
-        success = task.covered_by(diff)
-        info["missing_changes"] = len(task.missing_from(diff))
+        verdict = task.verdict(diff)
+        info.update(verdict.info())
         info["changes_made"] = len(diff)
-        outcome = Outcome(reward=float(success), success=success, judged_by="delta-cover", info=info)
+        outcome = Outcome(
+            reward=float(verdict.success), success=verdict.success, judged_by="delta-cover", info=info
+        )
     return Episode(
         id=episode_id,
         task_id=task.id,
