@@ -218,6 +218,7 @@ def stats_cmd(
     if markdown_out:
         markdown_out.parent.mkdir(parents=True, exist_ok=True)
         from toolshift.bench.build import load_manifest
+        from toolshift.bench.ecosystem.store import build_fingerprint
 
         m = load_manifest(build_dir)
         png_arg = f" --png {png}" if png else ""
@@ -227,6 +228,7 @@ def stats_cmd(
             f"toolshift bench stats {build_dir} --markdown {markdown_out}{png_arg}{judge_arg}",
             f"toolshift bench build --out {build_dir} --seed {m.seed} --per-domain {m.per_domain}",
             quality,
+            build_fingerprint(build_dir),
         )
         if png:
             text += f"\n![functions per task and path length]({png.name})\n"

@@ -188,15 +188,21 @@ def quality_rows(q: Quality) -> list[tuple[str, str, str]]:
 
 
 def markdown(
-    stats: list[DomainStats], command: str, build_command: str = "", quality: Quality | None = None
+    stats: list[DomainStats],
+    command: str,
+    build_command: str = "",
+    quality: Quality | None = None,
+    fingerprint: str = "",
 ) -> str:
-    """The stats as markdown tables (what docs/results/bench-stats.md holds)."""
+    """The stats as markdown tables (what docs/results/bench-stats.md holds); `fingerprint` names the build
+    (`build_fingerprint`), as every results page resting on a build does."""
     made_by = [build_command, command] if build_command else [command]
+    named = f"Build `{fingerprint}`: " if fingerprint else ""
     lines = [
         "# Benchmark build statistics",
         "",
-        f"{len(stats)} domains, {sum(s.tools for s in stats)} tools, {sum(s.tasks for s in stats)} validated "
-        f"tasks ({sum(s.train for s in stats)} train / {sum(s.test for s in stats)} test). Made by:",
+        f"{named}{len(stats)} domains, {sum(s.tools for s in stats)} tools, {sum(s.tasks for s in stats)} "
+        f"validated tasks ({sum(s.train for s in stats)} train / {sum(s.test for s in stats)} test). Made by:",
         "",
         *[f"    {c}" for c in made_by],
         "",

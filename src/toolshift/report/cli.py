@@ -183,6 +183,11 @@ def embedded(
         data or default_data_dir(),
         trials={"embedded": trials, "embedded:recent": rule_trials},
         console=console,
+        command=" ".join(
+            [f"toolshift report embedded --build {build} --runs {runs} --out {out}"]
+            + ([f"--trials {trials}"] if trials != 3 else [])
+            + ([f"--rule-trials {rule_trials}"] if rule_trials != 1 else [])
+        ),
     )
     console.print(f"wrote {path}")
 

@@ -25,7 +25,6 @@ from rich.console import Console
 from toolshift.models import Task
 from toolshift.report.intervals import bootstrap_mean
 
-COMMAND = "toolshift report embedded --build runs/bench --runs runs/embedded --out docs/results/embedded.md"
 MODELS = ("embedded", "embedded:recent")
 LABELS = {"embedded": "the model picks the span", "embedded:recent": "the most recent span (rule)"}
 NAMED = "one write, every value of it named by the user"
@@ -142,6 +141,7 @@ def success_section(picked: list[Picked], episodes: dict[str, list[Any]]) -> tup
     from toolshift.agents.demo import demo_tasks
 
     group_of = {p.task.id: p.group for p in picked} | {t.id: "demo (clinic)" for t in demo_tasks()}
+    tasks = {p.task.id: p.task for p in picked} | {t.id: t for t in demo_tasks()}
     order = ["demo (clinic)", NAMED, *(f"{n} steps" for n in sorted(SAMPLE))]
     figures: dict[str, Any] = {}
     rows = []
@@ -164,11 +164,50 @@ def success_section(picked: list[Picked], episodes: dict[str, list[Any]]) -> tup
             interval = bootstrap_mean(rates)
             cells.append(f"{int(solved)}/{n_eps} = {pct(interval.mean)} [{pct(interval.low)}, {pct(interval.high)}]"
                          if n_eps else "–")  # fmt: skip
+            strict = _strict_cell(group, group_of, episodes[model], tasks)
+            cells.append(strict["cell"])
             figures.setdefault(group, {})[model] = {"solved": solved, "episodes": n_eps,
-                                                    "rate": interval.as_dict()}  # fmt: skip
+                                                    "rate": interval.as_dict(), "strict": strict["figures"]}  # fmt: skip
         rows.append(cells)
-    header = ["Tasks", "n", *(f"Success, {LABELS[m]} (95% CI)" for m in MODELS)]
+    header = ["Tasks", "n"]
+    for m in MODELS:
+        header += [f"Success, {LABELS[m]} (95% CI)", f"Strict success, {LABELS[m]} (collateral writes)"]
     return table(header, rows), figures
+
+
+def _strict_cell(
+    group: str, group_of: dict[str, str], episodes: list[Any], tasks: dict[str, Task]
+) -> dict[str, Any]:
+    """Strict success (success and no write outside Δgold) for one group and model, with the episodes that
+    succeeded with collateral writes and how many changes they made: from `outcome.info` where the run
+    recorded it, else judged again from the episode's world diff."""
+    per_task: dict[str, list[float]] = defaultdict(list)
+    collateral_eps = collateral_changes = 0
+    for e in episodes:
+        if group_of.get(e.task_id) != group or e.outcome is None or e.outcome.success is None:
+            continue
+        info = e.outcome.info
+        if "strict_success" in info:
+            strict, extra = bool(info["strict_success"]), int(info.get("collateral_changes", 0))
+        elif e.world_diff is not None and e.task_id in tasks:
+            verdict = tasks[e.task_id].verdict(e.world_diff)
+            strict, extra = verdict.strict_success, len(verdict.collateral)
+        else:
+            continue
+        per_task[e.task_id].append(float(strict))
+        if e.outcome.success and extra:
+            collateral_eps += 1
+            collateral_changes += extra
+    n_eps = sum(len(v) for v in per_task.values())
+    if not n_eps:
+        return {"cell": "–", "figures": None}
+    interval = bootstrap_mean([sum(v) / len(v) for v in per_task.values()])
+    solved = int(sum(sum(v) for v in per_task.values()))
+    cell = (f"{solved}/{n_eps} = {pct(interval.mean)} [{pct(interval.low)}, {pct(interval.high)}]; "
+            f"{collateral_eps} successes with {collateral_changes} collateral changes")  # fmt: skip
+    return {"cell": cell, "figures": {"solved": solved, "episodes": n_eps, "rate": interval.as_dict(),
+                                      "successes_with_collateral": collateral_eps,
+                                      "collateral_changes": collateral_changes}}  # fmt: skip
 
 
 def paired_section(picked: list[Picked], episodes: dict[str, list[Any]]) -> str:
@@ -348,7 +387,7 @@ def user_prompt_section(build: Path) -> tuple[str, dict[str, Any]]:
 
 def write_report(
     out: Path, build: Path, runs: Path, data: Path, *, trials: dict[str, int] | None = None,
-    console: Console | None = None,
+    console: Console | None = None, command: str | None = None,
 ) -> Path:  # fmt: skip
     from toolshift.report.benchlog import machine_description
     from toolshift.traces.store import write_text_atomic
@@ -365,19 +404,22 @@ def write_report(
     reading, binder, reading_fig = reading_section(data, console, runs / "picks.json")
     prompt, prompt_fig = user_prompt_section(build)
     from toolshift.agents.config import RunConfig
+    from toolshift.bench.ecosystem.store import build_fingerprint
 
-    build_id = json.loads((build / "manifest.json").read_text(encoding="utf-8")).get("seed")
+    manifest = json.loads((build / "manifest.json").read_text(encoding="utf-8"))
+    fingerprint = build_fingerprint(build)
+    command = command or f"toolshift report embedded --build {build} --runs {runs} --out {out}"
     seconds = time.perf_counter() - started
     episode_seconds = sum(e.duration or 0.0 for eps in episodes.values() for e in eps)
     page = f"""# The embedded agent: decoding that copies, and reading the request
 
-Generated by `{COMMAND}` from the repository root (build `toolshift bench build --out runs/bench --seed {build_id} --per-domain 40`; real data in `../shared/data`). Episodes are resumable run folders under `runs/embedded`: they took {episode_seconds / 60:.0f} min in all (the sum of their durations, over the runs that made them), the picker's answers {reading_fig["picker_seconds"] / 60:.0f} min, and this last run of the command {seconds / 60:.0f} min, on {machine_description().split(", commit")[0]}, load average {load:.1f} at its start. Do not edit by hand.
+Generated by `{command}` from the repository root (build `{fingerprint}`: `toolshift bench build --out {build} --seed {manifest.get("seed")} --per-domain {manifest.get("per_domain")}`; real data in `../shared/data`). Episodes are resumable run folders under `{runs}`: they took {episode_seconds / 60:.0f} min in all (the sum of their durations, over the runs that made them), the picker's answers {reading_fig["picker_seconds"] / 60:.0f} min, and this last run of the command {seconds / 60:.0f} min, on {machine_description().split(", commit")[0]}, load average {load:.1f} at its start. Do not edit by hand.
 
 The embedded agent is SmolLM2-135M-Instruct (`toolshift.agents.embedded`). Each turn its output grammar is rebuilt from the conversation (`toolshift.agents.copying`): an argument that names something — a key, an email, a date, a number, a name — may only take a span of the user's words or a value of an earlier tool result of that shape, or the schema's enum; a key takes only values with the prefix the catalog's examples give its entity ("e.g. LE-0001"); free text (reasons, notes) stays free but capped at the schema's length, with the user's clauses offered beside it. The token cap is the longest output the grammar admits, so no call is ever cut. The model chooses the tool (weighed by a retrieval prior: the words a tool's name and description share with the user's) and the value among the spans; the rule `embedded:recent` leaves it, for every argument, only the most recent span of the right shape. docs/decisions.md D75–D77 give the choices.
 
 ## Success on tasks
 
-Scripted user, at most {MAX_TURNS} turns, {trials["embedded"]} trials per task with the model and {trials["embedded:recent"]} with the rule (seeded per episode, the same seeds for both), judged by the world diff (Δgold ⊆ Δagent). The demo's three clinic tasks, every test task of the build with one write whose every value the user names ("{NAMED}"), and a seeded sample of the other test tasks by gold-path length ({", ".join(f"{n} of {k} steps" for k, n in SAMPLE.items())}). Intervals are 95%, bootstrap over tasks.
+Scripted user, at most {MAX_TURNS} turns, {trials["embedded"]} trials per task with the model and {trials["embedded:recent"]} with the rule (seeded per episode, the same seeds for both), judged by the world diff (Δgold ⊆ Δagent; strict success adds that nothing outside Δgold changed, and the collateral writes are counted beside it). The demo's three clinic tasks, every test task of the build with one write whose every value the user names ("{NAMED}"), and a seeded sample of the other test tasks by gold-path length ({", ".join(f"{n} of {k} steps" for k, n in SAMPLE.items())}). Intervals are 95%, bootstrap over tasks.
 
 {success}
 
