@@ -213,10 +213,21 @@ def report(
     per_domain: Annotated[int, typer.Option(help="Tasks synthesised per domain.")] = 30,
     live_tasks: Annotated[int, typer.Option(help="Test tasks per domain run live, flows off and on.")] = 4,
     max_turns: Annotated[int, typer.Option(help="Turn limit of a live episode.")] = 12,
+    build: Annotated[
+        Path | None,
+        typer.Option(
+            help="An existing bench build to take the domains' tasks from (default: build them in WORK)."
+        ),
+    ] = None,
 ) -> None:
     """docs/results/flows-live.md: trace vs environment replay, and live runs with flows off and on."""
     from toolshift.gateway.liveflows import write_report
 
+    if build is not None and not (build / "manifest.json").is_file():
+        raise BadInputError("not a benchmark build (no manifest.json)", source=str(build))
+    args = [f"--out {out}", f"--work {work}"] + ([f"--build {build}"] if build else [])
+    args += [f"--model {m}" for m in model or []]
+    args += [f"--live-tasks {live_tasks}"] if live_tasks != 4 else []
     path = write_report(
         out,
         work,
@@ -224,6 +235,8 @@ def report(
         per_domain=per_domain,
         live_tasks=live_tasks,
         max_turns=max_turns,
+        build=build,
+        command="toolshift gateway report " + " ".join(args),
     )
     err.print(f"wrote {path}")
 

@@ -42,9 +42,12 @@ def _toolshift(*args: str) -> None:
         raise ToolshiftError(f"toolshift {' '.join(args[:2])} failed: {proc.stderr.strip()[-500:]}")
 
 
-def prepare_runs(work: Path, domains: tuple[str, ...], per_domain: int, console: Console) -> dict[str, Path]:
-    """Build tasks and record the oracle's episodes per domain (reused when present): domain → run folder."""
-    build = work / "build"
+def prepare_runs(
+    work: Path, domains: tuple[str, ...], per_domain: int, console: Console, build: Path | None = None
+) -> dict[str, Path]:
+    """Build tasks (unless an existing bench `build` is given) and record the oracle's episodes per domain
+    (reused when present): domain → run folder."""
+    build = build or work / "build"
     if not (build / "manifest.json").exists():
         console.print(f"building {per_domain} tasks for each of {', '.join(domains)}")
         _toolshift(
@@ -302,20 +305,28 @@ def live_rows(model: str, pairs: list[tuple[LiveEpisode, LiveEpisode]], domain: 
 
 
 def write_report(out: Path, work: Path, *, models: list[str], per_domain: int = 30, live_tasks: int = 4,
-                 max_turns: int = 12, console: Console | None = None) -> Path:  # fmt: skip
+                 max_turns: int = 12, console: Console | None = None, build: Path | None = None,
+                 command: str | None = None) -> Path:  # fmt: skip
+    """The page; with `build`, on that bench build's tasks of the three domains (the one build every results
+    page stands on) instead of a build of its own in `work`."""
+    from toolshift.bench.build import load_manifest
+    from toolshift.bench.ecosystem.store import build_fingerprint
     from toolshift.fileio import write_text_atomic
     from toolshift.flows.results import table
     from toolshift.taskfile import read_tasks
 
     console = console or Console(stderr=True)
-    runs = prepare_runs(work, DOMAINS, per_domain, console)
+    runs = prepare_runs(work, DOMAINS, per_domain, console, build)
+    build = build or work / "build"
+    per_domain = load_manifest(build).per_domain
+    command = command or f"toolshift gateway report --out {out}"
     flows = [learn_domain(d, runs[d], work) for d in DOMAINS]
     env_rows, figures = trace_vs_environment(flows, console)
     live: list[list[str]] = []
     for m in models:
         every: list[tuple[LiveEpisode, LiveEpisode]] = []
         for df in flows:
-            tasks = {t.id: t for t in read_tasks(work / "build" / "domains" / df.domain / "tasks.jsonl")}
+            tasks = {t.id: t for t in read_tasks(build / "domains" / df.domain / "tasks.jsonl")}
             chosen = [tasks[t.task_id] for t in df.test[:live_tasks] if t.task_id in tasks]
             pairs = live_runs(df, chosen, m, work, max_turns=max_turns, console=console)
             live.append(live_rows(m, pairs, df.domain))
@@ -326,8 +337,9 @@ def write_report(out: Path, work: Path, *, models: list[str], per_domain: int = 
     text = "\n\n".join(
         [
             "# Flows served live by the gateway",
-            "Made by `toolshift gateway report --out docs/results/flows-live.md` (work folder "
-            f"`{work}/`, reused when run again). Seed 003's environment replay and its live check, on "
+            f"Made by `{command}` (work folder `{work}/`, reused when run again), on build "
+            f"`{build_fingerprint(build)}` (`toolshift bench build --out {build} --seed {load_manifest(build).seed} "
+            f"--per-domain {per_domain}`). Seed 003's environment replay and its live check, on "
             f"toolshift worlds: {len(DOMAINS)} bench domains ({', '.join(DOMAINS)}), {per_domain} synthesised "
             "tasks each; episodes of the `oracle` policy (each task's gold path: a measuring instrument, not a "
             f"model), split by task (positions 2, 5, 7, 9 of every ten held out); flows learned on the "
