@@ -1,37 +1,44 @@
-"""Benchmark: oracle replay of the 50 τ-bench airline test tasks on our airline world against τ²-bench's and τ-bench v1's harnesses.
+"""Benchmark: a full oracle episode on our τ² airline world against τ²-bench's, and an environment replay against τ-bench v1's, interleaved task by task.
 
-One run measures, one after another on the same machine:
+Each ratio compares the same unit of work on the same task, the two sides alternating in one run
+(bench/paired.py: A, B, A, B …; p50/p50 and p90/p90; load at start and end):
 
-- ours: per task, the world restored to its initial state, the task's gold calls, and the reward
-  (the net row changes equal the task's Δgold); each figure the mean of two replays;
-- τ²-bench (its venv, `tests/peers.py`): per task a fresh environment, τ²'s Orchestrator with a
-  scripted gold agent and a scripted user, and τ²'s `evaluate_simulation` (`bench/tau_harness_probe.py`);
-  its airline `db.json`, absent from the snapshot, is rebuilt from τ-bench's files into a temporary
-  TAU2_DATA_DIR (τ²'s own data files are linked beside it);
-- τ-bench v1, when a checkout of sierra-research/tau-bench is given (`--taubench DIR`; this project
-  neither ships nor builds it): per task a fresh `MockAirlineDomainEnv`, the gold actions, `calculate_reward`.
+- a full oracle episode. Ours: `run_episode` — a fresh world behind in-memory MCP, the agent loop with
+  the oracle policy (the task's gold calls), the scripted user, and the judge. τ²-bench's (its venv,
+  `tests/peers.py`; `bench/tau_harness_probe.py tau2` as a server): a fresh environment, its
+  Orchestrator with a scripted gold agent and a scripted user, and `evaluate_simulation`. τ²'s airline
+  `db.json`, absent from the snapshot, is rebuilt from τ-bench's files into a temporary TAU2_DATA_DIR.
+- an environment replay, when a checkout of sierra-research/tau-bench is given (`--taubench DIR`; this
+  project neither ships nor builds it). τ-bench v1's harness has no scripted agent loop, so the unit is
+  the environment's: per task, v1 builds a fresh `MockAirlineDomainEnv`, steps the gold actions and calls
+  `calculate_reward`; ours restores the world's initial state, makes the gold calls with `World.call` and
+  compares the net row changes with Δgold.
 
-τ²'s 50 airline tasks are its revision of τ-bench's 50 test tasks (not the same in the same order),
-so ours is timed on τ²'s tasks against τ²-bench and on τ-bench's (their gold actions as v1's probe
-dumps them, as data) against τ-bench v1. Rewards must agree task by task. Wall seconds and CPU seconds of the replay loops are reported with their ratios;
-on a loaded machine the CPU ratio is the steadier one. Also: oracle replay episodes/s per τ² world.
+Rewards must agree task by task. Our bare `World.call` replay of τ²'s tasks is reported too, as what it
+is (no agent loop, user or MCP); it is never divided by an episode.
 
-Run: `.venv/bin/python bench/bench_tau2_side_by_side.py [--taubench DIR]`.
+Run: `.venv/bin/python bench/bench_tau2_side_by_side.py [--rounds N] [--limit N] [--taubench DIR]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
-import os
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from toolshift.models import RowChange
+from paired import Paired, Sample, interleave, measure, percentile
+from toolshift.agents.loop import run_episode
+from toolshift.agents.policies import oracle
+from toolshift.agents.users import ScriptedUser, user_for_task
+from toolshift.agents.worlds import world_opener
+from toolshift.models import RowChange, Task
 from toolshift.report.benchlog import record
 from toolshift.world import World, load_domain
 from toolshift.world.tau2.airline import tau2_database
@@ -43,6 +50,8 @@ sys.path.insert(0, str(REPO / "tests"))
 import peers  # noqa: E402  (tests/peers.py: where τ²-bench's Python is)
 
 PROBE = REPO / "bench" / "tau_harness_probe.py"
+EPISODE = "full oracle episode"
+REPLAY = "environment replay"
 
 
 def _key(c: RowChange) -> tuple[str, str, str, str, str, str]:
@@ -50,15 +59,108 @@ def _key(c: RowChange) -> tuple[str, str, str, str, str, str]:
 
 
 Replayable = tuple[str, list[tuple[str, dict[str, Any]]], list[RowChange]]
-"""A task as the oracle replays it: id, gold calls, Δgold."""
+"""A task as the bare replay runs it: id, gold calls, Δgold."""
 
 
-def from_tasks(tasks: list[Any]) -> list[Replayable]:
-    return [(t.id, [(c.tool, c.arguments) for c in t.gold_path], t.expected_changes) for t in tasks]
+class Replayer:
+    """Our environment replay: restore the initial state, the gold calls through `World.call`, Δ compared with Δgold."""
+
+    def __init__(self, world_name: str) -> None:
+        self.world = World(load_domain(world_name))
+        self.initial = self.world.snapshot()
+        self.rewards: dict[str, float] = {}
+
+    def __call__(self, task: Replayable) -> None:
+        task_id, calls, expected = task
+        self.world.restore(self.initial)
+        changes: list[RowChange] = []
+        for name, arguments in calls:
+            changes += self.world.call(name, arguments).changes
+        same = sorted(map(_key, compose_changes(changes))) == sorted(map(_key, expected))
+        self.rewards[task_id] = 1.0 if same else 0.0
+
+    def close(self) -> None:
+        self.initial.close()
+        self.world.close()
+
+
+class Episodes:
+    """Our full oracle episode: fresh world over in-memory MCP, agent loop (oracle policy), scripted user, judge."""
+
+    def __init__(self, world_name: str) -> None:
+        self.opener = world_opener(world_name)
+        self.runner = asyncio.Runner()
+        self.rewards: dict[str, float] = {}
+
+    def __call__(self, task: Task) -> None:
+        user = user_for_task(task) or ScriptedUser(task.public_request, task.instruction)
+        episode = self.runner.run(
+            run_episode(task, oracle(task), user, self.opener, episode_id=f"bench:{task.id}")
+        )
+        self.rewards[task.id] = 1.0 if episode.outcome is not None and episode.outcome.success else 0.0
+
+    def close(self) -> None:
+        self.runner.close()
+
+
+class Probe:
+    """A peer harness served by `tau_harness_probe.py` in τ²-bench's venv: one episode per task id sent."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.rewards: dict[str, float] = {}
+        self.ready = self._line()
+
+    def _line(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"the harness probe stopped (exit {self.proc.wait()}); its stderr is above")
+        return json.loads(line)
+
+    def __call__(self, task_id: str) -> Sample:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(task_id + "\n")
+        self.proc.stdin.flush()
+        answer = self._line()
+        self.rewards[task_id] = float(answer["reward"])
+        return Sample(wall=answer["wall"], cpu=answer["cpu"])
+
+
+@contextmanager
+def probe(python: Path, args: list[str], data_dir: Path | None, log: IO[str]) -> Iterator[Probe]:
+    env = peers.tau2_env()
+    if data_dir is not None:
+        env["TAU2_DATA_DIR"] = str(data_dir)
+    proc = subprocess.Popen(
+        [str(python), str(PROBE), *args], env=env, cwd=str(python.parents[1]), stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=log, text=True,
+    )  # fmt: skip
+    try:
+        yield Probe(proc)
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(timeout=60)
+
+
+def tau2_data_dir(folder: Path) -> Path:
+    """τ²'s data folder with the airline db.json rebuilt from τ-bench's files (the rest linked, not copied)."""
+    domains = peers.TAU2_PEER / "data" / "tau2" / "domains"
+    target = folder / "tau2" / "domains"
+    target.mkdir(parents=True)
+    for d in domains.iterdir():
+        if d.name != "airline":
+            (target / d.name).symlink_to(d)
+    (target / "airline").mkdir()
+    for f in (domains / "airline").iterdir():
+        (target / "airline" / f.name).symlink_to(f)
+    (target / "airline" / "db.json").write_text(json.dumps(tau2_database()))
+    return folder
 
 
 def from_taubench(world_name: str, actions: dict[str, list[list[Any]]]) -> tuple[list[Replayable], int]:
-    """τ-bench v1's test tasks (their gold actions, as its probe dumped them) with Δgold from one untimed replay.
+    """τ-bench v1's test tasks (their gold actions, as its probe reports them) with Δgold from one untimed replay.
 
     Also returns how many of those gold calls fail on our world (v1 and τ² differ in places).
     """
@@ -79,63 +181,7 @@ def from_taubench(world_name: str, actions: dict[str, list[list[Any]]]) -> tuple
     return out, failing
 
 
-def oracle_replay(world_name: str, tasks: list[Replayable]) -> dict[str, Any]:
-    """Per task: restore, gold calls, reward 1.0 when the net changes are exactly the task's Δgold."""
-    world = World(load_domain(world_name))
-    initial = world.snapshot()
-    rewards: dict[str, float] = {}
-    started, cpu = time.perf_counter(), time.process_time()
-    for task_id, calls, expected in tasks:
-        world.restore(initial)
-        changes: list[RowChange] = []
-        for name, arguments in calls:
-            changes += world.call(name, arguments).changes
-        same = sorted(map(_key, compose_changes(changes))) == sorted(map(_key, expected))
-        rewards[task_id] = 1.0 if same else 0.0
-    out = {"rewards": rewards, "total": time.perf_counter() - started, "cpu": time.process_time() - cpu}
-    initial.close()
-    world.close()
-    return out
-
-
-def tau2_data_dir(folder: Path) -> Path:
-    """τ²'s data folder with the airline db.json rebuilt from τ-bench's files (the rest linked, not copied)."""
-    domains = peers.TAU2_PEER / "data" / "tau2" / "domains"
-    target = folder / "tau2" / "domains"
-    target.mkdir(parents=True)
-    for d in domains.iterdir():
-        if d.name != "airline":
-            (target / d.name).symlink_to(d)
-    (target / "airline").mkdir()
-    for f in (domains / "airline").iterdir():
-        (target / "airline" / f.name).symlink_to(f)
-    (target / "airline" / "db.json").write_text(json.dumps(tau2_database()))
-    return folder
-
-
-def run_probe(python: Path, args: list[str], data_dir: Path | None) -> dict[str, Any]:
-    out = Path(tempfile.mkstemp(suffix=".json")[1])
-    env = peers.tau2_env()
-    if data_dir is not None:
-        env["TAU2_DATA_DIR"] = str(data_dir)
-    done = subprocess.run(
-        [str(python), str(PROBE), *args, str(out)], env=env, cwd=str(python.parents[1]), capture_output=True,
-        text=True, check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise SystemExit(f"{args[0]} probe failed:\n{done.stderr[-3000:]}")
-    result = json.loads(out.read_text())
-    out.unlink()
-    return result
-
-
-def _mean(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float]:
-    if a["rewards"] != b["rewards"]:
-        raise SystemExit("our two replays gave different rewards")
-    return (a["total"] + b["total"]) / 2, (a["cpu"] + b["cpu"]) / 2
-
-
-def _same_rewards(name: str, ours: dict[str, float], theirs: dict[str, float]) -> None:
+def same_rewards(name: str, ours: dict[str, float], theirs: dict[str, float]) -> None:
     if ours != theirs:
         differ = {
             k: (ours.get(k), theirs.get(k))
@@ -145,8 +191,28 @@ def _same_rewards(name: str, ours: dict[str, float], theirs: dict[str, float]) -
         raise SystemExit(f"rewards differ from {name}'s: {differ}")
 
 
+def spread(values: list[float]) -> str:
+    return f"{1000 * percentile(values, 0.5):.1f} / {1000 * percentile(values, 0.9):.1f} ms"
+
+
+def tau2_episodes(python: Path, tasks: list[Task], rounds: int, log: IO[str]) -> tuple[Paired, float]:
+    """Our full oracle episode and τ²-bench's, interleaved task by task; also τ²-bench's import seconds."""
+    ours = Episodes("tau2-airline")
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        probe(python, ["tau2"], tau2_data_dir(Path(tmp)), log) as theirs,
+    ):
+        ours(tasks[0]), theirs(tasks[0].id)  # warm-up, untimed: first calls build caches on both sides
+        run = interleave(ours, lambda t: theirs(t.id), tasks, rounds=rounds, names=("toolshift", "τ²-bench"))
+    ours.close()
+    same_rewards("τ²-bench", ours.rewards, theirs.rewards)
+    return run, theirs.ready["imports"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1, help="passes over the tasks (default 1)")
+    parser.add_argument("--limit", type=int, help="only the first N airline tasks of each peer")
     parser.add_argument("--taubench", type=Path, help="A checkout of sierra-research/tau-bench (τ-bench v1).")
     args = parser.parse_args()
     why = peers.tau2_unavailable()
@@ -154,68 +220,70 @@ def main() -> None:
         print(f"τ²-bench unavailable: {why}; nothing recorded")
         return
     python = peers.ensure_tau2_venv()
-    airline = from_tasks(import_tasks("tau2-airline").tasks)
-    retail = from_tasks(import_tasks("tau2-retail").tasks)
-    n = len(airline)
-
-    ours_before = oracle_replay("tau2-airline", airline)
-    with tempfile.TemporaryDirectory() as tmp:
-        theirs = run_probe(python, ["tau2"], tau2_data_dir(Path(tmp)))
-    ours_after = oracle_replay("tau2-airline", airline)
-    ours_wall, ours_cpu = _mean(ours_before, ours_after)
-    _same_rewards("τ²-bench", ours_before["rewards"], theirs["rewards"])
-    mean = sum(ours_before["rewards"].values()) / n
+    tasks = import_tasks("tau2-airline").tasks[: args.limit]
+    n = len(tasks)
+    with tempfile.TemporaryFile("w+") as log:
+        try:
+            episodes, imports = tau2_episodes(python, tasks, args.rounds, log)
+        finally:
+            log.seek(0)
+            sys.stderr.write(log.read()[-3000:])
     rows = [
-        ("τ²'s airline tasks; mean reward ours = τ²-bench's", f"{n}; {mean:.2f}", "same rewards"),
-        ("ours: replay loop, wall / CPU", f"{ours_wall:.2f} s / {ours_cpu:.2f} s ({ours_wall / n * 1000:.0f} ms per task)",
-         ""),
-        ("τ²-bench gold replay (Orchestrator + evaluate_simulation), wall / CPU",
-         f"{theirs['total']:.1f} s / {theirs['cpu']:.1f} s ({theirs['total'] / n:.2f} s per task; "
-         f"imports {theirs['imports']:.1f} s apart)", ""),
-        ("ours faster than τ²-bench: wall / CPU", f"{theirs['total'] / ours_wall:.0f}× / {theirs['cpu'] / ours_cpu:.0f}×",
-         "≥ 20×"),
+        (f"τ²'s airline tasks × rounds; {EPISODE} rewards ours = τ²-bench's", f"{n} × {args.rounds}; equal on every task", "same rewards"),
+        *episodes.rows(f"{EPISODE} per task", clocks=("wall", "cpu")),
     ]  # fmt: skip
+    notes = [f"{EPISODE.capitalize()}: toolshift's `run_episode` (fresh world over in-memory MCP, agent loop with the "
+             "oracle policy, scripted user, judge) against τ²-bench's fresh environment, Orchestrator (scripted gold "
+             "agent, scripted user) and `evaluate_simulation`, one task at a time; τ²'s CPU is its own process's. "
+             f"τ²-bench's imports and first environment took {imports:.1f} s, outside the pairs. "
+             + episodes.note()]  # fmt: skip
     if args.taubench is not None:
-        v1 = run_probe(python, ["taubench", str(args.taubench.resolve())], None)
-        v1_tasks, failing = from_taubench("tau2-airline", v1["actions"])
-        first = oracle_replay("tau2-airline", v1_tasks)
-        second = oracle_replay("tau2-airline", v1_tasks)
-        v1_wall, v1_cpu = _mean(first, second)
-        _same_rewards("τ-bench v1", first["rewards"], v1["rewards"])
-        gold = [[[name, arguments] for name, arguments in calls] for _, calls, _ in airline]
-        in_tau2 = sum(1 for calls in v1["actions"].values() if calls in gold)
+        with tempfile.TemporaryFile("w+") as log:
+            with probe(python, ["taubench", str(args.taubench.resolve())], None, log) as v1:
+                v1_tasks, failing = from_taubench("tau2-airline", v1.ready["tasks"])
+                v1_tasks = v1_tasks[: args.limit]
+                ours_v1 = Replayer("tau2-airline")
+                ours_v1(v1_tasks[0]), v1(v1_tasks[0][0])
+                replay = interleave(ours_v1, lambda t: v1(t[0]), v1_tasks, rounds=args.rounds,
+                                    names=("toolshift", "τ-bench v1"))  # fmt: skip
+                ours_v1.close()
+            same_rewards("τ-bench v1", ours_v1.rewards, v1.rewards)
         m = len(v1_tasks)
         rows += [
-            ("τ-bench v1's airline test tasks; mean reward ours = v1's",
-             f"{m}; {sum(first['rewards'].values()) / m:.2f} ({failing} of their gold calls fail on our "
-             f"τ²-faithful world; {in_tau2} of the {m} have their gold actions unchanged among τ²'s tasks)",
-             "same rewards"),
-            ("ours on v1's tasks: replay loop, wall / CPU", f"{v1_wall:.2f} s / {v1_cpu:.2f} s", ""),
-            ("τ-bench v1 (fresh env, env.step gold actions, calculate_reward), wall / CPU",
-             f"{v1['total']:.1f} s / {v1['cpu']:.1f} s ({v1['total'] / m:.2f} s per task)", ""),
-            ("ours faster than τ-bench v1: wall / CPU", f"{v1['total'] / v1_wall:.0f}× / {v1['cpu'] / v1_cpu:.0f}×",
-             "≥ 20×"),
+            (f"τ-bench v1's airline test tasks × rounds; {REPLAY} rewards ours = v1's",
+             f"{m} × {args.rounds}; mean {sum(v1.rewards.values()) / m:.2f}, equal on every task ({failing} of "
+             "their gold calls fail on our τ²-faithful world)", "same rewards"),
+            *replay.rows(f"{REPLAY} per task (v1's tasks)", clocks=("wall", "cpu")),
         ]  # fmt: skip
+        notes.append(f"{REPLAY.capitalize()}: our restore + `World.call` gold calls + Δ compared with Δgold, against "
+                     "τ-bench v1's fresh `MockAirlineDomainEnv`, `env.step` gold actions and `calculate_reward`. "
+                     + replay.note())  # fmt: skip
     else:
         rows.append(("τ-bench v1", "not measured (no --taubench checkout given)", ""))
-    retail_run = oracle_replay("tau2-retail", retail)
-    for name, run, tasks in (("tau2-airline", ours_before, airline), ("tau2-retail", retail_run, retail)):
-        ok = sum(run["rewards"].values())
+    for name in ("tau2-airline", "tau2-retail"):
+        bare = Replayer(name)
+        ts = from_tasks(import_tasks(name).tasks)
+        bare(ts[0])
+        walls = [s.wall for s in measure(bare, ts)]
+        bare.close()
+        ok = sum(bare.rewards.values())
         rows.append(
-            (f"oracle replay episodes/s, {name} ({len(tasks)} τ² tasks)", f"{len(tasks) / run['total']:.1f} "
-             f"(reward 1.0 on {ok:.0f})", "")
+            (f"{name}: bare World.call replay per τ² task (restore, gold calls, Δ compare; no agent loop, user or "
+             f"MCP; not divided by any episode), wall p50 / p90", f"{spread(walls)} ({len(ts)} tasks, "
+             f"reward 1.0 on {ok:.0f})", "")
         )  # fmt: skip
     record(
-        "τ² worlds: oracle replay side by side with τ²-bench and τ-bench v1 (airline)",
+        "τ² worlds: full oracle episode vs τ²-bench, environment replay vs τ-bench v1 (airline), interleaved",
         rows,
-        note="Command: `.venv/bin/python bench/bench_tau2_side_by_side.py --taubench DIR` (DIR: a checkout of "
-        "sierra-research/tau-bench, brought beside the project, not part of it). One run, harnesses one after "
-        "another; each of our figures is the mean of two replays. Loops only: each harness's imports and first "
-        "environment are timed apart. τ²'s 50 airline tasks are its revision of τ-bench's 50 test tasks, so "
-        "each peer is compared on its own tasks. τ²'s data: its snapshot, with the airline db.json rebuilt "
-        "from τ-bench's files.",
+        note="Command: `.venv/bin/python bench/bench_tau2_side_by_side.py "
+        f"--rounds {args.rounds}{' --taubench DIR' if args.taubench else ''}` (DIR: a checkout of "
+        "sierra-research/tau-bench, not part of the project). τ²'s 50 airline tasks are its revision of τ-bench's "
+        "50 test tasks, so each peer is compared on its own tasks. " + " ".join(notes),
     )
-    print(f"load average now: {os.getloadavg()[0]:.2f}")
+
+
+def from_tasks(tasks: list[Task]) -> list[Replayable]:
+    return [(t.id, [(c.tool, c.arguments) for c in t.gold_path], t.expected_changes) for t in tasks]
 
 
 if __name__ == "__main__":
