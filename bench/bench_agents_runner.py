@@ -7,6 +7,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from paired import interleave
 from toolshift.agents.config import RunConfig
 from toolshift.agents.demo import demo_tasks
 from toolshift.agents.loop import EpisodeLimits, run_episode
@@ -17,6 +18,8 @@ from toolshift.agents.worlds import world_opener
 from toolshift.report.benchlog import record
 
 TURNS = 200
+RAY_BATCH = 60
+RAY_ROUNDS = 3
 
 
 def per_turn_overhead() -> float:
@@ -73,18 +76,27 @@ def main() -> None:
 
         connect(None, num_cpus=2)
         oracle_throughput(12, "ray")  # start the workers
-        on_ray = oracle_throughput(60, "ray")
-        local_same = oracle_throughput(60, "local")
+        both = interleave(lambda _: oracle_throughput(RAY_BATCH, "ray"), lambda _: oracle_throughput(RAY_BATCH, "local"),
+                          range(RAY_ROUNDS), names=("Ray", "local"))  # fmt: skip
         ray.shutdown()
-        rows.append(("oracle episodes/s on a local Ray cluster (num_cpus=2)", f"{on_ray:.1f}", "—"))
-        rows.append(("Ray / local throughput, same machine", f"{on_ray / local_same:.2f}", "—"))
+        rows += both.rows(
+            f"{RAY_BATCH} oracle episodes (Ray with num_cpus=2, or local asyncio)", scale=1, unit="s"
+        )
+        rows.append(
+            (
+                "Ray / local throughput, same machine (local / Ray seconds, p50/p50)",
+                f"{both.ratio(0.5):.2f}",
+                "—",
+            )
+        )
     except ImportError:
         rows.append(("Ray / local throughput", "ray not installed", "—"))
     record(
         "agents: runner overhead and throughput",
         rows,
         note="Clinic world, demo tasks, scripted user. Local runs asyncio in one process (one core for the GIL); "
-        "Ray spreads episodes over 2 worker processes, one Ray task per episode.",
+        "Ray spreads episodes over 2 worker processes, one Ray task per episode; Ray and local batches of the "
+        f"same {RAY_BATCH} episodes interleaved (bench/paired.py).",
     )
 
 

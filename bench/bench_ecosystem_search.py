@@ -5,24 +5,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from paired import percentile
 from toolshift.bench.ecosystem.server import Served, opener
 from toolshift.bench.ecosystem.settings import SEARCH_TOOL, EcosystemVersion, VersionWorlds, exposure_for
 from toolshift.bench.ecosystem.store import load_ecosystem
 from toolshift.report.benchlog import record
 
 QUERIES = 300
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> None:
@@ -60,12 +55,12 @@ def main() -> None:
         ("building the version's whole catalog and its index (s)", f"{built:.1f}", "–"),
         (
             "search_tools ranker, p50 / p99 (ms)",
-            f"{statistics.median(ranker):.1f} / {pct(ranker, 0.99):.1f}",
+            f"{percentile(ranker, 0.5):.1f} / {percentile(ranker, 0.99):.1f}",
             "–",
         ),
         (
             "search_tools over in-memory MCP, p50 / p99 (ms)",
-            f"{statistics.median(mcp):.1f} / {pct(mcp, 0.99):.1f}",
+            f"{percentile(mcp, 0.5):.1f} / {percentile(mcp, 0.99):.1f}",
             "–",
         ),
     ]

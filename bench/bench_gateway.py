@@ -4,16 +4,17 @@ their cross-session leaks."""
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import Client
 
+from paired import Paired, interleave_async, percentile
 from toolshift.gateway import GatewayConfig, GatewayServer, build_gateway
 from toolshift.gateway.build import prepare
 from toolshift.gateway.server import http_gateway_thread
@@ -21,8 +22,7 @@ from toolshift.report.benchlog import record
 from toolshift.world import World, load_domain
 from toolshift.world.serve import WorldServer, http_server_thread
 
-ROUNDS = 8
-PER_ROUND = 50
+CALLS = 400
 WARMUP = 30
 SESSIONS = 100
 PER_SESSION = 6
@@ -79,19 +79,19 @@ def medication(i: int) -> dict[str, str]:
     return {"medication_id": f"MED-{1 + i % 20:03d}"}
 
 
-async def interleaved(direct: Client, through: Client) -> tuple[list[float], list[float]]:
+async def interleaved(direct: Client, through: Client) -> Paired:
+    """The same read (same tool, same arguments) on the backend directly and through the gateway, alternating."""
+
+    def side(client: Client) -> Callable[[int], Awaitable[None]]:
+        async def call(i: int) -> None:
+            assert not (await client.call_tool("get_medication", medication(i))).is_error
+
+        return call
+
     for i in range(WARMUP):
-        await direct.call_tool("get_medication", medication(i))
-        await through.call_tool("get_medication", medication(i))
-    d, g = [], []
-    for r in range(ROUNDS):
-        for client, out in ((direct, d), (through, g)) if r % 2 == 0 else ((through, g), (direct, d)):
-            for i in range(PER_ROUND):
-                t0 = time.perf_counter()
-                result = await client.call_tool("get_medication", medication(i))
-                out.append((time.perf_counter() - t0) * 1000)
-                assert not result.is_error
-    return d, g
+        await side(direct)(i)
+        await side(through)(i)
+    return await interleave_async(side(direct), side(through), range(CALLS), names=("direct", "gateway"))
 
 
 async def lookup_call(client: Client) -> list[float]:
@@ -105,18 +105,17 @@ async def lookup_call(client: Client) -> list[float]:
     return out
 
 
-async def in_memory(gateway: GatewayServer) -> tuple[list[float], list[float], list[float]]:
+async def in_memory(gateway: GatewayServer) -> tuple[Paired, list[float]]:
     direct_server = WorldServer(load_domain("clinic"))
     async with (
         gateway.gateway.running(),
         Client(direct_server.server, mode="legacy") as direct,
         Client(gateway.server, mode="legacy") as through,
     ):
-        d, g = await interleaved(direct, through)
-        return d, g, await lookup_call(through)
+        return await interleaved(direct, through), await lookup_call(through)
 
 
-async def over_http(direct_url: str, gateway_url: str) -> tuple[list[float], list[float]]:
+async def over_http(direct_url: str, gateway_url: str) -> Paired:
     async with Client(direct_url, mode="legacy") as direct, Client(gateway_url, mode="legacy") as through:
         return await interleaved(direct, through)
 
@@ -149,41 +148,36 @@ def main() -> None:
         out = Path(tmp)
         flow, catalog = learned_flow(out / "learn")
         gw_mem = every_middleware(out / "mem", flow, catalog)
-        mem_direct, mem_gateway, mem_lookups = anyio.run(in_memory, gw_mem)
+        mem, mem_lookups = anyio.run(in_memory, gw_mem)
         lookups_made = gw_mem.gateway.metrics()["flows_lookups_made"]
-        own_mem = statistics.median(list(gw_mem.gateway.own_ms)[: WARMUP + ROUNDS * PER_ROUND])
+        own_mem = percentile(list(gw_mem.gateway.own_ms)[: WARMUP + CALLS], 0.5)
         gw_http = every_middleware(out / "http", flow, catalog, transport="http")
         with (
             http_server_thread(WorldServer(load_domain("clinic"))) as direct_url,
             http_gateway_thread(gw_http) as url,
         ):
-            http_direct, http_gateway = anyio.run(over_http, direct_url, url)
-        own_http = statistics.median(gw_http.gateway.own_ms)
+            http = anyio.run(over_http, direct_url, url)
+        own_http = percentile(gw_http.gateway.own_ms, 0.5)
         gw_many = every_middleware(out / "many", flow, catalog, transport="http")
         with http_gateway_thread(gw_many) as url:
             seconds, calls, leaks = anyio.run(concurrent_sessions, url)
         opened = gw_many.gateway.metrics()["sessions_opened"]
 
-    def med(v: list[float]) -> float:
-        return statistics.median(v)
+    def added(run: Paired) -> str:
+        return f"{1000 * (run.p('b', 0.5) - run.p('a', 0.5)):.3f}"
 
-    n = ROUNDS * PER_ROUND
     rows = [
-        ("in-memory: direct get_medication p50 ms", f"{med(mem_direct):.3f}", ""),
-        ("in-memory: through the gateway p50 ms", f"{med(mem_gateway):.3f}", ""),
-        ("in-memory: added per call p50 ms", f"{med(mem_gateway) - med(mem_direct):.3f}", "< 1"),
-        ("in-memory: ratio gateway / direct (p50)", f"{med(mem_gateway) / med(mem_direct):.2f}×", ""),
+        *mem.rows("in-memory get_medication"),
+        ("in-memory: added per call, p50 − p50 ms", added(mem), "< 1"),
         (
             "in-memory: the chain's own time per call p50 ms (record + flows, minus the backend)",
             f"{own_mem:.3f}",
             "< 1",
         ),
-        ("loopback HTTP: direct get_medication p50 ms", f"{med(http_direct):.3f}", ""),
-        ("loopback HTTP: through the gateway p50 ms", f"{med(http_gateway):.3f}", ""),
-        ("loopback HTTP: added per call p50 ms", f"{med(http_gateway) - med(http_direct):.3f}", "< 1"),
-        ("loopback HTTP: ratio gateway / direct (p50)", f"{med(http_gateway) / med(http_direct):.2f}×", ""),
+        *http.rows("loopback HTTP get_medication"),
+        ("loopback HTTP: added per call, p50 − p50 ms", added(http), "< 1"),
         ("loopback HTTP: the chain's own time per call p50 ms", f"{own_http:.3f}", "< 1"),
-        ("in-memory: get_appointment with its 2 lookups, p50 ms", f"{med(mem_lookups):.3f}", ""),
+        ("in-memory: get_appointment with its 2 lookups, p50 ms", f"{percentile(mem_lookups, 0.5):.3f}", ""),
         ("lookups made in the in-memory run", str(lookups_made), ""),
         (f"{SESSIONS} concurrent HTTP sessions: calls/s", f"{calls / seconds:.0f}", ""),
         (f"{SESSIONS} concurrent HTTP sessions: cross-session leaks", f"{leaks} of {calls // 2} reads", "0"),
@@ -193,8 +187,8 @@ def main() -> None:
         "gateway added latency and concurrent sessions (clinic; record + flows on)",
         rows,
         note=(
-            f"{n} calls each way, interleaved in {ROUNDS} rounds of {PER_ROUND} (order alternating), after "
-            f"{WARMUP} warm-up calls; the backend is the clinic world in-process in both cases (the gateway "
+            f"{CALLS} calls each way after {WARMUP} warm-up calls; {mem.note()} Over HTTP likewise "
+            f"(load {http.load_start:.2f} → {http.load_end:.2f}). The backend is the clinic world in-process in both cases (the gateway "
             "reaches it over the SDK's memory transport); the client is in the same process. "
             f"`{Path(sys.argv[0]).name}`."
         ),

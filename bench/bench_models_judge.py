@@ -11,12 +11,12 @@ contrast, the exact-identity check the judge replaced. Usage:
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from paired import percentile
 from toolshift.bench.audit import reordered_creates, replay_order
 from toolshift.bench.build import build_domain, build_world, load_manifest, load_tasks, write_manifest
 from toolshift.models import RowChange, Task
@@ -85,8 +85,7 @@ def main() -> None:
     def fmt(xs: list[float]) -> str:
         if not xs:
             return "—"
-        xs = sorted(xs)
-        return f"{statistics.median(xs):.1f} / {xs[int(0.99 * (len(xs) - 1))]:.1f} / {xs[-1]:.1f} µs"
+        return f"{percentile(xs, 0.5):.1f} / {percentile(xs, 0.99):.1f} / {max(xs):.1f} µs"
 
     record(
         "models: the judge covers() per episode (Δgold ⊆ Δagent up to renaming)",

@@ -4,8 +4,9 @@ Builds a small benchmark (every bench domain, a few tasks each), then replays ev
 path from the seeded state (one world per domain, restored) and times each call: custom actions (the safe interpreter's work) and
 generated tools apart, plus the clinic's get_patient reads and pay_invoice actions. With
 `--baseline REV` the same measurement runs alternately in child processes on this tree and on
-`git archive REV` (e.g. the commit before the interpreter, where actions ran by exec), and the
-figures are recorded with their ratios: same machine, same load, same tasks.
+`git archive REV` (e.g. the commit before the interpreter, where actions ran by exec), interleaved
+round by round (bench/paired.py), and the figures are recorded with their p50/p50 and p90/p90 ratios:
+same machine, same load, same tasks.
 
     python bench/bench_world_actions.py [--baseline REV] [--rounds 7] [--per-domain 8]
 """
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tarfile
@@ -24,6 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from paired import interleave, percentile  # noqa: E402  (bench/paired.py; also when run as a child)
+
 SECONDS = 2.0
 
 
@@ -127,25 +130,28 @@ def main() -> None:
             archive_path.write_bytes(archive.stdout)
             with tarfile.open(archive_path) as tar:
                 tar.extractall(base, filter="data")
-        now_runs, base_runs = [], []
-        for _ in range(opts.rounds):
-            if base is not None:
-                base_runs.append(child(base, build))
-            now_runs.append(child(None, build))
+        now_runs: list[dict[str, float]] = []
+        base_runs: list[dict[str, float]] = []
+        if base is not None:  # the two trees alternate, baseline first: A, B, A, B …
+            pairs = interleave(lambda _: base_runs.append(child(base, build)), lambda _: now_runs.append(child(None, build)),
+                               range(opts.rounds), names=(opts.baseline, "now"))  # fmt: skip
+        else:
+            pairs = None
+            now_runs += [child(None, build) for _ in range(opts.rounds)]
     keys = [k for k in now_runs[0] if k != "action calls timed"]
     rows = []
     for k in keys:
-        now = statistics.median(r[k] for r in now_runs)
+        now = [r[k] for r in now_runs]
         if base_runs:
-            was = statistics.median(r[k] for r in base_runs)
-            ratios = sorted(n[k] / b[k] for n, b in zip(now_runs, base_runs, strict=True))
-            spread = f"rounds {ratios[0]:.2f}–{ratios[-1]:.2f}"
-            rows.append((k, f"{was:,.0f} → {now:,.0f} (× {statistics.median(ratios):.2f}; {spread})", ""))
+            was = [r[k] for r in base_runs]
+            p50, p90 = (percentile(now, q) / percentile(was, q) for q in (0.5, 0.9))
+            rows.append((k, f"{percentile(was, 0.5):,.0f} → {percentile(now, 0.5):,.0f} (now / before p50/p50 × {p50:.2f} · p90/p90 × {p90:.2f})", ""))  # fmt: skip
         else:
-            rows.append((k, f"{now:,.0f}", ""))
+            rows.append((k, f"{percentile(now, 0.5):,.0f}", ""))
     against = (
-        f" against {opts.baseline} (before → now: medians of {opts.rounds} alternating rounds; × is the median of the rounds' ratios)"
-        if base
+        f" against {opts.baseline} (before → now: p50 of {opts.rounds} interleaved rounds, the baseline's child "
+        f"first in each; load average (1 min) {pairs.load_start:.2f} at start, {pairs.load_end:.2f} at end)"
+        if pairs is not None
         else ""
     )
     record(

@@ -1,18 +1,19 @@
-"""MCP tool-call latency p50/p99 against a served clinic world: loopback streamable HTTP and in-memory."""
+"""MCP tool-call latency against a served clinic world (in-memory, loopback HTTP), each path interleaved with `World.call` on the same call."""
 
 from __future__ import annotations
 
 import socket
-import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import anyio
 from mcp import Client
 
+from paired import Paired, interleave_async, percentile
 from toolshift.report.benchlog import record
 from toolshift.world import World, load_domain
 from toolshift.world.serve import WorldServer, free_port, http_server_thread, in_memory_session
@@ -21,46 +22,39 @@ CALLS = 400
 WARMUP = 30
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+def read(i: int) -> tuple[str, dict[str, str]]:
+    return "get_patient", {"patient_id": f"PAT-{1 + i % 300:05d}"}
 
 
-async def timed_calls(call) -> list[float]:
+def write(i: int) -> tuple[str, dict[str, str]]:
+    return "update_patient", {"patient_id": f"PAT-{1 + i % 300:05d}", "phone": str(i)}
+
+
+async def paired_calls(
+    world: World, session: Any, call: Callable[[int], tuple[str, dict[str, str]]], name: str
+) -> Paired:
+    """The same call (same tool, same arguments) made directly with `World.call` and over an MCP session, interleaved."""
+
+    async def direct(i: int) -> None:
+        assert world.call(*call(i)).ok
+
+    async def over_mcp(i: int) -> None:
+        assert not (await session.call_tool(*call(i))).is_error
+
     for i in range(WARMUP):
-        await call(i)
-    out = []
-    for i in range(CALLS):
-        t0 = time.perf_counter()
-        await call(i)
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
+        await direct(i)
+        await over_mcp(i)
+    return await interleave_async(direct, over_mcp, range(CALLS), names=("World.call", name))
 
 
-async def http_latency(url: str) -> tuple[list[float], list[float]]:
+async def over_http(url: str, world: World, name: str) -> tuple[Paired, Paired]:
     async with Client(url) as client:
-
-        async def read(i: int) -> None:
-            r = await client.call_tool("get_patient", {"patient_id": f"PAT-{1 + i % 300:05d}"})
-            assert not r.is_error
-
-        async def write(i: int) -> None:
-            r = await client.call_tool(
-                "update_patient", {"patient_id": f"PAT-{1 + i % 300:05d}", "phone": str(i)}
-            )
-            assert not r.is_error
-
-        return await timed_calls(read), await timed_calls(write)
+        return await paired_calls(world, client, read, name), await paired_calls(world, client, write, name)
 
 
-async def memory_latency(world: World) -> list[float]:
+async def in_memory(world: World, direct: World) -> Paired:
     async with in_memory_session(world) as session:
-
-        async def read(i: int) -> None:
-            r = await session.call_tool("get_patient", {"patient_id": f"PAT-{1 + i % 300:05d}"})
-            assert not r.is_error
-
-        return await timed_calls(read)
+        return await paired_calls(direct, session, read, "in-memory MCP")
 
 
 @contextmanager
@@ -101,57 +95,27 @@ def server_process() -> Iterator[str]:
 
 def main() -> None:
     domain = load_domain("clinic")
-    server = WorldServer(domain)
-    with http_server_thread(server) as url:
-        http_reads, http_writes = anyio.run(http_latency, url)
+    direct = World(domain)
+    runs: list[tuple[str, Paired]] = []
+    runs.append(("get_patient, in-memory MCP vs World.call", anyio.run(in_memory, World(domain), direct)))
+    with http_server_thread(WorldServer(domain)) as url:
+        reads, writes = anyio.run(over_http, url, direct, "HTTP (server thread)")
+    runs += [("get_patient, HTTP to a server thread in this process vs World.call", reads),
+             ("update_patient, HTTP to a server thread in this process vs World.call", writes)]  # fmt: skip
     with server_process() as url:
-        proc_reads, proc_writes = anyio.run(http_latency, url)
-    mem_reads = anyio.run(memory_latency, World(domain))
-    world = World(domain)
-    t0 = time.perf_counter()
-    for i in range(CALLS):
-        world.call("get_patient", {"patient_id": f"PAT-{1 + i % 300:05d}"})
-    direct_ms = (time.perf_counter() - t0) * 1000 / CALLS
+        reads, writes = anyio.run(over_http, url, direct, "HTTP (server process)")
+    runs += [("get_patient, HTTP to `toolshift world serve` in its own process vs World.call", reads),
+             ("update_patient, HTTP to `toolshift world serve` in its own process vs World.call", writes)]  # fmt: skip
+    rows = [row for what, run in runs for row in run.rows(what)]
+    rows.append(("HTTP, server in its own process: get_patient p99 ms", f"{1000 * percentile(reads.values('b'), 0.99):.2f}", "<= 3 at p50"))  # fmt: skip
     record(
-        "world MCP call latency (clinic)",
-        [
-            (
-                "HTTP, server thread in the client's process: get_patient p50 ms",
-                f"{statistics.median(http_reads):.2f}",
-                "<= 3",
-            ),
-            (
-                "HTTP, server thread in the client's process: get_patient p99 ms",
-                f"{pct(http_reads, 0.99):.2f}",
-                "",
-            ),
-            (
-                "HTTP, server thread in the client's process: update_patient p50 ms",
-                f"{statistics.median(http_writes):.2f}",
-                "",
-            ),
-            (
-                "HTTP, server thread in the client's process: update_patient p99 ms",
-                f"{pct(http_writes, 0.99):.2f}",
-                "",
-            ),
-            (
-                "HTTP, server in its own process: get_patient p50 ms",
-                f"{statistics.median(proc_reads):.2f}",
-                "<= 3",
-            ),
-            ("HTTP, server in its own process: get_patient p99 ms", f"{pct(proc_reads, 0.99):.2f}", ""),
-            (
-                "HTTP, server in its own process: update_patient p50 ms",
-                f"{statistics.median(proc_writes):.2f}",
-                "",
-            ),
-            ("in-memory get_patient p50 ms", f"{statistics.median(mem_reads):.2f}", ""),
-            ("in-memory get_patient p99 ms", f"{pct(mem_reads, 0.99):.2f}", ""),
-            ("direct World.call get_patient mean ms", f"{direct_ms:.3f}", ""),
-        ],
-        note=f"{CALLS} sequential calls after {WARMUP} warm-up calls, one client session, official mcp SDK "
-        "client and server (uvicorn, loopback, JSON responses); HTTP measured twice: server thread in the benchmark process, and `toolshift world serve` in its own process.",
+        "world MCP call latency (clinic), each path interleaved with World.call on the same call",
+        rows,
+        note=f"Per path: {CALLS} calls after {WARMUP} warm-up calls, each call made directly (`World.call` on a clinic "
+        "world in this process) and over the path (same tool, same arguments), alternating; one client session, "
+        "official mcp SDK client and server (uvicorn, loopback, JSON responses); wall clock. Each pairing: "
+        + " ".join(run.note() for _, run in runs[:1])
+        + " Loads for every pairing are in the table.",
     )
 
 

@@ -4,8 +4,9 @@ Every ratio a script in bench/ prints goes through this module (tests/test_bench
 
 - `interleave(a, b, items, rounds=…)` (or `interleave_async` for coroutine sides) runs, for each round and
   each item in order, side A on the item, then side B on the same item; so drift in the machine's load
-  falls on both sides alike. A side returns None to be timed here (wall: `time.perf_counter`, CPU:
-  `time.process_time` of this process), or a `Sample` it measured itself (a side in another process).
+  falls on both sides alike. A side is timed here (wall: `time.perf_counter`, CPU: `time.process_time` of
+  this process) unless it returns a `Sample` it measured itself (a side in another process); any other
+  return value is ignored.
 - `percentile(values, q)` is the linear interpolation between closest ranks (numpy's default, and
   `statistics.quantiles(..., method="inclusive")`): for sorted x of length n, position h = (n − 1)·q,
   value x[⌊h⌋] + (h − ⌊h⌋)·(x[⌊h⌋+1] − x[⌊h⌋]).
@@ -111,8 +112,8 @@ class Paired:
         )
 
 
-def _timed(started: tuple[float, float], given: Sample | None) -> Sample:
-    if given is not None:
+def _timed(started: tuple[float, float], given: object) -> Sample:
+    if isinstance(given, Sample):
         return given
     return Sample(time.perf_counter() - started[0], time.process_time() - started[1])
 
@@ -127,7 +128,7 @@ def _plan(items: Sequence[T], rounds: int) -> list[T]:
     return [item for _ in range(rounds) for item in items]
 
 
-def measure(side: Callable[[T], Sample | None], items: Sequence[T], *, rounds: int = 1) -> list[Sample]:
+def measure(side: Callable[[T], object], items: Sequence[T], *, rounds: int = 1) -> list[Sample]:
     """One side alone, timed per item as `interleave` times it: for a figure that is not a ratio."""
     out = []
     for item in _plan(items, rounds):
@@ -137,8 +138,8 @@ def measure(side: Callable[[T], Sample | None], items: Sequence[T], *, rounds: i
 
 
 def interleave(
-    a: Callable[[T], Sample | None],
-    b: Callable[[T], Sample | None],
+    a: Callable[[T], object],
+    b: Callable[[T], object],
     items: Sequence[T],
     *,
     rounds: int = 1,
@@ -156,8 +157,8 @@ def interleave(
 
 
 async def interleave_async(
-    a: Callable[[T], Awaitable[Sample | None]],
-    b: Callable[[T], Awaitable[Sample | None]],
+    a: Callable[[T], Awaitable[object]],
+    b: Callable[[T], Awaitable[object]],
     items: Sequence[T],
     *,
     rounds: int = 1,
