@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
@@ -101,6 +101,13 @@ class Paired:
         out.append((f"{what}: pairs; load average (1 min) at start → end", self.load_text(), ""))
         return out
 
+    def add(self, side: int, sample: Sample) -> None:
+        (self.a_samples if side == 0 else self.b_samples).append(sample)
+
+    def finished(self) -> Paired:
+        self.load_end = load_average()
+        return self
+
     def load_text(self) -> str:
         return f"{len(self.a_samples)}; {self.load_start:.2f} → {self.load_end:.2f}"
 
@@ -128,6 +135,11 @@ def _plan(items: Sequence[T], rounds: int) -> list[T]:
     return [item for _ in range(rounds) for item in items]
 
 
+def _order(items: Sequence[T], rounds: int) -> list[tuple[int, T]]:
+    """(0, item), (1, item) for each item of each round: side A, then side B, on the same item."""
+    return [(k, item) for item in _plan(items, rounds) for k in (0, 1)]
+
+
 def measure(side: Callable[[T], object], items: Sequence[T], *, rounds: int = 1) -> list[Sample]:
     """One side alone, timed per item as `interleave` times it: for a figure that is not a ratio."""
     out = []
@@ -137,39 +149,43 @@ def measure(side: Callable[[T], object], items: Sequence[T], *, rounds: int = 1)
     return out
 
 
-def interleave(
-    a: Callable[[T], object],
-    b: Callable[[T], object],
+def _pairing(
+    sides: tuple[Callable[[T], object], Callable[[T], object]],
     items: Sequence[T],
-    *,
-    rounds: int = 1,
-    names: tuple[str, str] = ("A", "B"),
-) -> Paired:
-    """For each round and item: A(item), then B(item); each call timed (or its own Sample kept)."""
+    rounds: int,
+    names: tuple[str, str],
+) -> Generator[tuple[Callable[[T], object], T], object, Paired]:
+    """The one pairing loop: yields (side, item) in order, is sent what the call returned, returns the Paired."""
     run = Paired(*names, load_start=load_average())
-    for item in _plan(items, rounds):
+    for k, item in _order(items, rounds):
         started = _now()
-        run.a_samples.append(_timed(started, a(item)))
-        started = _now()
-        run.b_samples.append(_timed(started, b(item)))
-    run.load_end = load_average()
-    return run
+        run.add(k, _timed(started, (yield sides[k], item)))
+    return run.finished()
+
+
+def interleave(
+    a: Callable[[T], object], b: Callable[[T], object], items: Sequence[T], *, rounds: int = 1,
+    names: tuple[str, str] = ("A", "B"),
+) -> Paired:  # fmt: skip
+    """For each round and item: A(item), then B(item); each call timed (or its own Sample kept)."""
+    steps = _pairing((a, b), items, rounds, names)
+    try:
+        side, item = next(steps)
+        while True:
+            side, item = steps.send(side(item))
+    except StopIteration as done:
+        return done.value
 
 
 async def interleave_async(
-    a: Callable[[T], Awaitable[object]],
-    b: Callable[[T], Awaitable[object]],
-    items: Sequence[T],
-    *,
-    rounds: int = 1,
-    names: tuple[str, str] = ("A", "B"),
-) -> Paired:
+    a: Callable[[T], Awaitable[object]], b: Callable[[T], Awaitable[object]], items: Sequence[T], *,
+    rounds: int = 1, names: tuple[str, str] = ("A", "B"),
+) -> Paired:  # fmt: skip
     """`interleave` for coroutine sides, awaited in the running event loop."""
-    run = Paired(*names, load_start=load_average())
-    for item in _plan(items, rounds):
-        started = _now()
-        run.a_samples.append(_timed(started, await a(item)))
-        started = _now()
-        run.b_samples.append(_timed(started, await b(item)))
-    run.load_end = load_average()
-    return run
+    steps = _pairing((a, b), items, rounds, names)
+    try:
+        side, item = next(steps)
+        while True:
+            side, item = steps.send(await side(item))  # type: ignore[misc]
+    except StopIteration as done:
+        return done.value
