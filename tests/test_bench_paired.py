@@ -148,3 +148,14 @@ def test_every_bench_script_that_prints_a_ratio_pairs_its_sides_through_paired()
 def test_no_bench_script_computes_its_own_percentiles():
     own = sorted(name for name, text in scripts().items() if PERCENTILE_HELPERS.search(text))
     assert own == [], f"percentiles belong to bench/paired.py (one definition): {own}"
+
+
+def test_the_readmes_ratios_are_the_headline_ratios_of_docs_benchmarks():
+    root = BENCH.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    log = (root / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    headline = log.split("## Headline ratios (current)", 1)[1].split("\n### ", 1)[0]
+    claimed = re.findall(r"\d+(?:\.\d+)?×", readme)
+    assert claimed, "the README states no ratio"
+    table = set(re.findall(r"\d+(?:\.\d+)?×", headline))
+    assert [c for c in claimed if c not in table] == []
