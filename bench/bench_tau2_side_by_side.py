@@ -144,6 +144,17 @@ def probe(python: Path, args: list[str], data_dir: Path | None, log: IO[str]) ->
         proc.wait(timeout=60)
 
 
+@contextmanager
+def harness_log() -> Iterator[IO[str]]:
+    """A file for a peer harness's stderr; its tail is shown when the pairing ends (or the harness stops)."""
+    with tempfile.TemporaryFile("w+") as log:
+        try:
+            yield log
+        finally:
+            log.seek(0)
+            sys.stderr.write(log.read()[-3000:])
+
+
 def tau2_data_dir(folder: Path) -> Path:
     """τ²'s data folder with the airline db.json rebuilt from τ-bench's files (the rest linked, not copied)."""
     domains = peers.TAU2_PEER / "data" / "tau2" / "domains"
@@ -222,12 +233,8 @@ def main() -> None:
     python = peers.ensure_tau2_venv()
     tasks = import_tasks("tau2-airline").tasks[: args.limit]
     n = len(tasks)
-    with tempfile.TemporaryFile("w+") as log:
-        try:
-            episodes, imports = tau2_episodes(python, tasks, args.rounds, log)
-        finally:
-            log.seek(0)
-            sys.stderr.write(log.read()[-3000:])
+    with harness_log() as log:
+        episodes, imports = tau2_episodes(python, tasks, args.rounds, log)
     rows = [
         (f"τ²'s airline tasks × rounds; {EPISODE} rewards ours = τ²-bench's", f"{n} × {args.rounds}; equal on every task", "same rewards"),
         *episodes.rows(f"{EPISODE} per task", clocks=("wall", "cpu")),
@@ -238,7 +245,7 @@ def main() -> None:
              f"τ²-bench's imports and first environment took {imports:.1f} s, outside the pairs. "
              + episodes.note()]  # fmt: skip
     if args.taubench is not None:
-        with tempfile.TemporaryFile("w+") as log:
+        with harness_log() as log:
             with probe(python, ["taubench", str(args.taubench.resolve())], None, log) as v1:
                 v1_tasks, failing = from_taubench("tau2-airline", v1.ready["tasks"])
                 v1_tasks = v1_tasks[: args.limit]
