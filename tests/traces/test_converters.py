@@ -100,14 +100,33 @@ def test_taubench_anatomy(tau):
 def test_taubench_bad_record_names_record_and_field(tmp_path, shared_data):
     records = json.loads((shared_data / "tau-bench" / "gpt-4o-airline.trials-0-1.json").read_text())[:5]
     at = next(j for j, m in enumerate(records[3]["traj"]) if m.get("tool_calls"))
-    records[3]["traj"][at]["tool_calls"][0]["function"]["arguments"] = "{oops"
+    records[3]["traj"][at]["tool_calls"][0]["function"] = "not a function object"
     path = tmp_path / "gpt-4o-airline.json"
     path.write_text(json.dumps(records))
     with pytest.raises(BadInputError) as err:
         convert_taubench_v1(path)
-    assert (err.value.record, err.value.field) == (3, f"traj[{at}].tool_calls[0].function.arguments")
+    assert (err.value.record, err.value.field) == (3, f"traj[{at}].tool_calls[0].function")
     conv = convert_taubench_v1(path, skip_bad=True)
     assert conv.kept == 4 and sum(conv.skipped.values()) == 1
+
+
+def test_taubench_keeps_a_call_whose_arguments_are_not_json_and_a_crashed_run(tmp_path, shared_data):
+    """τ-bench counts both as failed tasks: a model's unreadable arguments, an agent that raised (reward 0)."""
+    records = json.loads((shared_data / "tau-bench" / "gpt-4o-airline.trials-0-1.json").read_text())[:5]
+    at = next(j for j, m in enumerate(records[3]["traj"]) if m.get("tool_calls"))
+    name = records[3]["traj"][at]["tool_calls"][0]["function"]["name"]
+    records[3]["traj"][at]["tool_calls"][0]["function"]["arguments"] = "{oops"
+    records[4] = {"task_id": 7, "trial": 0, "reward": 0.0, "traj": [],
+                  "info": {"error": "openai.BadRequestError: context length", "traceback": "..."}}  # fmt: skip
+    path = tmp_path / "gpt-4o-airline.json"
+    path.write_text(json.dumps(records))
+    conv = convert_taubench_v1(path)
+    assert (conv.records, conv.kept, dict(conv.skipped), conv.malformed_calls) == (5, 5, {}, 1)
+    (call,) = [c for c in conv.episodes[3].messages[at].tool_calls or [] if c.malformed]
+    assert (call.name, call.arguments) == (name, {"_raw": "{oops"})
+    crashed = conv.episodes[4]
+    assert (crashed.task_id, crashed.messages, crashed.termination_reason) == ("7", [], "agent_error")
+    assert crashed.outcome.success is False and crashed.outcome.info["error"].startswith("openai")
 
 
 def test_taubench_needs_a_domain(tmp_path):
@@ -141,12 +160,16 @@ WB_CALLS = {
 
 @pytest.mark.slow
 def test_workbench_counts(wb):
-    assert (wb.records, wb.kept) == (2760, 2675)
-    assert dict(wb.skipped) == {
-        "no trajectory: agent raised (exception in the harness)": 64,
-        "no trajectory: agent raised (output parsing error)": 20,
-        "no trajectory: agent raised (API error)": 1,
-    }
+    assert (wb.records, wb.kept, dict(wb.skipped)) == (
+        2760,
+        2760,
+        {},
+    )  # 2675 before rows without a trajectory were kept
+    assert Counter(e.outcome.info.get("no_trajectory") for e in wb.episodes if e.outcome.info.get("no_trajectory")) == {
+        "agent raised before returning (exception in the harness)": 64,
+        "agent raised before returning (output parsing error)": 20,
+        "agent raised before returning (API error)": 1,
+    }  # fmt: skip
     assert not wb.unknown_tools
     calls = Counter(c.name for e in wb.episodes for m in e.messages for c in m.tool_calls or [])
     assert sum(calls.values()) == 7888
@@ -154,7 +177,7 @@ def test_workbench_counts(wb):
     hallucinated = {k: v for k, v in calls.items() if k not in WB_CALLS}
     assert sum(hallucinated.values()) == 10
     assert Counter((e.agent, e.harness.rsplit("/", 1)[1]) for e in wb.episodes) == {
-        ("gpt-4", "all"): 690, ("gpt-4", "domains"): 690, ("claude-2", "all"): 656, ("claude-2", "domains"): 639,
+        ("gpt-4", "all"): 690, ("gpt-4", "domains"): 690, ("claude-2", "all"): 690, ("claude-2", "domains"): 690,
     }  # fmt: skip
     turns = Counter(
         "reply" if not m.tool_calls else "call"

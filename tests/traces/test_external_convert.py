@@ -79,9 +79,12 @@ def test_bad_bfcl_and_agentdojo_records_are_one_line_errors_or_counted(tmp_path)
     with pytest.raises(BadInputError, match="record 1"):
         convert_bfcl(path)
     conv = convert_bfcl(path, skip_bad=True)
-    assert conv.kept == 1 and conv.records == 4
-    assert sum(conv.skipped.values()) == 3
-    assert any("inference failed" in r for r in conv.skipped)
+    assert conv.kept == 2 and conv.records == 4 and conv.malformed_calls == 1  # `{bad`: kept, malformed
+    assert sum(conv.skipped.values()) == 2
+    assert any("Error during inference" in r for r in conv.skipped)
+    path.write_text(json.dumps({"id": "z", "result": {"not": "turns"}}) + "\n")
+    with pytest.raises(BadInputError, match=r"record z.*result"):
+        convert_bfcl(path)
     log = tmp_path / "none.json"
     log.write_text(
         json.dumps(

@@ -140,13 +140,21 @@ def test_a_malformed_simulation_names_file_record_and_field(tmp_path):
     assert conv.kept == 1 and sum(conv.skipped.values()) == 1
 
 
-def test_bad_tool_call_arguments_are_named(tmp_path):
+def test_a_tool_call_whose_arguments_are_not_json_is_kept_malformed(tmp_path):
     def bad_args(doc):
         doc["simulations"][0]["messages"][2]["tool_calls"][1]["arguments"] = "{not json"
 
-    with pytest.raises(BadInputError, match="arguments") as err:
-        read_results(_broken(tmp_path, bad_args))
-    assert err.value.field == "messages[2].tool_calls[1].arguments" and err.value.record == 0
+    run = read_results(_broken(tmp_path, bad_args))
+    calls = [c for m in run.episodes[0].messages for c in m.tool_calls or []]
+    (bad,) = [c for c in calls if c.malformed]
+    assert bad.arguments == {"_raw": "{not json"} and len(run.episodes) == 2
+
+    def bad_call(doc):
+        doc["simulations"][0]["messages"][2]["tool_calls"][1] = "not a call"
+
+    with pytest.raises(BadInputError) as err:
+        read_results(_broken(tmp_path, bad_call))
+    assert err.value.field == "messages[2].tool_calls[1]" and err.value.record == 0
 
 
 def test_full_duplex_simulations_are_skipped_with_a_reason(tmp_path):

@@ -10,7 +10,10 @@ from toolshift.traces.episode import Message, Outcome
 
 
 def transcript(messages: list[Message]) -> Any:
-    """The episode as the benchmark's check reads it: calls by user turn and step, and the last answer."""
+    """The episode as the benchmark's check reads it: calls by user turn and step, and the last answer.
+
+    A step with a malformed call (a converted run's unreadable arguments) is left out whole, as BFCL's eval
+    runner leaves out a step it cannot decode; its harness ran none of it."""
     from toolshift.world.external import Transcript
 
     turns: list[list[list[tuple[str, Any]]]] = []
@@ -22,11 +25,12 @@ def transcript(messages: list[Message]) -> Any:
                 turns.append([])  # a user turn; the user's closing message ends the conversation instead
         elif m.role == "assistant":
             final = m.content or ""
-            step = [
-                (c.name, c.arguments)
-                for c in m.tool_calls or []
-                if c.name != END_CONVERSATION and c.requestor == "assistant"
+            mine = [
+                c for c in m.tool_calls or [] if c.name != END_CONVERSATION and c.requestor == "assistant"
             ]
+            if any(c.malformed for c in mine):
+                continue  # a step holding a call that is not a call: BFCL's eval skips it undecoded, nothing ran
+            step = [(c.name, c.arguments) for c in mine]
             if step:
                 if not turns:
                     turns.append([])

@@ -171,7 +171,7 @@ def _text_len(message: Message) -> int:
 
 
 def build_timeline(episode: Episode, catalog: Catalog) -> Timeline:
-    """The episode's events and calls; a call to a tool the catalog does not list is `neither`."""
+    """The episode's events and calls; a call to a tool the catalog does not list, or a malformed call, is `neither`."""
     calls: list[Call] = []
     events: list[Event] = []
     turns: list[tuple[int, ...]] = []
@@ -186,7 +186,7 @@ def build_timeline(episode: Episode, catalog: Catalog) -> Timeline:
         """Append the message's tool calls (turn -1: another party's) and note their results."""
         indices = []
         for tc in message.tool_calls or ():
-            effect = catalog.effect(tc.name)
+            effect = "neither" if tc.malformed else catalog.effect(tc.name)
             index = len(calls)
             calls.append(
                 Call(index, turn, tc.name, tc.arguments, call_key(tc.name, tc.arguments), effect,

@@ -12,6 +12,9 @@ strings in older logs), `error`, `utility`, `security`, `duration`, `benchmark_v
 - `termination_reason`: `agent_error` when the run logged an error, else `agent_stop`;
 - `outcome`: `success` = AgentDojo's `utility`, `reward` 1/0, `judged_by` = `agentdojo-utility`, `info` with
   `security`, `duration`, `error`, `benchmark_version`;
+- a tool call that is not a named call with an object of `args` is kept, `malformed` (see `read_call`);
+- catalog: the suite's own functions where agentdojo is installed (`benchmark_catalogs.agentdojo_catalog`),
+  the same for every pipeline's logs; else the calls seen, labelled by verb (noted);
 - skipped by reason: runs with an injection task or an attack (AgentDojo's security benchmark: only benign
   utility runs are converted).
 """
@@ -24,9 +27,10 @@ from typing import Any
 
 from toolshift.errors import BadInputError
 from toolshift.fileio import loads_json, read_text
+from toolshift.traces.benchmark_catalogs import agentdojo_catalog
 from toolshift.traces.catalog import CatalogTool, ToolCatalog, label_by_verb
-from toolshift.traces.conversion import Conversion
-from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
+from toolshift.traces.conversion import Conversion, read_call
+from toolshift.traces.episode import Episode, Message, Outcome
 
 CONVERTER = "agentdojo"
 JUDGE = "agentdojo-utility"
@@ -61,7 +65,8 @@ def convert_agentdojo(path: Path, *, skip_bad: bool = False) -> Conversion:
         conv.skip_bad(exc, skip_bad=skip_bad)
         return conv
     conv.episodes.append(episode)
-    conv.catalogs[episode.domain] = _catalog(episode)
+    conv.catalogs[episode.domain] = _catalog(episode, conv)
+    conv.note_unknown_tools()
     return conv
 
 
@@ -104,21 +109,14 @@ def _episode(raw: dict[str, Any], path: Path) -> Episode:
             )
         content = _text(m.get("content"), path, f"{where}.content")
         if m["role"] == "assistant":
+            raw_calls = m.get("tool_calls") or []
+            if not isinstance(raw_calls, list):
+                raise BadInputError("must be a list", source=str(path), field=f"{where}.tool_calls")
             calls = []
-            for k, c in enumerate(m.get("tool_calls") or []):
-                if not (
-                    isinstance(c, dict)
-                    and isinstance(c.get("function"), str)
-                    and isinstance(c.get("args"), dict)
-                ):
-                    raise BadInputError(
-                        "a tool call must have a function name and args",
-                        source=str(path),
-                        field=f"{where}.tool_calls[{k}]",
-                    )
-                calls.append(
-                    ToolCall(id=str(c.get("id") or f"m{i}c{k}"), name=c["function"], arguments=c["args"])
-                )
+            for k, c in enumerate(raw_calls):
+                c = c if isinstance(c, dict) else {"args": c}
+                calls.append(read_call(str(c.get("id") or f"m{i}c{k}"), c.get("function"), c.get("args"),
+                                       source=str(path), field=f"{where}.tool_calls[{k}].args"))  # fmt: skip
             messages.append(
                 Message(role="assistant", content=content, tool_calls=calls or None, requestor="assistant")
             )
@@ -162,10 +160,23 @@ def _episode(raw: dict[str, Any], path: Path) -> Episode:
     )
 
 
-def _catalog(episode: Episode) -> ToolCatalog:
+def _catalog(episode: Episode, conv: Conversion) -> ToolCatalog:
+    """The suite's own functions where agentdojo is installed, else the tools called, labelled by verb."""
     names = sorted({c.name for m in episode.messages for c in m.tool_calls or []})
+    suite = episode.domain.removeprefix("agentdojo-")
+    version = str((episode.outcome.info if episode.outcome else {}).get("benchmark_version") or "")
+    catalog = agentdojo_catalog(episode.domain, suite, version, names)
+    if catalog is not None:
+        return catalog
+    conv.notes.append(
+        f"agentdojo is not installed (or has no suite {suite!r}): the {episode.domain} catalog lists only the "
+        "tools these logs called, labelled by verb, so a flow learned on another model's logs will not match "
+        "it (pip install 'toolshift[agentdojo]')"
+    )
     tools = []
     for name in names:
         effect, note = label_by_verb(name) or ("write", "no verb rule: assumed to write")
         tools.append(CatalogTool(name=name, effect=effect, origin="verb-rule", note=note))
-    return ToolCatalog(domain=episode.domain, tools=tools, source="tools called in AgentDojo logs")
+    return ToolCatalog(
+        domain=episode.domain, tools=tools, source="tools called in AgentDojo logs (agentdojo not installed)"
+    )

@@ -2,7 +2,8 @@
 
 A turn is an assistant message. A turn without calls is a reply. A turn with calls is a write turn if
 any call writes, else a read turn if any call reads (the rest being `neither` tools), else a
-`neither` turn (only calls that touch no world: think, calculate, transfer, tools that do not exist). A turn with a call to a tool its
+`neither` turn (only calls that touch no world: think, calculate, transfer, tools that do not exist,
+malformed calls — `ToolCall.malformed`, which no harness ran). A turn with a call to a tool its
 domain's catalog does not list, and no write, is an `unknown` turn: it is counted apart, never guessed.
 Replies + writes + reads + neither + unknown = 100% of turns.
 """
@@ -26,7 +27,7 @@ def turn_kind(message: Message, effects: Mapping[str, Effect]) -> TurnKind:
     calls = message.tool_calls or []
     if not calls:
         return "reply"
-    labels = [effects.get(c.name) for c in calls]
+    labels = ["neither" if c.malformed else effects.get(c.name) for c in calls]
     if "write" in labels:
         return "write"
     if None in labels:
@@ -63,7 +64,7 @@ class Anatomy:
             self.kinds[turn_kind(message, effects)] += 1
             for call in message.tool_calls or []:
                 self.calls[call.name] += 1
-                if call.name not in effects:
+                if call.name not in effects and not call.malformed:
                     self.unknown_tools[call.name] += 1
 
     def as_dict(self) -> dict[str, object]:

@@ -53,6 +53,10 @@ def _table(conv: Conversion, by: tuple[str, ...], names: list[str], total_label:
     return lines
 
 
+def _no_trajectory(conv: Conversion) -> int:
+    return sum(1 for e in conv.episodes if e.outcome is not None and e.outcome.info.get("no_trajectory"))
+
+
 def _skips(conv: Conversion) -> str:
     if not conv.skipped:
         return "none"
@@ -121,7 +125,9 @@ def anatomy_markdown(shared_data: Path) -> str:
         "",
         *_table(wb, ("agent", "harness"), ["agent", "toolset"], None),
         "",
-        f"Records: {wb.records} rows, kept {wb.kept}, skipped: {_skips(wb)}.",
+        f"Records: {wb.records} rows, kept {wb.kept}, skipped: {_skips(wb)}. Of those kept, "
+        f"{_no_trajectory(wb)} rows have no trajectory (the agent raised before returning; WorkBench scores them "
+        "wrong): their episodes hold the query alone, so they add episodes and no turns.",
         "",
         "## Compared with the seed's table",
         "",

@@ -9,15 +9,22 @@ handler notes and the `tool` execution results; `state_info` entries between tur
   turn), per step an assistant message — calls when the response is a list of `{name: arguments}` (JSON
   text parsed, never evaluated), else its text — followed by one tool message per call, holding the
   execution result the log recorded (`error` when it starts `Error during execution`);
+- a call the model wrote that is not a call — argument text that is not a JSON object, a name BFCL does not
+  define (`cat<|channel|>commentary`) — is kept as written, never dropped: the failures are what a benchmark
+  counts. Unreadable arguments make it `malformed` (`arguments = {"_raw": text}`, see `read_call`); BFCL then
+  decodes none of that step's calls and runs none, so each of its tool messages is an error holding BFCL's
+  decoding error from the log. An item of a step that is not an object is kept as the step's text;
 - `task_id` = the entry id, `domain` = `bfcl`, `agent` / `model` = the result folder's model name,
   `harness` = `bfcl/multi-turn`, id `bfcl.<model>.<entry id>`;
 - `termination_reason`: `max_steps` when the log says the model was forced to quit, else `user_stop`
   (BFCL's user ends after the last turn);
 - `outcome`: none — BFCL scores in a separate evaluation step; `toolshift.world.external.judge_task`
   judges converted episodes with BFCL's own checker;
-- `source`: converter, file, record, and `input_token_count`, `output_token_count`, `latency` verbatim.
+- `source`: converter, file, record, and `input_token_count`, `output_token_count`, `latency` verbatim;
+- catalog: BFCL's own function docs where bfcl-eval is installed (`benchmark_catalogs.bfcl_catalog`), so
+  every model's run has the same catalog identity; else the calls seen, labelled by verb (noted).
 
-Records whose `result` is not a list (BFCL's "Error during inference" strings) are skipped by reason.
+Only BFCL's own "Error during inference" entries (`result` is that text, not turns) are skipped, by reason.
 """
 
 from __future__ import annotations
@@ -28,8 +35,9 @@ from typing import Any
 
 from toolshift.errors import BadInputError
 from toolshift.fileio import jsonl_lines, loads_json
+from toolshift.traces.benchmark_catalogs import bfcl_catalog
 from toolshift.traces.catalog import CatalogTool, ToolCatalog, label_by_verb
-from toolshift.traces.conversion import Conversion
+from toolshift.traces.conversion import Conversion, read_call
 from toolshift.traces.episode import Episode, Message, ToolCall
 
 CONVERTER = "bfcl"
@@ -38,6 +46,9 @@ HARNESS = "bfcl/multi-turn"
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_LINE_BYTES = 16 * 1024 * 1024
 RESULT_GLOB = "*multi_turn*_result.json"
+INFERENCE_ERROR = "Error during inference"
+"""How BFCL's generation step writes an entry whose inference raised: `result` is this text and the traceback."""
+NOT_DECODED = "Error decoding the model response"
 
 
 def bfcl_files(path: Path) -> list[Path]:
@@ -69,10 +80,11 @@ def convert_bfcl(path: Path, *, skip_bad: bool = False) -> Conversion:
                 conv.skip_bad(exc, skip_bad=skip_bad)
                 continue
             if episode is None:
-                conv.skip("inference failed (result is not a list of turns)")
+                conv.skip("BFCL: Error during inference (no turns were recorded)")
                 continue
             conv.episodes.append(episode)
-    conv.catalogs[DOMAIN] = _catalog(conv.episodes)
+    conv.catalogs[DOMAIN] = _catalog(conv)
+    conv.note_unknown_tools()
     return conv
 
 
@@ -87,8 +99,10 @@ def _episode(raw: Any, path: Path, index: int, model: str) -> Episode | None:
     if not isinstance(entry_id, str) or not entry_id:
         raise bad("id", "must be a non-empty string")
     result = raw.get("result")
-    if not isinstance(result, list):
+    if isinstance(result, str) and result.startswith(INFERENCE_ERROR):
         return None
+    if not isinstance(result, list):
+        raise bad("result", f"must be a list of turns, or BFCL's {INFERENCE_ERROR!r} text")
     log = raw.get("inference_log")
     turn_logs = [t for t in log if isinstance(t, dict)] if isinstance(log, list) else []
     messages: list[Message] = []
@@ -109,7 +123,15 @@ def _episode(raw: Any, path: Path, index: int, model: str) -> Episode | None:
                 isinstance(e, dict) and "forced to quit" in str(e.get("content", "")) for e in step_log
             )
             results = [e.get("content") for e in step_log if isinstance(e, dict) and e.get("role") == "tool"]
-            messages += _step(response, results, f"result[{t}][{s}]", bad, t, s)
+            not_decoded = next(
+                (
+                    e
+                    for e in step_log
+                    if isinstance(e, dict) and str(e.get("content", "")).startswith(NOT_DECODED)
+                ),
+                None,
+            )
+            messages += _step(response, results, not_decoded, t, s, (str(path), entry_id))
     return Episode(
         id=f"bfcl.{model}.{entry_id}",
         task_id=entry_id,
@@ -129,48 +151,67 @@ def _episode(raw: Any, path: Path, index: int, model: str) -> Episode | None:
     )
 
 
-def _step(response: Any, results: list[Any], where: str, bad: Any, t: int, s: int) -> list[Message]:
+def _step(
+    response: Any, results: list[Any], not_decoded: Any, t: int, s: int, where: tuple[str, str]
+) -> list[Message]:
+    """One step's assistant message and a tool message per call (see the module docstring)."""
     if isinstance(response, dict):
         response = [response]
     if not isinstance(response, list):
         return [Message(role="assistant", content=str(response), requestor="assistant")]
     calls: list[ToolCall] = []
+    texts: list[str] = []
     for i, item in enumerate(response):
         if not isinstance(item, dict):
-            raise bad(f"{where}[{i}]", "a call must be an object {name: arguments}")
+            texts.append(item if isinstance(item, str) else json.dumps(item, ensure_ascii=False, default=str))
+            continue
         for name, args in item.items():
-            if isinstance(args, str):
-                try:
-                    args = loads_json(args)
-                except BadInputError as exc:
-                    raise bad(f"{where}[{i}].{name}", f"arguments are not JSON: {exc.detail}") from None
-            if not isinstance(args, dict):
-                raise bad(f"{where}[{i}].{name}", "arguments must be a JSON object")
-            calls.append(ToolCall(id=f"t{t}s{s}c{len(calls)}", name=str(name), arguments=args))
+            field = f"result[{t}][{s}][{i}].{name}"
+            calls.append(
+                read_call(f"t{t}s{s}c{len(calls)}", name, args, source=where[0], record=where[1], field=field)
+            )
+    content = "\n".join(texts) or None
     if not calls:
-        return [Message(role="assistant", content="", requestor="assistant")]
-    out = [Message(role="assistant", tool_calls=calls, requestor="assistant")]
+        return [Message(role="assistant", content=content or "", requestor="assistant")]
+    out = [Message(role="assistant", content=content, tool_calls=calls, requestor="assistant")]
+    undecoded = not_decoded is not None or any(c.malformed for c in calls) or bool(texts)
+    why = None
+    if undecoded:
+        detail = not_decoded.get("error") if isinstance(not_decoded, dict) else None
+        why = f"{NOT_DECODED}: {detail}" if isinstance(detail, str) and detail else f"{NOT_DECODED}."
     for k, call in enumerate(calls):
         text = results[k] if k < len(results) else None
         content = text if isinstance(text, str) else (None if text is None else json.dumps(text))
+        if undecoded and content is None:
+            content = why
         out.append(
             Message(
                 role="tool",
                 content=content,
                 tool_call_id=call.id,
                 name=call.name,
-                error=bool(content and content.startswith("Error during execution")),
+                error=undecoded or bool(content and content.startswith("Error during execution")),
                 requestor="assistant",
             )
         )
     return out
 
 
-def _catalog(episodes: list[Episode]) -> ToolCatalog:
-    names = sorted({c.name for e in episodes for m in e.messages for c in m.tool_calls or []})
+def _catalog(conv: Conversion) -> ToolCatalog:
+    """BFCL's own function docs where bfcl-eval is installed, else the tools called, labelled by verb."""
+    names = sorted({c.name for e in conv.episodes for m in e.messages for c in m.tool_calls or []})
+    catalog = bfcl_catalog(DOMAIN, names)
+    if catalog is not None:
+        return catalog
+    conv.notes.append(
+        "bfcl-eval is not installed: the bfcl catalog lists only the tools these runs called, labelled by "
+        "verb, so a flow learned on another model's run will not match it (pip install 'toolshift[bfcl]')"
+    )
     tools = []
     for name in names:
         labelled = label_by_verb(name)
         effect, note = labelled or ("write", "no verb rule: assumed to write")
         tools.append(CatalogTool(name=name, effect=effect, origin="verb-rule", note=note))
-    return ToolCatalog(domain=DOMAIN, tools=tools, source="tools called in BFCL result files")
+    return ToolCatalog(
+        domain=DOMAIN, tools=tools, source="tools called in BFCL result files (bfcl-eval not installed)"
+    )

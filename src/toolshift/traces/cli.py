@@ -93,6 +93,13 @@ def convert(
             f"[yellow]calls to tools no catalog lists:[/] {sum(conv.unknown_tools.values())} "
             f"({', '.join(sorted(conv.unknown_tools))})"
         )
+    if conv.malformed_calls:
+        console.print(
+            f"[yellow]malformed calls kept:[/] {conv.malformed_calls} (arguments not a JSON object, or no name: "
+            'kept as {"_raw": text}, flagged `malformed`, counted as neither read nor write)'
+        )
+    for note in conv.notes:
+        console.print(f"[yellow]note:[/] {note}")
     for path in written:
         console.print(f"wrote {path}")
 

@@ -2,14 +2,61 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import NotJsonError, loads_json
 from toolshift.traces.catalog import ToolCatalog, catalog_path, save_catalog
-from toolshift.traces.episode import Episode
+from toolshift.traces.episode import Episode, Requestor, ToolCall
 from toolshift.traces.store import EPISODES_SUFFIX, write_episodes
+
+RAW_ARGUMENTS = "_raw"
+"""The one argument of a malformed call: the argument text as the run wrote it."""
+
+
+def read_call(
+    call_id: str,
+    name: Any,
+    arguments: Any,
+    *,
+    requestor: Requestor = "assistant",
+    source: str | None = None,
+    record: int | str | None = None,
+    field: str | None = None,
+) -> ToolCall:
+    """A call as every converter keeps it: JSON argument text parsed (never evaluated), a dict as it is.
+
+    What cannot be read as a named call with an object of arguments — text that is not JSON, JSON that is
+    not an object, no name — is kept, never dropped: `malformed: true`, `arguments = {"_raw": <text as
+    written>}`, `name` as written ("" when there is none). Such a call is a failure the run's benchmark
+    counts; it reaches no tool, so flows and anatomy count it as neither a read nor a write. JSON beyond the
+    limits (`toolshift.fileio`: depth, size) is still refused, naming `source`, `record` and `field`.
+    """
+    good_name = isinstance(name, str)
+    label = name if good_name else ("" if name is None else json.dumps(name, default=str))
+    if isinstance(arguments, dict) and good_name:
+        return ToolCall(id=call_id, name=label, arguments=arguments, requestor=requestor)
+    if isinstance(arguments, str):
+        try:
+            parsed = loads_json(arguments)
+        except NotJsonError:
+            parsed = None
+        except BadInputError as exc:
+            raise BadInputError(
+                f"arguments: {exc.detail}", source=source, record=record, field=field
+            ) from None
+        if isinstance(parsed, dict) and good_name:
+            return ToolCall(id=call_id, name=label, arguments=parsed, requestor=requestor)
+        raw = arguments
+    else:
+        raw = json.dumps(arguments, ensure_ascii=False, default=str)
+    return ToolCall(
+        id=call_id, name=label, arguments={RAW_ARGUMENTS: raw}, requestor=requestor, malformed=True
+    )
 
 
 @dataclass
@@ -23,6 +70,10 @@ class Conversion:
     skipped: Counter[str] = field(default_factory=Counter)
     unknown_tools: Counter[str] = field(default_factory=Counter)
     """Called tool names no catalog of the episode's domain lists (reported, never labelled by guess)."""
+    malformed_calls: int = 0
+    """Calls kept with `malformed: true` (arguments not a JSON object, or no name); counted by `note_unknown_tools`."""
+    notes: list[str] = field(default_factory=list)
+    """What the reader should know about how the catalogs were built (a missing extra, a fallback)."""
     inputs: list[str] = field(default_factory=list)
 
     @property
@@ -46,16 +97,20 @@ class Conversion:
         self.records += other.records
         self.skipped.update(other.skipped)
         self.unknown_tools.update(other.unknown_tools)
+        self.malformed_calls += other.malformed_calls
+        self.notes += [n for n in other.notes if n not in self.notes]
         self.inputs += other.inputs
 
     def note_unknown_tools(self) -> None:
-        """Count calls whose tool the episode's domain catalog does not list."""
+        """Count calls whose tool the episode's domain catalog does not list, and malformed calls."""
         self.unknown_tools.clear()
+        self.malformed_calls = 0
         for episode in self.episodes:
             catalog = self.catalogs.get(episode.domain)
             known = catalog.effects() if catalog else {}
             for message in episode.messages:
                 for call in message.tool_calls or []:
+                    self.malformed_calls += bool(call.malformed)
                     if call.name not in known:
                         self.unknown_tools[call.name] += 1
 

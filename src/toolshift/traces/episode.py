@@ -28,6 +28,11 @@ class ToolCall(BaseModel):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     requestor: Requestor = "assistant"
+    malformed: bool | None = None
+    """True (else absent) when the run's call could not be read as a call: its arguments were not a JSON
+    object (then `arguments` is `{"_raw": <the text as written>}`) or it had no name (`name` is then "").
+    It is kept, never executed by its harness, and counts as a call to a tool that does not exist: neither a
+    read nor a write."""
 
 
 class Usage(BaseModel):

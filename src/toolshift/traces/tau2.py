@@ -39,9 +39,9 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import loads_json, read_json
-from toolshift.traces.catalog import ToolCatalog, catalog_by_verb
-from toolshift.traces.conversion import Conversion
+from toolshift.fileio import read_json
+from toolshift.traces.catalog import CatalogTool, ToolCatalog, catalog_by_verb
+from toolshift.traces.conversion import Conversion, read_call
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
 from toolshift.traces.tau_tools import TAU2_TOOLS, tau_catalog
 
@@ -202,29 +202,23 @@ def _message(
         calls = []
         for k, tc in enumerate(_list(raw.get("tool_calls"), file, index, f"{where}.tool_calls")):
             f = f"{where}.tool_calls[{k}]"
-            if not isinstance(tc, dict) or not isinstance(tc.get("name"), str):
-                raise _bad("a tool call needs a string `name`", file, index, f"{f}.name")
-            args = tc.get("arguments") or {}
-            if isinstance(args, str):
-                try:
-                    args = loads_json(args)
-                except BadInputError as exc:
-                    raise _bad(
-                        f"arguments are not JSON: {exc.detail}", file, index, f"{f}.arguments"
-                    ) from exc
-            if not isinstance(args, dict):
-                raise _bad("arguments are not an object", file, index, f"{f}.arguments")
-            try:
-                calls.append(
-                    ToolCall(
-                        id=str(tc.get("id") or ""),
-                        name=tc["name"],
-                        arguments=args,
-                        requestor=tc.get("requestor") or role,
-                    )
+            if not isinstance(tc, dict):
+                raise _bad("a tool call is an object", file, index, f)
+            requestor = tc.get("requestor") or role
+            if requestor not in ("assistant", "user"):
+                raise _bad(f"unknown requestor {requestor!r}", file, index, f"{f}.requestor")
+            # Unreadable arguments or no name: kept, `malformed` (read_call), never a refused simulation.
+            calls.append(
+                read_call(
+                    str(tc.get("id") or ""),
+                    tc.get("name"),
+                    tc.get("arguments") or {},
+                    requestor=requestor,
+                    source=file,
+                    record=index,
+                    field=f"{f}.arguments",
                 )
-            except ValidationError as exc:
-                raise BadInputError.from_validation(exc, source=file, record=index, prefix=f) from exc
+            )
         fields["tool_calls"] = calls or None
         pending[:] = calls
         seen.update({c.id: c for c in calls if c.id})
@@ -375,13 +369,18 @@ def read_results(path: Path, *, skip_bad: bool = False, report: Conversion | Non
 
 
 def tau2_catalog(domain: str, called: set[str]) -> tuple[ToolCatalog, list[str]]:
-    """The domain's catalog: τ²'s table for airline/retail, else the verb rule; and names left unlabelled."""
+    """The domain's catalog: τ²'s table for airline/retail (names a run made up: `exists: false`, neither),
+    else the verb rule; and the names left unlabelled."""
     source = "verb rule over the tools this run called"
     if domain not in TAU2_TOOLS:
         return catalog_by_verb(domain, called, source=source)
     catalog = tau_catalog(domain, TAU2_TOOLS[domain], "tau2-bench tool implementations")
-    extra, unlabelled = catalog_by_verb(domain, called - catalog.effects().keys(), source=source)
-    return catalog.merged(extra.tools), unlabelled
+    made_up = [
+        CatalogTool(name=n, effect="neither", origin="source", exists=False,
+                    note="not a tau2-bench tool of this domain: its environment refuses the call")
+        for n in sorted(called - catalog.effects().keys())
+    ]  # fmt: skip
+    return catalog.merged(made_up), []
 
 
 def convert_tau2(path: Path, *, skip_bad: bool = False) -> Conversion:

@@ -76,7 +76,7 @@ def _message_out(message: Message, turn_idx: int) -> dict[str, Any]:
     out: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.role != "system":
         calls = message.tool_calls
-        out["tool_calls"] = [c.model_dump() for c in calls] if calls else None
+        out["tool_calls"] = [c.model_dump(exclude={"malformed"}) for c in calls] if calls else None
     out["turn_idx"] = turn_idx
     out["timestamp"] = message.timestamp
     if message.role != "system":

@@ -18,8 +18,11 @@ Choices (also in docs/formats.md):
   `outputs`, and the verbatim `reward_info`. `user_cost` goes to `Episode.user_cost`.
 - `termination_reason` (τ² vocabulary): `user_stop` when the last user message holds `###STOP###`,
   `agent_stop` when the run ended on `transfer_to_human_agents`, else `max_steps` (30 steps).
-- Skipped: records whose agent crashed (`info.error`, empty `traj`). Malformed records raise
-  BadInputError naming the record and field, or are counted with `skip_bad`.
+- A record whose agent crashed (`info.error`, empty `traj`) is kept: no messages, `termination_reason`
+  `agent_error`, τ-bench's logged reward (0) and `info.error` (τ-bench counts it as a failed task).
+- A tool call whose arguments are not a JSON object is kept, `malformed` (`read_call`).
+- Nothing is skipped. Malformed records raise BadInputError naming the record and field, or are
+  counted with `skip_bad`.
 - Catalog: the domain's τ-bench tool table (`toolshift.traces.tau_tools`), origin `source`.
 """
 
@@ -34,8 +37,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import loads_json, read_json
-from toolshift.traces.conversion import Conversion
+from toolshift.fileio import read_json
+from toolshift.traces.conversion import Conversion, read_call
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
 from toolshift.traces.tau_tools import TAU_BENCH_V1_TOOLS, tau_catalog
 
@@ -115,19 +118,11 @@ def _message(
             f = f"{where}.tool_calls[{k}]"
             _need(tc, dict, path, index, f)
             fn = _need(tc.get("function"), dict, path, index, f"{f}.function")
-            name = _need(fn.get("name"), str, path, index, f"{f}.function.name")
-            args_text = fn.get("arguments") or "{}"
-            try:
-                args = loads_json(args_text) if isinstance(args_text, str) else args_text
-            except BadInputError as exc:
-                raise BadInputError(
-                    f"arguments are not JSON: {exc.detail}",
-                    source=str(path),
-                    record=index,
-                    field=f"{f}.function.arguments",
-                ) from exc
-            _need(args, dict, path, index, f"{f}.function.arguments")
-            calls.append(ToolCall(id=str(tc.get("id") or ""), name=name, arguments=args))
+            # Unreadable arguments or no name: kept, `malformed` (read_call), never a refused record.
+            calls.append(
+                read_call(str(tc.get("id") or ""), fn.get("name"), fn.get("arguments") or "{}",
+                          source=str(path), record=index, field=f"{f}.function.arguments")
+            )  # fmt: skip
         out.append(Message(role="assistant", content=raw.get("content"), tool_calls=calls or None))
         return list(calls)
     if role != "tool":
@@ -194,9 +189,6 @@ def convert_taubench_v1(path: Path, *, domain: str | None = None, skip_bad: bool
         except BadInputError as exc:
             conv.skip_bad(exc, skip_bad=skip_bad)
             continue
-        if episode is None:
-            conv.skip("agent crashed (info.error, empty traj)")
-            continue
         conv.episodes.append(episode)
     conv.note_unknown_tools()
     return conv
@@ -207,17 +199,49 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _episode(record: Any, path: Path, index: int, name: str, model: str | None) -> Episode | None:
+def _crashed(
+    record: dict[str, Any],
+    info: dict[str, Any],
+    path: Path,
+    index: int,
+    name: str,
+    model: str | None,
+    task_id: int,
+    trial: int,
+    reward: float,
+) -> Episode:
+    """A run whose agent raised (`info.error`, empty `traj`): kept, no messages, τ-bench's own reward (0)."""
+    error = info.get("error")
+    return Episode(
+        id=f"tau-bench-v1.{name}.{model or 'agent'}.task{task_id}.trial{trial}",
+        task_id=str(task_id),
+        trial=trial,
+        domain=taubench_domain(name),
+        agent=model,
+        model=model,
+        harness=HARNESS,
+        termination_reason="agent_error",
+        outcome=Outcome(
+            reward=reward,
+            success=reward == 1.0,
+            judged_by="tau-bench-v1",
+            info={"error": error if isinstance(error, str) else json.dumps(error, default=str)},
+        ),
+        source={"converter": CONVERTER, "file": path.name, "record": index, "max_steps": MAX_STEPS},
+    )  # fmt: skip
+
+
+def _episode(record: Any, path: Path, index: int, name: str, model: str | None) -> Episode:
     _need(record, dict, path, index, "record")
     task_id = _need(record.get("task_id"), int, path, index, "task_id")
     trial = _need(record.get("trial", 0), int, path, index, "trial")
     info = _need(record.get("info"), dict, path, index, "info")
     traj = _need(record.get("traj"), list, path, index, "traj")
-    if "error" in info and not traj:
-        return None
     reward = _need(record.get("reward"), (int, float), path, index, "reward")
     if not math.isfinite(reward):
         raise BadInputError("reward is not a finite number", source=str(path), record=index, field="reward")
+    if "error" in info and not traj:
+        return _crashed(record, info, path, index, name, model, task_id, trial, float(reward))
     task = _need(info.get("task"), dict, path, index, "info.task")
     actions = _need(task.get("actions", []), list, path, index, "info.task.actions")
     for k, action in enumerate(actions):

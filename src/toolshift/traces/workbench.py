@@ -23,8 +23,9 @@ Choices (also in docs/formats.md):
 - Outcome: WorkBench judges correctness by replaying calls in its sandbox, which this converter does
   not do: `reward`/`success` stay null, except `success = false` when `error` is set (an error makes
   a row wrong). `info` keeps `error`, `function_calls` and the gold `answer` calls.
-- Skipped, by reason: rows with an empty `full_response` (the agent raised before returning; the
-  reason names the error's kind). Malformed rows raise BadInputError (file, row, field) or are
+- A row with an empty `full_response` (the agent raised before returning) is kept: the query as the
+  only message, `termination_reason` `agent_error` (when `error` is set), `info.no_trajectory` naming
+  the error's kind. Nothing is skipped. Malformed rows raise BadInputError (file, row, field) or are
   counted with `skip_bad`.
 """
 
@@ -284,9 +285,6 @@ def convert_workbench_csv(path: Path, *, skip_bad: bool = False) -> Conversion:
             except BadInputError as exc:
                 conv.skip_bad(exc, skip_bad=skip_bad)
                 continue
-            if isinstance(episode, str):
-                conv.skip(episode)
-                continue
             hallucinated |= {
                 c.name
                 for msg in episode.messages
@@ -308,14 +306,15 @@ def _row_episode(
     toolset: str,
     stamp: str,
     gold: dict[str, tuple[int, list[str]]],
-) -> Episode | str:
+) -> Episode:
     query, error, text = row["query"], row["error"] or "", row["full_response"] or ""
-    if not text.strip():
-        return f"no trajectory: agent raised ({_error_kind(error)})"
-    try:
-        parsed = parse_full_response(text)
-    except _ReprError as exc:
-        raise BadInputError(str(exc.args[1]), source=str(path), record=index, field=exc.args[0]) from exc
+    # An empty trajectory (the agent raised before returning) is kept: the query alone, and the error.
+    parsed: dict[str, Any] = {"steps": []}
+    if text.strip():
+        try:
+            parsed = parse_full_response(text)
+        except _ReprError as exc:
+            raise BadInputError(str(exc.args[1]), source=str(path), record=index, field=exc.args[0]) from exc
     try:
         logged_calls = ast.literal_eval(row["function_calls"] or "[]")
     except (ValueError, SyntaxError) as exc:
@@ -343,6 +342,8 @@ def _row_episode(
         messages.append(Message(role="assistant", content=_content(output)))
     task_index, answer = gold.get(query, (index, None))
     info: dict[str, Any] = {"error": error or None, "function_calls": logged_calls}
+    if not text.strip():
+        info["no_trajectory"] = f"agent raised before returning ({_error_kind(error)})"
     if answer is not None:
         info["gold_calls"] = answer
     return Episode(
