@@ -5,7 +5,8 @@ state_info) drives a handler whose replies are scripted below, and `BaseHandler.
 files, so every field but the replies is BFCL's own. The replies copy in form the failures real runs hold:
 
 - `ls<|channel|>commentary` as a function name: gpt-oss's Harmony channel token leaking into tool names
-  (vLLM PR #35906; `cat<|channel|>commentary`, `check_balance<|channel|>commentary` in public reports);
+  (vLLM PR #35906; `cat<|channel|>commentary`, `send_message<|end|><|start|>assistant<|channel|>analysis`
+  in gpt-oss's published BFCL runs, github.com/bbrowning/bfcl-vllm-results, docs/results/bfcl-published-runs.md);
 - `{"a": true}<|call|>` as argument text: the same leak into the arguments, which are then not JSON;
 - arguments JSON-encoded twice (a JSON string, not an object): BFCL's `convert_to_function_call` fails;
 - `[]`: a step with no calls (BFCL logs "Empty response from the model" and ends the turn);
