@@ -184,3 +184,19 @@ def test_agentdojo_keeps_a_call_it_cannot_read(tmp_path):
     got = [(c.name, c.arguments, c.malformed) for c in episode.messages[1].tool_calls or []]
     assert got == [("get_channels", {"_raw": "{not an object"}, True), ("", {"_raw": "{}"}, True)]
     assert conv.malformed_calls == 2 and not conv.skipped
+
+
+def test_without_agentdojo_the_catalog_falls_back_to_the_calls_seen_and_says_so(tmp_path, monkeypatch):
+    from toolshift.traces.agentdojo import convert_agentdojo
+
+    monkeypatch.setattr(benchmark_catalogs, "agentdojo_available", lambda: False)
+    log = tmp_path / "none.json"
+    calls = [{"function": "get_channels", "args": {}, "id": "c0"}]
+    log.write_text(json.dumps({
+        "suite_name": "slack", "pipeline_name": "p", "user_task_id": "user_task_0", "utility": True,
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": calls}],
+    }))  # fmt: skip
+    conv = convert_agentdojo(log)
+    catalog = conv.catalogs["agentdojo-slack"]
+    assert [t.name for t in catalog.tools] == ["get_channels"] and "not installed" in catalog.source
+    assert conv.notes and "toolshift[agentdojo]" in conv.notes[0] and conv.kept == 1
