@@ -124,3 +124,82 @@ def test_an_abandoned_episode_is_a_timeout_not_charged_to_the_agent(tasks):
     assert episode.termination_reason == "timeout" and episode.outcome.info["charged_to"] == "harness"
     results = summarize([episode, _episode(tasks[0].id, 1, True)], trials=2)
     assert results.not_charged == 1 and results.success.mean == 1.0
+
+
+# --- strict success and collateral writes (issue 21) -----------------------------------------------------
+
+
+def test_strict_success_and_collateral_beside_success_on_the_real_clinic_world():
+    """Trial 0 cancels the appointment asked for; trial 1 also cancels another: success 1 and pass^2 1,
+    strict success ½ and strict pass^2 0, one collateral change, named."""
+    from collateral import COLLATERAL_ROW, cancel_episode
+    from toolshift.agents.results import episode_collateral
+
+    careful, greedy = cancel_episode(greedy=False, trial=0), cancel_episode(greedy=True, trial=1)
+    assert greedy.outcome.success is True and greedy.outcome.info["strict_success"] is False
+    results = summarize([careful, greedy], trials=2)
+    assert results.success.mean == 1.0 and results.pass_k[2].mean == 1.0
+    assert results.strict_success.mean == 0.5 and results.strict_pass_k[2].mean == 0.0
+    assert results.mean_collateral == 0.5 and results.collateral_episodes == 1
+    assert results.successes_with_collateral == 1 and results.strict_unknown == 0
+    assert episode_collateral(greedy).rows == (COLLATERAL_ROW,)
+    body = results.as_dict()
+    assert body["strict_success"]["mean"] == 0.5 and body["strict_pass_k"]["2"]["mean"] == 0.0
+
+
+def test_an_episode_without_the_verdict_fields_is_unknown_unless_its_task_is_given():
+    from rich.console import Console
+
+    from collateral import COLLATERAL_ROW, cancel_episode, cancel_task, without_verdict_fields
+    from toolshift.agents.results import episodes_table, results_table
+
+    old = without_verdict_fields(cancel_episode(greedy=True))
+    unknown = summarize([old], trials=1)
+    assert unknown.strict_unknown == 1 and unknown.mean_collateral is None and unknown.strict_success.n == 0
+    task = cancel_task()
+    known = summarize([old], trials=1, tasks={task.id: task})
+    assert known.strict_unknown == 0 and known.strict_success.mean == 0.0 and known.mean_collateral == 1.0
+    stale = task.model_copy(update={"public_request": "something else"})  # another fingerprint: not its Δgold
+    assert summarize([old], trials=1, tasks={task.id: stale}).strict_unknown == 1
+
+    def text(table) -> str:
+        console = Console(width=250, record=True)
+        console.print(table)
+        return console.export_text()
+
+    shown = text(results_table("r", unknown))
+    assert "strict verdict unknown (episodes)" in shown and "unknown" in shown.split("collateral writes")[1]
+    listing = text(episodes_table("e", [old]))
+    assert "unknown" in listing and COLLATERAL_ROW not in listing
+    listing = text(episodes_table("e", [old], {task.id: task}))
+    assert f"1: {COLLATERAL_ROW}" in listing
+
+
+def test_agents_results_lists_strict_success_and_collateral_rows(tasks_file, tmp_path, monkeypatch):
+    """`agents results --episodes`: a run whose episode predates the verdict fields shows unknown, and with
+    `--tasks` the collateral row computed from its world diff."""
+    from typer.testing import CliRunner
+
+    from collateral import COLLATERAL_ROW, cancel_episode, without_verdict_fields
+    from toolshift.agents import cli as agents_cli
+    from toolshift.cli import app
+    from toolshift.traces.store import write_episodes
+
+    monkeypatch.setattr(agents_cli.console, "width", 250)  # rows on one line each
+    runner = CliRunner()
+    out = tmp_path / "run"
+    ran = runner.invoke(app, ["run", "--world", "clinic", "--tasks", str(tasks_file), "--model", "oracle",
+                              "--out", str(out), "--no-check"])  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    (episodes,) = out.glob("run-*.episodes.jsonl")
+    write_episodes(episodes, [without_verdict_fields(cancel_episode(greedy=True))])
+    plain = runner.invoke(app, ["agents", "results", str(out), "--episodes"], terminal_width=250)
+    assert plain.exit_code == 0, plain.output
+    assert "strict verdict unknown (episodes)" in plain.output and COLLATERAL_ROW not in plain.output
+    full = runner.invoke(
+        app, ["agents", "results", str(out), "--episodes", "--tasks", str(tasks_file)], terminal_width=250
+    )
+    assert full.exit_code == 0, full.output
+    assert f"1: {COLLATERAL_ROW}" in full.output
+    assert "strict success % (no collateral write)" in full.output
+    assert "0.0 [0.0, 0.0]" in full.output.split("strict success % (no collateral write)")[1].splitlines()[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -45,7 +46,12 @@ def test_evolve_reference_baseline_eval(small_build, tmp_path):
     ok("bench", "baseline", str(small_build), "--agent", "oracle", "--split", "all", "--out", str(runs))
     assert (runs / "oracle.episodes.jsonl").is_file()
     res = tmp_path / "baselines.md"
-    ok("bench", "eval", str(runs), "--build", str(small_build), "--markdown", str(res))
+    js = tmp_path / "baselines.json"
+    ok("bench", "eval", str(runs), "--build", str(small_build), "--markdown", str(res), "--json", str(js))
+    body = json.loads(js.read_text())
+    assert body["agents"]["oracle"]["all"]["Strict-SR"]["mean"] == 1.0
+    assert body["agents"]["oracle"]["all"]["Collateral"]["mean"] == 0.0
+    assert body["collateral"] == {"oracle": []}
     text = res.read_text()
     assert "## oracle" in text and "| all | 100.0 [100.0, 100.0] |" in text
     assert "toolshift bench baseline" in text  # the command that recorded the runs

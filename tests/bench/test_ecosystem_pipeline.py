@@ -204,7 +204,15 @@ def test_metrics_come_from_what_the_episode_did(build, tmp_path):
     worlds = VersionWorlds(out)
     task = next(t for t in worlds.tasks(rec.domain) if t.id == rec.task_id)
     calls = [ScriptedCall(name, args) for name, args in rec.step.calls]
-    variants = {"padded": [calls[0], *calls], "short": calls[:-1]}
+    # greedy: the task's path, then another task's gold path, which changes rows this task does not touch
+    mine = {(c.table, c.key) for c in task.expected_changes}
+    other = next(
+        t
+        for t in worlds.tasks(rec.domain)
+        if t.expected_changes and not mine & {(c.table, c.key) for c in t.expected_changes}
+    )
+    extra = [ScriptedCall(g.tool, g.arguments) for g in other.gold_path]
+    variants = {"padded": [calls[0], *calls], "short": calls[:-1], "greedy": [*calls, *extra]}
     episodes = []
     for name, script in variants.items():
         ep = asyncio.run(
@@ -231,6 +239,16 @@ def test_metrics_come_from_what_the_episode_did(build, tmp_path):
     assert padded.success and padded.step_spe == pytest.approx(rec.step.steps / (rec.step.steps + 1))
     assert padded.cost_spe < 1.0
     assert not short.success and short.step_spe == 0.0 and short.cost_spe == 0.0
+    assert padded.strict_success and padded.collateral_changes == 0
+    (greedy,) = by["greedy [domain-tools]"]
+    other_rows = sorted({f"{c.table}/{c.key}" for c in other.expected_changes})
+    assert greedy.success and not greedy.strict_success  # SR 1, Strict-SR 0
+    assert set(other_rows) <= set(greedy.collateral_rows)
+    summary = {e.agent: e.summary.by_version[2] for e in evals}["greedy [domain-tools]"]
+    assert summary["SR"].mean == 1.0 and summary["Strict-SR"].mean == 0.0
+    assert summary["SR-collateral"].mean == 1.0 and summary["Collateral"].mean == greedy.collateral_changes
+    text = results_markdown(eco, evals, "toolshift bench eval")
+    assert "Strict-SR" in text and f"{task.id} v2 (solved): {greedy.collateral_changes} change(s)" in text
 
 
 def test_frozen_v1_sends_the_v1_calls_on_every_version(build):

@@ -50,12 +50,26 @@ def models() -> None:
 
 
 @app.command("results")
-def results(folder: Path = typer.Argument(..., help="A run folder (toolshift run --out).")) -> None:
-    """Print the results table of every run in a folder, recomputed from its episodes."""
+def results(
+    folder: Path = typer.Argument(..., help="A run folder (toolshift run --out)."),
+    tasks: Path = typer.Option(
+        None,
+        "--tasks",
+        help="The run's task file: episodes recorded without a strict verdict get one from their world diff.",
+    ),
+    episodes_too: bool = typer.Option(
+        False, "--episodes", help="Also list every episode: success, strict success, collateral rows."
+    ),
+) -> None:
+    """Print the results table of every run in a folder, recomputed from its episodes: success and strict
+    success (no collateral write), pass^k and strict pass^k, collateral writes."""
     from toolshift.agents.config import RUN_FORMAT
-    from toolshift.agents.results import results_table, summarize
+    from toolshift.agents.results import episodes_table, results_table, summarize
     from toolshift.agents.runner import read_finished
     from toolshift.fileio import read_json
+    from toolshift.taskfile import read_tasks
+
+    by_id = {t.id: t for t in read_tasks(tasks)} if tasks is not None else None
 
     configs = sorted(Path(folder).glob("run-*.json"))
     configs = [c for c in configs if not c.name.endswith(".results.json")]
@@ -85,7 +99,10 @@ def results(folder: Path = typer.Argument(..., help="A run folder (toolshift run
                     f"unreadable results file: {type(exc).__name__}: {exc}", source=str(stored)
                 ) from None
         trials = 1 + max((e.trial for e in episodes), default=0)
-        console.print(results_table(label, summarize(episodes, trials=trials, invalid_tasks=invalid)))
+        summary = summarize(episodes, trials=trials, invalid_tasks=invalid, tasks=by_id)
+        console.print(results_table(label, summary))
+        if episodes_too:
+            console.print(episodes_table(f"{key}: episodes", episodes, by_id))
 
 
 def run(
@@ -244,7 +261,7 @@ def run(
     episodes = plan.current_episodes()
     if model == "oracle":
         invalid = {e.task_id for e in episodes if e.outcome is not None and e.outcome.success is False}
-    results = summarize(episodes, trials=trials, invalid_tasks=invalid)
+    results = summarize(episodes, trials=trials, invalid_tasks=invalid, tasks={t.id: t for t in task_list})
     write_text_atomic(
         plan.files.results, json.dumps({"run": plan.files.key, **results.as_dict()}, indent=2) + "\n"
     )

@@ -3,7 +3,11 @@
 Definitions (also in docs/results/baselines.md). For task i in version v, with reference path
 weights W_c,i(v) (c ∈ {step, cost}) and an agent path of weight A_c,i(v):
 
-* SR: S_i(v) = 𝕀[Δgold_i ⊆ Δagent_i(v)] (`toolshift.models.covers`).
+* SR: S_i(v) = 𝕀[Δgold_i ⊆ Δagent_i(v)] (`toolshift.models.judge_diff`, the seed's success).
+* Strict-SR: 𝕀[S_i(v) = 1 and Δagent_i(v) ⊆ σ(Δgold_i)]: solved with no collateral write, where the
+  collateral writes are the changes of Δagent outside Δgold under the judge's renaming σ. Beside SR,
+  never instead of it (D116). Collateral: the mean number of collateral changes per episode;
+  SR-collateral: the share of solved episodes (S = 1) that made at least one.
 * Tool P/R/F1: E = the world tools exposed to the agent: those whose definitions it was given,
   listed or returned by a search (the episode's `source["exposed_tools"]`, recorded by the agent
   loop; harness tools such as `search_tools` left out; episodes recorded without it fall back to
@@ -30,7 +34,7 @@ from dataclasses import dataclass
 
 from toolshift.agents.users import END_CONVERSATION
 from toolshift.bench.reference import CALL_COST, Criterion
-from toolshift.models import RowChange, covers
+from toolshift.models import RowChange, judge_diff
 from toolshift.report.intervals import Interval, bootstrap_mean
 from toolshift.traces.episode import Episode
 
@@ -40,8 +44,11 @@ HARNESS = frozenset(
 )
 """Calls that serve the conversation, not the task: never steps, never exposed world tools."""
 
+STRICT_SR = "Strict-SR"
 METRICS: tuple[str, ...] = (
     "SR",
+    STRICT_SR,
+    "SR-collateral",
     "P",
     "R",
     "F1",
@@ -52,6 +59,14 @@ METRICS: tuple[str, ...] = (
     "Cost-IDR",
     "Cost-DAR",
 )
+"""The rates (shown in percent)."""
+COUNTS: tuple[str, ...] = ("Collateral",)
+"""The means that are counts, not rates: collateral changes per episode."""
+
+
+def cell(metric: str, iv: Interval, digits: int = 1) -> str:
+    """One metric's interval as a table shows it: a rate in percent, a count as a number."""
+    return iv.number(digits + 1) if metric in COUNTS else iv.percent(digits)
 
 
 @dataclass(frozen=True)
@@ -82,6 +97,14 @@ class AgentPath:
     steps: int
     cost: float
     exposed: frozenset[str]
+    collateral_changes: int = 0
+    """Changes outside Δgold under the judge's renaming σ (`toolshift.models.DiffVerdict.collateral`)."""
+    collateral_rows: tuple[str, ...] = ()
+    """The rows they touched, as `table/key`, sorted."""
+
+    @property
+    def strict_success(self) -> bool:
+        return self.success and not self.collateral_changes
 
     def weight(self, criterion: Criterion) -> float:
         return float(self.steps) if criterion == "step" else self.cost
@@ -103,10 +126,19 @@ class InstanceScore:
     step_dar: float | None
     cost_idr: float | None
     cost_dar: float | None
+    collateral_changes: int = 0
+    collateral_rows: tuple[str, ...] = ()
+
+    @property
+    def strict_success(self) -> bool:
+        return self.success and not self.collateral_changes
 
     def value(self, metric: str) -> float | None:
         return {
             "SR": float(self.success),
+            STRICT_SR: float(self.strict_success),
+            "SR-collateral": float(self.collateral_changes > 0) if self.success else None,
+            "Collateral": float(self.collateral_changes),
             "P": self.precision,
             "R": self.recall,
             "F1": self.f1,
@@ -179,6 +211,8 @@ def score_instance(
         step_dar=dar(step_run, "step"),
         cost_idr=idr(cost_run, "cost"),
         cost_dar=dar(cost_run, "cost"),
+        collateral_changes=step_run.collateral_changes,
+        collateral_rows=step_run.collateral_rows,
     )
 
 
@@ -208,11 +242,15 @@ def agent_path(
     (`generated`: the task's `generated_values`, judged like keys)."""
     calls = world_tool_calls(episode, tool_costs)
     exposed = episode.source.get("exposed_tools")
+    # judged here from the recorded diff, not read from outcome.info: older episodes lack those fields
+    verdict = judge_diff(episode.world_diff or [], expected_changes, generated=generated)
     return AgentPath(
-        success=covers(episode.world_diff or [], expected_changes, generated=generated),
+        success=verdict.success,
         steps=len(calls),
         cost=round(sum(tool_costs.get(n, CALL_COST) for n in calls), 2),
         exposed=frozenset(exposed) - HARNESS if exposed is not None else frozenset(calls),
+        collateral_changes=len(verdict.collateral),
+        collateral_rows=tuple(verdict.collateral_rows()),
     )
 
 
@@ -236,7 +274,7 @@ def summarise(scores: Sequence[InstanceScore], *, resamples: int = 1000, seed: i
     for version in [0, *sorted(grouped)]:
         members = scores if version == 0 else grouped[version]
         row: dict[str, Interval] = {}
-        for metric in METRICS:
+        for metric in (*METRICS, *COUNTS):
             pairs = [(s.task_id, v) for s in members if (v := s.value(metric)) is not None]
             row[metric] = bootstrap_mean(
                 [v for _, v in pairs],

@@ -23,6 +23,12 @@ class Interval:
             return "–"
         return f"{100 * self.mean:.{digits}f} [{100 * self.low:.{digits}f}, {100 * self.high:.{digits}f}]"
 
+    def number(self, digits: int = 2) -> str:
+        """`0.50 [0.00, 1.20]` for a mean that is a count, or `–` when nothing was measured."""
+        if self.n == 0:
+            return "–"
+        return f"{self.mean:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
     def as_dict(self) -> dict[str, float | int]:
         return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n}
 

@@ -246,22 +246,32 @@ def evaluate(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the metrics as JSON here.")] = None,
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
 ) -> None:
-    """Score recorded episodes: SR, tool P/R/F1, Step-/Cost-SPE, IDR, DAR per version with intervals."""
+    """Score recorded episodes: SR, Strict-SR, tool P/R/F1, Step-/Cost-SPE, IDR, DAR and collateral writes
+    per version with intervals."""
     from toolshift.bench.ecosystem.evaluate import evaluate as run_eval
     from toolshift.bench.ecosystem.evaluate import results_markdown
-    from toolshift.bench.metrics import METRICS
+    from toolshift.bench.metrics import COUNTS, METRICS, cell
 
     eco, evals = run_eval(build, runs, resamples=resamples)
     for ev in evals:
         assert ev.summary is not None
         table = Table(title=f"{ev.agent} on {eco.id} (% with 95% bootstrap interval over tasks)")
         table.add_column("version")
-        for m in METRICS:
+        for m in (*METRICS, *COUNTS):
             table.add_column(m, justify="right")
         for v in [*sorted(k for k in ev.summary.by_version if k), 0]:
             row = ev.summary.by_version[v]
-            table.add_row("all" if v == 0 else f"v{v}", *(row[m].percent(0) for m in METRICS))
+            table.add_row("all" if v == 0 else f"v{v}", *(cell(m, row[m], 0) for m in (*METRICS, *COUNTS)))
         console.print(table)
+        hurt = ev.collateral()
+        if hurt:
+            rows = sorted({r for s in hurt for r in s.collateral_rows})
+            console.print(
+                f"collateral writes in {len(hurt)} of {len(ev.scores)} instances, on {len(rows)} rows: "
+                + ", ".join(rows[:8])
+                + (" …" if len(rows) > 8 else ""),
+                highlight=False,
+            )
         if ev.excluded:
             console.print("excluded: " + ", ".join(f"{k}: {v}" for k, v in sorted(ev.excluded.items())))
     if markdown:
@@ -279,6 +289,7 @@ def evaluate(
                 for ev in evals
             },
             "excluded": {ev.agent: dict(ev.excluded) for ev in evals},
+            "collateral": {ev.agent: ev.collateral_dicts() for ev in evals},
         }
         write_text_atomic(json_out, json.dumps(body, indent=1))
 

@@ -18,12 +18,14 @@ from urllib.parse import urlsplit
 from toolshift.bench.ecosystem.paths import ReferenceRecord, load_references
 from toolshift.bench.ecosystem.store import EcosystemManifest, domain_tasks, load_ecosystem, load_history
 from toolshift.bench.metrics import (
+    COUNTS,
     METRICS,
     AgentPath,
     InstanceReference,
     InstanceScore,
     Summary,
     agent_path,
+    cell,
     score_instance,
     summarise,
 )
@@ -31,6 +33,9 @@ from toolshift.errors import BadInputError
 from toolshift.models import Task
 from toolshift.traces.episode import Episode
 from toolshift.traces.store import iter_episodes, read_header
+
+MAX_LISTED = 30
+"""Collateral instances the markdown lists per agent (the JSON lists them all)."""
 
 
 @dataclass
@@ -43,6 +48,18 @@ class AgentEval:
     """The commands that recorded the agent's episode files (from their headers), where known."""
     excluded: Counter[str] = field(default_factory=Counter)
     summary: Summary | None = None
+
+    def collateral(self) -> list[InstanceScore]:
+        """The scored instances whose episode wrote outside Δgold, in task and version order."""
+        return [s for s in self.scores if s.collateral_changes]
+
+    def collateral_dicts(self) -> list[dict[str, object]]:
+        """Those instances as the JSON output lists them (docs/formats.md, `bench eval --json`)."""
+        return [
+            {"task_id": s.task_id, "version": s.version, "success": s.success,
+             "collateral_changes": s.collateral_changes, "collateral_rows": list(s.collateral_rows)}
+            for s in self.collateral()
+        ]  # fmt: skip
 
 
 def episode_files(runs: Iterable[str | Path]) -> list[Path]:
@@ -228,6 +245,11 @@ def results_markdown(eco: EcosystemManifest, evals: list[AgentEval], command: st
         "of each tool called, 1 for a tool the version does not have).",
         "",
         "- **SR**: S_i(v) = 1 if Δgold_i ⊆ Δagent_i(v) (every gold row change made, leaving the same value).",
+        "- **Strict-SR**: S_i(v) = 1 and no collateral write: every change in Δagent_i(v) is the image of a",
+        "  gold change under the renaming σ the judge found (an agent that also cancels other appointments",
+        "  passes SR, not Strict-SR). Beside SR, not instead of it (D116).",
+        "- **SR-collateral**: the share of solved instances (S = 1) whose episode made a collateral write;",
+        "  **Collateral**: the mean number of collateral changes per instance (a count, not a percent).",
         "- **P / R / F1**: E = the exposed set, the world tools whose definitions the agent was given during",
         "  the episode (listed, or returned by `search_tools`; recorded as `source.exposed_tools`), R = tools",
         "  of the step-optimal reference path; P = |E∩R|/|E|, R = |E∩R|/|R|, F1 their harmonic mean.",
@@ -250,13 +272,19 @@ def results_markdown(eco: EcosystemManifest, evals: list[AgentEval], command: st
         "",
         "## Summary (all versions)",
         "",
-        "| agent | instances | " + " | ".join(METRICS) + " |",
-        "|---|---|" + "---|" * len(METRICS),
+        "| agent | instances | " + " | ".join((*METRICS, *COUNTS)) + " |",
+        "|---|---|" + "---|" * len((*METRICS, *COUNTS)),
         *(
             f"| {ev.agent} | {len(ev.scores)} | "
             + " | ".join(
-                "–" if ev.summary.overall[m].n == 0 else f"{100 * ev.summary.overall[m].mean:.1f}"
-                for m in METRICS
+                "–"
+                if ev.summary.overall[m].n == 0
+                else (
+                    f"{ev.summary.overall[m].mean:.2f}"
+                    if m in COUNTS
+                    else f"{100 * ev.summary.overall[m].mean:.1f}"
+                )
+                for m in (*METRICS, *COUNTS)
             )
             + " |"
             for ev in evals
@@ -271,13 +299,29 @@ def results_markdown(eco: EcosystemManifest, evals: list[AgentEval], command: st
             lines += ["Recorded by:", "", "```", *ev.commands, "```", ""]
         excl = ", ".join(f"{k}: {v}" for k, v in sorted(ev.excluded.items()))
         lines += [f"Scored instances: {len(ev.scores)}" + (f"; excluded: {excl}" if excl else ""), ""]
-        lines += ["| version | " + " | ".join(METRICS) + " |", "|---|" + "---|" * len(METRICS)]
+        shown = (*METRICS, *COUNTS)
+        lines += ["| version | " + " | ".join(shown) + " |", "|---|" + "---|" * len(shown)]
         for v in [*sorted(k for k in ev.summary.by_version if k), 0]:
             row = ev.summary.by_version[v]
             cells = []
-            for m in METRICS:
+            for m in shown:
                 iv = row[m]
-                cells.append(iv.percent() + (f" (n={iv.n})" if m.endswith(("IDR", "DAR")) and iv.n else ""))
+                n = m.endswith(("IDR", "DAR")) or m == "SR-collateral"
+                cells.append(cell(m, iv) + (f" (n={iv.n})" if n and iv.n else ""))
             lines.append(f"| {'all' if v == 0 else f'v{v}'} | " + " | ".join(cells) + " |")
         lines.append("")
+        hurt = ev.collateral()
+        if hurt:
+            lines += [
+                f"Collateral writes ({len(hurt)} of {len(ev.scores)} instances; rows as `table/key`):",
+                "",
+            ]
+            lines += [
+                f"- {s.task_id} v{s.version} ({'solved' if s.success else 'not solved'}): "
+                f"{s.collateral_changes} change(s) on {', '.join(s.collateral_rows)}"
+                for s in hurt[:MAX_LISTED]
+            ]
+            if len(hurt) > MAX_LISTED:
+                lines.append(f"- … {len(hurt) - MAX_LISTED} more (all in `--json`)")
+            lines.append("")
     return "\n".join(lines)
