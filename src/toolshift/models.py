@@ -341,10 +341,15 @@ class DiffVerdict:
         """The rows the collateral changes touched, as `table/key`, sorted."""
         return sorted({f"{c.table}/{c.key}" for c in self.collateral})
 
+    def missing_rows(self) -> list[str]:
+        """The rows of the gold changes Δagent lacks, as `table/key`, sorted."""
+        return sorted({f"{c.table}/{c.key}" for c in self.missing})
+
     def info(self) -> dict[str, Any]:
         """The verdict as an episode's outcome records it (`Outcome.info`; docs/formats.md)."""
         return {
             "missing_changes": len(self.missing),
+            "missing_rows": self.missing_rows(),
             "strict_success": self.strict_success,
             "collateral_changes": len(self.collateral),
             "collateral_rows": self.collateral_rows(),

@@ -144,6 +144,12 @@ def test_viewer_shows_world_diffs_and_restores_state_from_the_address(browser, v
     current = page.locator("#steps li.step.current")
     assert "world diff" in current.text_content()
     assert current.locator("table.diff tbody tr").count() >= 1  # the oracle changed rows
+    verdict = current.locator(".verdict").text_content()
+    assert (
+        "strict success (no collateral write) yes" in verdict
+        and "outside Δgold): 0 change(s) on none" in verdict
+    )
+    assert {r[5] for r in rows(page)} == {"0"}  # the list's collateral column: the oracle writes nothing else
     page.close()
 
 

@@ -66,8 +66,14 @@ def test_steward_and_evolve_results_are_recognised_and_drawn(steward_results, ev
     steward = sections["steward-1"]
     assert "steward-incremental" in steward and "steward-frozen" in steward
     assert steward.count("<img") == 2 and "v2" in steward  # supply F1 and SR curves over both versions
+    assert "Strict success (no collateral write)" in steward  # bench eval metrics: Strict-SR too
     evolve = sections["evolve-1"]
     assert "seed tasks" in evolve and "final tasks" in evolve and evolve.count("<img") >= 1
+    # the noisy oracle never writes outside Δgold: completion by strict success equals SR's, both shown
+    assert "mean completion (strict)" in evolve and "mean completion (SR)" in evolve
+    seed_row = re.search(r"<td[^>]*>seed tasks</td>(.*?)</tr>", evolve).group(1)
+    strict, sr = re.findall(r"<td[^>]*>([^<]*)</td>", seed_row)[-2:]
+    assert strict == sr and strict.endswith("%")
 
 
 def test_a_corrupt_steward_results_file_is_named_and_the_rest_drawn(steward_results, evolve_run, tmp_path):

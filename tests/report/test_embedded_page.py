@@ -63,41 +63,23 @@ def test_the_tables_count_solved_episodes_per_group_and_pair_the_first_trials():
     assert "| named-1 | " in rows and "| 1/2 | 1/1 |" in rows
 
 
-def test_the_strict_column_counts_a_success_that_also_cancelled_another_appointment():
-    """A real clinic world: the agent cancels APT-00003 as asked and another appointment besides. SR counts it; strict
-    success does not, and the page says how many changes were collateral."""
-    from toolshift.world import World
+def test_strict_success_stands_beside_success_and_unknowns_are_not_clean():
+    """On the real clinic world: a greedy episode of demo-cancel (also cancels APT-00019) succeeds, not strictly;
+    a careful one does both; an episode recorded with neither verdict fields nor a diff is unknown."""
+    from collateral import cancel_episode, without_verdict_fields
 
-    cancel = demo_tasks()[0]
-    world = World.load("clinic")
-    base = world.snapshot()
-    world.call("cancel_appointment", {"appointment_id": "APT-00003"})
-    exact = world.diff(base)
-    listed = world.call("list_appointments", {"limit": 50}).result["items"]
-    others = [
-        a["appointment_id"]
-        for a in listed
-        if a["status"] == "scheduled" and a["appointment_id"] != "APT-00003"
-    ]
-    assert any(world.call("cancel_appointment", {"appointment_id": a}).ok for a in others)
-    broad = world.diff(base)
-    assert cancel.verdict(exact).strict_success and cancel.verdict(broad).success
-    outcome = Outcome(success=True, judged_by="delta-cover")
+    demo = demo_tasks()
     episodes = {
         "embedded": [
-            Episode(
-                id="k:a:0", task_id=cancel.id, trial=0, domain="clinic", outcome=outcome, world_diff=exact
-            ),
-            Episode(
-                id="k:a:1", task_id=cancel.id, trial=1, domain="clinic", outcome=outcome, world_diff=broad
-            ),
+            without_verdict_fields(cancel_episode(greedy=True, trial=0)),
+            cancel_episode(greedy=False, trial=1),
+            _episode(demo[1].id, 0, True),  # no world diff, no strict verdict
         ],
-        "embedded:recent": [],
+        "embedded:recent": [cancel_episode(greedy=False, trial=0)],
     }
     text, figures = success_section([], episodes)
-    strict = figures["demo (clinic)"]["embedded"]["strict"]
-    assert figures["demo (clinic)"]["embedded"]["solved"] == 2
-    assert strict["solved"] == 1 and strict["episodes"] == 2
-    assert strict["successes_with_collateral"] == 1
-    assert strict["collateral_changes"] == len(cancel.verdict(broad).collateral) > 0
-    assert "1/2 = 50%" in text and "1 successes with" in text
+    mine = figures["demo (clinic)"]["embedded"]
+    assert mine["solved"] == 3 and mine["episodes"] == 3
+    assert mine["strict_solved"] == 1 and mine["strict_unknown"] == 1  # the greedy one, from its world diff
+    assert "Strict success (no collateral write)" in text and "1/2 = " in text and "; 1 unknown" in text
+    assert figures["demo (clinic)"]["embedded:recent"]["strict_solved"] == 1

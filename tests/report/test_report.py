@@ -122,7 +122,17 @@ def test_report_of_benchmark_runs_has_tables_curves_and_drift(tmp_path, eco_runs
     page = parse(out)
     text = " ".join(page.text)
     assert "oracle" in text and "frozen-v1" in text
-    for metric in ("SR", "Step-SPE", "Cost-SPE", "Step-IDR", "Cost-DAR", "F1"):
+    for metric in (
+        "SR",
+        "Strict-SR",
+        "SR-collateral",
+        "Collateral",
+        "Step-SPE",
+        "Cost-SPE",
+        "Step-IDR",
+        "Cost-DAR",
+        "F1",
+    ):
         assert metric in text
     assert (
         "Reference-path drift" in text and "100.0 [100.0, 100.0]" in text

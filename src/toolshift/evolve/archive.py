@@ -84,6 +84,10 @@ class ProgramRecord(BaseModel):
     initial_state: list[GoldCall] = Field(default_factory=list)
     attempts: list[AttemptRecord] = Field(default_factory=list)
     completion: float | None = None
+    """The solver's completion rate by strict success (no collateral write): what fitness uses (D117)."""
+    sr_completion: float | None = None
+    """The share of judged attempts with Δgold ⊆ Δagent (SR), collateral writes allowed; None in records
+    written before strict success, whose `completion` is this SR rate."""
     length: float | None = None
     metrics: dict[str, float] = Field(default_factory=dict)
     """The six raw metrics; selection uses `scores` (all 0 when infeasible)."""

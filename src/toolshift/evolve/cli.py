@@ -47,6 +47,13 @@ def seeds_cmd(
     console.print(f"{len(tasks)} seed tasks over {len({t.domain for t in tasks})} domains → {out}")
 
 
+def _mark(episode) -> str:  # type: ignore[no-untyped-def]
+    """✓ strict success, ± success with collateral writes, · failure."""
+    if not (episode.outcome and episode.outcome.success):
+        return "·"
+    return "±" if episode.outcome.info.get("strict_success") is False else "✓"
+
+
 def _progress_events(progress: Progress):  # type: ignore[no-untyped-def]
     from toolshift.evolve.engine import Events
 
@@ -60,9 +67,7 @@ def _progress_events(progress: Progress):  # type: ignore[no-untyped-def]
     def attempt(pid: str, episode) -> None:  # type: ignore[no-untyped-def]
         bar = state.get("bar")
         if bar is not None:
-            state["marks"] = str(state.get("marks", "")) + (
-                "✓" if episode.outcome and episode.outcome.success else "·"
-            )
+            state["marks"] = str(state.get("marks", "")) + (_mark(episode))
             progress.update(bar, advance=1, ok=state["marks"])  # type: ignore[arg-type]
 
     def done(record) -> None:  # type: ignore[no-untyped-def]
@@ -248,14 +253,17 @@ def show_cmd(
     table = Table(title=f"{len(records)} programs", header_style="bold")
     width = max((len(r.id) for r in records), default=8)
     table.add_column("program", no_wrap=True, min_width=width)
-    for col in ("parent", "made by", "status", "c", "L", "mean fitness", "failure mode"):
-        table.add_column(col, justify="right" if col in ("c", "L", "mean fitness") else "left")
+    for col in ("parent", "made by", "status", "c", "c (SR)", "L", "mean fitness", "failure mode"):
+        table.add_column(col, justify="right" if col in ("c", "c (SR)", "L", "mean fitness") else "left")
     for r in records:
         made = r.mutation.operator or r.mutation.proposer
         status = r.status if r.evaluated else f"{r.stage}"
         c = f"{r.completion:.2f}" if r.completion is not None else "–"
+        sr = f"{r.sr_completion:.2f}" if r.sr_completion is not None else "–"
         length = f"{r.length:.1f}" if r.length is not None else "–"
-        table.add_row(r.id, r.parent or "", made, status, c, length, f"{r.mean:.3f}", r.failure_mode or "")
+        table.add_row(
+            r.id, r.parent or "", made, status, c, sr, length, f"{r.mean:.3f}", r.failure_mode or ""
+        )
     console.print(table)
 
 

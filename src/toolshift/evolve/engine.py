@@ -143,14 +143,18 @@ class Engine:
             reasons = ", ".join(f"{k}: {n}" for k, n in why.most_common(3))
             return ProgramRecord(**base, **extra, status="rejected", stage="solve", costs=costs,
                                  reason=f"only {len(judged)} of {len(attempts)} attempts were judged ({reasons})")  # fmt: skip
+        # solved means strict success: Δgold ⊆ Δagent and no collateral write (D117)
         fit = score(
             [a.score or 0.0 for a in judged],
-            [bool(a.success) for a in judged],
-            [float(a.tool_calls) for a in judged if a.success],
+            [bool(a.strict_success) for a in judged],
+            [float(a.tool_calls) for a in judged if a.strict_success],
         )
+        sr_completion = sum(bool(a.success) for a in judged) / len(judged)
         writes = {t.name for t in load_domain(domain).tools if t.effect == "write"}
         features = task_features(task, writes)
-        failed = [e for e in episodes if e.outcome is not None and e.outcome.success is False]
+        failed = [
+            e for e, a in zip(episodes, attempts, strict=True) if a.score is not None and not a.strict_success
+        ]
         diffs = [diff_attempt(e, task, writes) for e in failed]
         summary = summarise(diffs, len(judged))
         mode = task_failure_mode(diffs, task, features)
@@ -159,7 +163,7 @@ class Engine:
         self._model_feedback(task, diffs, len(judged), labels, costs)
         return ProgramRecord(
             **base, **extra, **labels, status="evaluated", costs=costs, completion=fit.completion,
-            length=fit.length, metrics=fit.raw, feasible=fit.feasible, variance=fit.variance,
+            sr_completion=sr_completion, length=fit.length, metrics=fit.raw, feasible=fit.feasible, variance=fit.variance,
         )  # fmt: skip
 
     def _model_feedback(

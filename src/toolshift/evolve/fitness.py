@@ -2,7 +2,9 @@
 
 c is the solver's mean completion over N attempts; L the mean length (tool calls) of its successful
 attempts, 0 when none succeeded, so the length bonus max(1, L) is 1 then. A task no attempt solved
-perfectly is infeasible: all six metrics count as 0 for selection (the raw values are kept).
+perfectly is infeasible: all six metrics count as 0 for selection (the raw values are kept). "Solved"
+and "perfect" mean strict success (Δgold ⊆ Δagent and no collateral write; D117): the engine passes
+strict verdicts, so a solver that also breaks other records lowers c.
 """
 
 from __future__ import annotations

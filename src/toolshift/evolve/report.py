@@ -204,6 +204,33 @@ def _operators(runs: list[RunData]) -> list[tuple[str, int, int, float, float]]:
     return out
 
 
+def strict_lines(before: list[ProgramRecord], after: list[ProgramRecord]) -> list[str]:
+    """Completion by strict success (what fitness uses) beside completion by SR (collateral writes allowed)."""
+
+    def row(name: str, records: list[ProgramRecord]) -> str:
+        both = [r for r in records if r.completion is not None and r.sr_completion is not None]
+        attempts = [a for r in records for a in r.attempts if a.success is not None]
+        hurt = sum(1 for a in attempts if a.success and a.strict_success is False)
+        if not both:
+            return f"| {name} | – | – | – | {hurt} of {len(attempts)} |"
+        strict = sum(r.completion or 0.0 for r in both) / len(both)
+        sr = sum(r.sr_completion or 0.0 for r in both) / len(both)
+        return f"| {name} (n={len(both)}) | {_pct(strict)} | {_pct(sr)} | {_pct(sr - strict)} | {hurt} of {len(attempts)} |"
+
+    old = sum(1 for r in [*before, *after] if r.completion is not None and r.sr_completion is None)
+    return [
+        "Completion counts an attempt solved only by strict success: Δgold ⊆ Δagent and no collateral write "
+        "(no change outside Δgold). Beside it, completion by SR (Δgold ⊆ Δagent alone) and the attempts that "
+        "passed SR while changing other records:",
+        "",
+        "| tasks | mean completion (strict) | mean completion (SR) | SR − strict | attempts succeeding with collateral writes |",
+        "|---|---|---|---|---|",
+        row("seed tasks", before),
+        row("final tasks", after),
+        *(["", f"{old} program record(s) predate strict success: their completion is SR's."] if old else []),
+    ]  # fmt: skip
+
+
 def write_report(
     folders: list[Path], out: Path, *, embeddings: str = "auto", title: str = "", note: str = ""
 ) -> Path:
@@ -265,6 +292,7 @@ def write_report(
         SEED_PAPER,
         "",
     ]  # fmt: skip
+    lines += [*strict_lines(before, after), ""]
     goal = share_between(after, 0.3, 0.7)
     lines.append(
         f"Goal (≥ 80% of the final tasks within 30–70%): **{_pct(goal)} — {'met' if goal >= 0.8 else 'not met'}**"

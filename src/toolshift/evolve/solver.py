@@ -1,7 +1,9 @@
 """The solver: N attempts at a verified task through the agent loop and user simulator of `toolshift run`.
 
 Each attempt is one `toolshift.agents` episode on a fresh in-process world (with the task's starting
-state applied first), judged by the world diff (Δgold ⊆ Δagent). The episode runs on its own event
+state applied first), judged by the world diff: it solves the task only by strict success — Δgold ⊆
+Δagent and no collateral write (no change outside Δgold under the judge's renaming σ), since a solver
+that breaks other records has not solved the task (D117). Its SR verdict (Δgold ⊆ Δagent) is kept beside. The episode runs on its own event
 loop and thread (`run_isolated`), so its deadline is enforced from outside the call: an attempt whose
 model or tool blocks is abandoned and recorded as a harness timeout, never waited for. Episodes are
 appended and fsynced to the child's episode file as they finish, so an interrupted evaluation resumes
@@ -32,7 +34,7 @@ from toolshift.agents.runner import HUNG_GRACE, DurableLog, read_finished
 from toolshift.agents.worlds import InProcessSession
 from toolshift.errors import BadInputError
 from toolshift.evolve.verify import VerifiedTask
-from toolshift.models import Task, missing_changes
+from toolshift.models import Task
 from toolshift.traces.episode import Episode
 
 NOISY_ORACLE = "noisy-oracle"
@@ -54,7 +56,8 @@ class SolverConfig(BaseModel):
     temperature: float | None = None
     base_url: str | None = None
     partial_credit: bool = False
-    """Score a failed attempt by the share of Δgold it made (a perfect attempt is still Δgold ⊆ Δagent)."""
+    """Score an attempt that did not strictly succeed by its overlap with Δgold: the gold changes it made over
+    Δgold's size plus its collateral changes (a perfect attempt is still a strict success)."""
     seed: int = 0
     concurrency: int = Field(1, ge=1, le=32)
 
@@ -122,6 +125,11 @@ class AttemptRecord(BaseModel):
 
     trial: int
     success: bool | None
+    """The episode's SR verdict (Δgold ⊆ Δagent, or the world's own judge)."""
+    strict_success: bool | None = None
+    """Success and no collateral write: what solving the task means here (None: unjudged)."""
+    collateral_changes: int | None = None
+    collateral_rows: list[str] = []
     score: float | None
     tool_calls: int = 0
     turns: int = 0
@@ -134,20 +142,34 @@ class AttemptRecord(BaseModel):
 
 
 def attempt_record(episode: Episode, task: Task, partial_credit: bool) -> AttemptRecord:
+    """One attempt judged by strict success (from its world diff, so episodes of older runs are judged alike)."""
     info = episode.outcome.info if episode.outcome else {}
     success = episode.outcome.success if episode.outcome else None
     score: float | None = None
+    strict: bool | None = None
+    collateral: list[str] = []
+    changes: int | None = None
     if success is not None:
-        score = 1.0 if success else 0.0
-        if not success and partial_credit and episode.world_diff is not None and task.expected_changes:
-            missed = len(missing_changes(episode.world_diff, task.expected_changes))
-            score = (len(task.expected_changes) - missed) / len(task.expected_changes)
+        verdict = task.verdict(episode.world_diff) if episode.world_diff is not None else None
+        if verdict is not None:
+            strict = bool(success) and not verdict.collateral
+            changes, collateral = len(verdict.collateral), verdict.collateral_rows()
+        else:  # judged without a diff (a world's own judge): its recorded strict verdict, if any
+            recorded = info.get("strict_success")
+            strict = bool(success) and (recorded is not False)
+        score = 1.0 if strict else 0.0
+        if not strict and partial_credit and verdict is not None and task.expected_changes:
+            gold = len(task.expected_changes)
+            score = (gold - len(verdict.missing)) / (gold + len(verdict.collateral))
     prompt = sum((m.usage.prompt_tokens or 0) for m in episode.messages if m.usage)
     completion = sum((m.usage.completion_tokens or 0) for m in episode.messages if m.usage)
     costs = [c for c in (episode.agent_cost, episode.user_cost) if c is not None]
     return AttemptRecord(
         trial=episode.trial,
         success=success,
+        strict_success=strict,
+        collateral_changes=changes,
+        collateral_rows=collateral,
         score=score,
         tool_calls=int(info.get("tool_calls", 0) or 0),
         turns=int(info.get("turns", 0) or 0),

@@ -5,7 +5,9 @@ succeed on a fresh world of its domain (a system error, an unknown tool, bad arg
 refusal rejects it, with the world's message as the reason), the ground truth changes the state,
 any evaluation criteria the proposer wrote are met by the ground truth (a perfect score), a second
 replay gives the same changes, the reads alone do not already satisfy it, and the user-facing text
-names no tool. Δgold is what the ground truth changed, or only the criteria's changes when given.
+names no tool. Δgold is what the ground truth changed, or only the criteria's changes when given; then
+the ground truth may change nothing else, since an attempt solves a task only by strict success (no
+change outside Δgold, D117) and a ground truth that could not is no task.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolshift.evolve.program import ChangeSpec, TaskSpec
-from toolshift.models import GoldCall, RowChange, Task, covers
+from toolshift.models import GoldCall, RowChange, Task, covers, judge_diff
 from toolshift.world import World, load_domain
 from toolshift.world.tools import shorten
 
@@ -111,6 +113,13 @@ def verify(task_id: str, domain: str, spec: TaskSpec) -> VerifiedTask:
         expected = delta
         if spec.evaluation_criteria is not None:
             expected = _criteria_changes(spec.evaluation_criteria.expected_changes, delta)
+            outside = judge_diff(delta, expected).collateral_rows()
+            if outside:
+                raise Rejected(
+                    "verify",
+                    f"the ground truth also changes {', '.join(outside[:5])}, which the criteria do not name: "
+                    "following it would not be a strict success (no change outside the criteria)",
+                )
         world.restore(base)
         reads = {t.name for t in world.tools if t.effect == "read"}
         for tool, args in gold_calls:

@@ -138,19 +138,25 @@ def run_episodes(
 
 
 def success_section(picked: list[Picked], episodes: dict[str, list[Any]]) -> tuple[str, dict[str, Any]]:
+    """Success per task group and model, and beside it strict success (no collateral write; episodes whose
+    strict verdict cannot be known, recorded without it and with no world diff, are counted as unknown)."""
     from toolshift.agents.demo import demo_tasks
+    from toolshift.agents.results import episode_collateral
 
     group_of = {p.task.id: p.group for p in picked} | {t.id: "demo (clinic)" for t in demo_tasks()}
-    tasks = {p.task.id: p.task for p in picked} | {t.id: t for t in demo_tasks()}
+    task_of = {p.task.id: p.task for p in picked} | {t.id: t for t in demo_tasks()}
     order = ["demo (clinic)", NAMED, *(f"{n} steps" for n in sorted(SAMPLE))]
     figures: dict[str, Any] = {}
     rows = []
     for group in order:
         cells: list[str] = [group]
+        strict_cells: list[str] = []
         tasks_in = sorted(t for t, g in group_of.items() if g == group)
         cells.append(str(len(tasks_in)))
         for model in MODELS:
             per_task = defaultdict(list)
+            strict_task: dict[str, list[float]] = defaultdict(list)
+            unknown = 0
             for e in episodes[model]:
                 if (
                     group_of.get(e.task_id) == group
@@ -158,56 +164,31 @@ def success_section(picked: list[Picked], episodes: dict[str, list[Any]]) -> tup
                     and e.outcome.success is not None
                 ):
                     per_task[e.task_id].append(float(e.outcome.success))
+                    verdict = episode_collateral(e, task_of)
+                    if verdict is None:
+                        unknown += 1
+                    else:
+                        strict_task[e.task_id].append(float(verdict.strict_success))
+            strict_iv = bootstrap_mean([sum(v) / len(v) for v in strict_task.values()])
+            known = sum(len(v) for v in strict_task.values())
+            strict_solved = int(sum(sum(v) for v in strict_task.values()))
+            strict_cells.append(
+                (f"{strict_solved}/{known} = {pct(strict_iv.mean)} [{pct(strict_iv.low)}, {pct(strict_iv.high)}]"
+                 if known else "–") + (f"; {unknown} unknown" if unknown else "")
+            )  # fmt: skip
             rates = [sum(v) / len(v) for v in per_task.values()]
             n_eps = sum(len(v) for v in per_task.values())
             solved = sum(sum(v) for v in per_task.values())
             interval = bootstrap_mean(rates)
             cells.append(f"{int(solved)}/{n_eps} = {pct(interval.mean)} [{pct(interval.low)}, {pct(interval.high)}]"
                          if n_eps else "–")  # fmt: skip
-            strict = _strict_cell(group, group_of, episodes[model], tasks)
-            cells.append(strict["cell"])
             figures.setdefault(group, {})[model] = {"solved": solved, "episodes": n_eps,
-                                                    "rate": interval.as_dict(), "strict": strict["figures"]}  # fmt: skip
-        rows.append(cells)
-    header = ["Tasks", "n"]
-    for m in MODELS:
-        header += [f"Success, {LABELS[m]} (95% CI)", f"Strict success, {LABELS[m]} (collateral writes)"]
+                                                    "rate": interval.as_dict(), "strict_solved": strict_solved,
+                                                    "strict": strict_iv.as_dict(), "strict_unknown": unknown}  # fmt: skip
+        rows.append(cells + strict_cells)
+    header = ["Tasks", "n", *(f"Success, {LABELS[m]} (95% CI)" for m in MODELS),
+              *(f"Strict success (no collateral write), {LABELS[m]}" for m in MODELS)]  # fmt: skip
     return table(header, rows), figures
-
-
-def _strict_cell(
-    group: str, group_of: dict[str, str], episodes: list[Any], tasks: dict[str, Task]
-) -> dict[str, Any]:
-    """Strict success (success and no write outside Δgold) for one group and model, with the episodes that
-    succeeded with collateral writes and how many changes they made: from `outcome.info` where the run
-    recorded it, else judged again from the episode's world diff."""
-    per_task: dict[str, list[float]] = defaultdict(list)
-    collateral_eps = collateral_changes = 0
-    for e in episodes:
-        if group_of.get(e.task_id) != group or e.outcome is None or e.outcome.success is None:
-            continue
-        info = e.outcome.info
-        if "strict_success" in info:
-            strict, extra = bool(info["strict_success"]), int(info.get("collateral_changes", 0))
-        elif e.world_diff is not None and e.task_id in tasks:
-            verdict = tasks[e.task_id].verdict(e.world_diff)
-            strict, extra = verdict.strict_success, len(verdict.collateral)
-        else:
-            continue
-        per_task[e.task_id].append(float(strict))
-        if e.outcome.success and extra:
-            collateral_eps += 1
-            collateral_changes += extra
-    n_eps = sum(len(v) for v in per_task.values())
-    if not n_eps:
-        return {"cell": "–", "figures": None}
-    interval = bootstrap_mean([sum(v) / len(v) for v in per_task.values()])
-    solved = int(sum(sum(v) for v in per_task.values()))
-    cell = (f"{solved}/{n_eps} = {pct(interval.mean)} [{pct(interval.low)}, {pct(interval.high)}]; "
-            f"{collateral_eps} successes with {collateral_changes} collateral changes")  # fmt: skip
-    return {"cell": cell, "figures": {"solved": solved, "episodes": n_eps, "rate": interval.as_dict(),
-                                      "successes_with_collateral": collateral_eps,
-                                      "collateral_changes": collateral_changes}}  # fmt: skip
 
 
 def paired_section(picked: list[Picked], episodes: dict[str, list[Any]]) -> str:

@@ -2,7 +2,7 @@
 
 The viewer and the report open run sets of any size through it: one pass over each file records, per
 episode line, its byte offset and length and a few fields (id, task, trial, domain, agent, model,
-harness, ecosystem version, outcome, reward, turns, calls, termination); afterwards a page of episodes
+harness, ecosystem version, outcome, strict verdict, collateral changes, turns, calls, termination); afterwards a page of episodes
 is read by seeking to its lines, never by reading the file again. The index of a file is cached
 (`toolshift.episode-index/1`, docs/formats.md) under a key made of the file's real path, size and
 modification time, so an edited or appended file is indexed afresh and an unchanged one never is.
@@ -37,19 +37,23 @@ from toolshift.fileio import NotJsonError, atomic_path, jsonl_lines, loads_json
 from toolshift.traces.episode import EPISODE_FORMAT, Episode
 from toolshift.traces.store import read_header
 
-INDEX_FORMAT: Final = "toolshift.episode-index/1"
+INDEX_FORMAT: Final = "toolshift.episode-index/2"
 MAX_ERRORS = 20
 """Bad lines whose reason an index keeps (all are counted)."""
-CATEGORIES = ("domain", "agent", "model", "harness", "version", "outcome", "termination")
+CATEGORIES = ("domain", "agent", "model", "harness", "version", "outcome", "strict", "termination")
 """Columns stored as codes into a list of values: few distinct values, filtered by equality."""
-NUMBERS = ("offset", "length", "line", "trial", "turns", "calls")
+NUMBERS = ("offset", "length", "line", "trial", "turns", "calls", "collateral")
 OUTCOMES = ("success", "failure", "unjudged")
+STRICT = ("strict", "collateral", "failure", "unknown", "unjudged")
+"""The strict verdict: a success with no collateral write, a success with one, a failure (never strict),
+a success recorded without the strict fields, an unjudged episode. `collateral` is -1 when unknown."""
 
 
 class _Outcome(BaseModel):
     model_config = ConfigDict(extra="ignore")
     reward: float | None = None
     success: bool | None = None
+    info: dict[str, Any] = {}
 
 
 class _IndexedFields(BaseModel):
@@ -93,6 +97,21 @@ def outcome_of(outcome: Any) -> str:
     if outcome.reward is not None:
         return "success" if outcome.reward >= 1.0 else "failure"
     return "unjudged"
+
+
+def strict_of(outcome: Any) -> tuple[str, int]:
+    """The strict verdict (one of STRICT) and the collateral change count (-1: unknown) of an outcome."""
+    verdict = outcome_of(outcome)
+    if verdict == "unjudged":
+        return "unjudged", -1
+    info = outcome.info if isinstance(getattr(outcome, "info", None), dict) else {}
+    strict, changes = info.get("strict_success"), info.get("collateral_changes")
+    count = changes if isinstance(changes, int) and not isinstance(changes, bool) and changes >= 0 else -1
+    if verdict == "failure":
+        return "failure", count
+    if not isinstance(strict, bool):
+        return "unknown", count
+    return ("strict" if strict else "collateral"), count
 
 
 @dataclass
@@ -248,12 +267,14 @@ def scan(source: Path, read_from: Path) -> FileIndex:
                 if isinstance(m, dict) and m.get("role") == "assistant":
                     turns += 1
                     calls += len(m.get("tool_calls") or ())
-            for col, v in zip(number_cols, (offset, len(raw), number, f.trial, turns, calls), strict=True):
+            strict, collateral = strict_of(f.outcome)
+            nums = (offset, len(raw), number, f.trial, turns, calls, collateral)
+            for col, v in zip(number_cols, nums, strict=True):
                 col.append(v)
             ids += f.id.encode("utf-8")
             ends.append(len(ids))
             cats = (f.domain, f.agent or "", f.model or "", f.harness or "", f.ecosystem_version or "",
-                    outcome_of(f.outcome), f.termination_reason or "", f.task_id)  # fmt: skip
+                    outcome_of(f.outcome), strict, f.termination_reason or "", f.task_id)  # fmt: skip
             for (col, table), v in zip(code_cols, cats, strict=True):
                 code = table.get(v)
                 if code is None:
@@ -336,7 +357,7 @@ class RunSet:
         self.lookup = {name: {v: i for i, v in enumerate(vals)} for name, vals in self.values.items()}
 
     def numeric(self, name: str) -> np.ndarray:
-        """A number column (`trial`, `turns`, `calls`) over every row."""
+        """A number column (`trial`, `turns`, `calls`, `collateral`) over every row."""
         parts = [np.asarray(f.columns[name], dtype=np.int64) for f in self.files]
         return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
@@ -394,7 +415,7 @@ class RunSet:
             "line": int(f.columns["line"][r]),
             "id": f.id(r),
         }
-        for name in ("trial", "turns", "calls"):
+        for name in ("trial", "turns", "calls", "collateral"):
             out[name] = int(f.columns[name][r])
         for name in (*CATEGORIES, "task_id"):
             out[name] = f.value(name, r)

@@ -1,8 +1,9 @@
 """The benchmark section: per evolved build, the versions, the reference-path drift, and every agent scored.
 
 Scores come from `toolshift.bench.ecosystem.evaluate` over the episode files whose episodes name this
-build's ecosystem (`<ecosystem id>/v<n>`): SR, tool retrieval P/R/F1, Step-/Cost-SPE, IDR and DAR per
-version with 95% bootstrap intervals over tasks, as tables and as curves over the versions.
+build's ecosystem (`<ecosystem id>/v<n>`): SR and Strict-SR (no collateral write), the collateral writes,
+tool retrieval P/R/F1, Step-/Cost-SPE, IDR and DAR per version with 95% bootstrap intervals over tasks, as
+tables and as curves over the versions, and the instances whose episode wrote outside Δgold, rows named.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from toolshift.report.page import Section, esc, figure, figure_file, figure_png,
 from toolshift.report.sections import Context
 
 CURVES = (
-    ("Success rate", ("SR",)),
+    ("Success rate (SR) and strict success (Strict-SR)", ("SR", "Strict-SR")),
     ("Success-weighted path efficiency", ("Step-SPE", "Cost-SPE")),
     (
         "Improvement detection (IDR) and degradation adaptation (DAR)",
@@ -25,6 +26,8 @@ CURVES = (
     ("Tool retrieval", ("P", "R", "F1")),
 )
 STYLES = ("-", "--", ":", "-.")
+MAX_COLLATERAL = 50
+"""Collateral instances listed per agent."""
 
 
 def _files_for(eco_id: str, sources: list[ResultFile]) -> tuple[list[Path], list[str]]:
@@ -90,7 +93,7 @@ def _curves(evals: list, versions: int) -> bytes:
 def _build_section(ctx: Context, build: ResultFile, number: int) -> Section:
     from toolshift.bench.ecosystem.evaluate import evaluate
     from toolshift.bench.ecosystem.paths import drift, load_references, plot_drift
-    from toolshift.bench.metrics import METRICS
+    from toolshift.bench.metrics import COUNTS, METRICS, cell
 
     eco = build.extra.get("ecosystem")
     sid = f"benchmark-{number}"
@@ -184,7 +187,11 @@ def _build_section(ctx: Context, build: ResultFile, number: int) -> Section:
     body.append(
         '<p class="note">Percent with 95% bootstrap intervals over tasks (all: tasks resampled with all their '
         "versions). IDR/DAR exist from v2 on, over the tasks whose reference weight fell (IDR) or rose (DAR); "
-        "n is how many. Scored from: " + esc(", ".join(str(f) for f in files)) + ".</p>"
+        "n is how many. Strict-SR: solved with no collateral write (no change outside Δgold under the judge's "
+        "renaming); SR-collateral: the share of solved instances with one (n: solved instances); Collateral: "
+        "collateral changes per instance (a count). Scored from: "
+        + esc(", ".join(str(f) for f in files))
+        + ".</p>"
     )
     for ev in evals:
         assert ev.summary is not None
@@ -195,14 +202,30 @@ def _build_section(ctx: Context, build: ResultFile, number: int) -> Section:
             + ".</p>"
         )
         trows = []
+        shown = (*METRICS, *COUNTS)
         for v in [*sorted(k for k in ev.summary.by_version if k), 0]:
             row = ev.summary.by_version[v]
             cells = [
-                row[m].percent() + (f" n={row[m].n}" if m.endswith(("IDR", "DAR")) and row[m].n else "")
-                for m in METRICS
+                cell(m, row[m])
+                + (f" n={row[m].n}" if m.endswith(("IDR", "DAR", "collateral")) and row[m].n else "")
+                for m in shown
             ]
             trows.append(["all" if v == 0 else f"v{v}", *cells])
-        body.append(table(["version", *METRICS], trows))
+        body.append(table(["version", *shown], trows))
+        hurt = ev.collateral()
+        if hurt:
+            crows = [
+                [s.task_id, f"v{s.version}", "yes" if s.success else "no", s.collateral_changes,
+                 ", ".join(s.collateral_rows[:8]) + (" …" if len(s.collateral_rows) > 8 else "")]
+                for s in hurt[:MAX_COLLATERAL]
+            ]  # fmt: skip
+            body.append(
+                f'<p class="note">Collateral writes: {len(hurt)} of {len(ev.scores)} instances changed rows '
+                "outside Δgold"
+                + (f" (first {MAX_COLLATERAL} shown)" if len(hurt) > MAX_COLLATERAL else "")
+                + ".</p>"
+            )
+            body.append(table(["task", "version", "SR", "collateral changes", "rows"], crows, left=1))
     body.append(
         figure(
             _curves(evals, versions),

@@ -80,6 +80,13 @@ def render_steward(ctx: Context) -> list[Section]:
             body += ["<h3>Skill-following instrument (a measuring instrument, not a model): success rate</h3>",
                      _metric_table(follow, "SR"),
                      figure(_curve(follow, "SR", "SR per version"), "SR per version and library", "SR")]  # fmt: skip
+            if any(
+                isinstance(row, dict) and "Strict-SR" in row
+                for by in follow.values()
+                if isinstance(by, dict)
+                for row in by.values()
+            ):  # results written since `bench eval` scores strict success
+                body += ["<h3>Strict success (no collateral write)</h3>", _metric_table(follow, "Strict-SR")]  # fmt: skip
         else:
             problems.append("no skill-following results (part 2) in this file")
         out.append(Section(f"steward-{len(out) + 1}", "Steward across versions", "".join(body), problems))
@@ -108,13 +115,22 @@ def render_evolve(ctx: Context) -> list[Section]:
             def band(xs: list[float], lo: float, hi: float) -> str:
                 return f"{100 * sum(lo <= x <= hi for x in xs) / len(xs):.0f}%" if xs else "–"
 
+            def mean(records: list, attr: str) -> str:
+                xs = [getattr(r, attr) for r in records if getattr(r, attr) is not None]
+                return f"{100 * sum(xs) / len(xs):.0f}%" if xs else "–"
+
             rows = [
-                ["seed tasks", len(before), band(before, 0.3, 0.7), band(before, 0.4, 0.6)],
-                ["final tasks", len(after), band(after, 0.3, 0.7), band(after, 0.4, 0.6)],
-            ]
+                ["seed tasks", len(before), band(before, 0.3, 0.7), band(before, 0.4, 0.6),
+                 mean(run.seeds, "completion"), mean(run.seeds, "sr_completion")],
+                ["final tasks", len(after), band(after, 0.3, 0.7), band(after, 0.4, 0.6),
+                 mean(run.final, "completion"), mean(run.final, "sr_completion")],
+            ]  # fmt: skip
             body = [f"<p>Run <code>{esc(f.path)}</code>: solver <code>{esc(run.config.solver.model)}</code>, "
                     f"proposer <code>{esc(run.config.proposer)}</code>, {len(run.records)} programs.</p>",
-                    table(["", "tasks", "in 30–70%", "in 40–60%"], rows)]  # fmt: skip
+                    "<p class=\"note\">Completion is by strict success (no collateral write), as fitness uses it; "
+                    "SR's completion (collateral writes allowed) beside it.</p>",
+                    table(["", "tasks", "in 30–70%", "in 40–60%", "mean completion (strict)",
+                           "mean completion (SR)"], rows)]  # fmt: skip
             for suffix, caption in (
                 ("completion", "Completion rates before and after"),
                 ("heatmap", "Feature × failure mode"),

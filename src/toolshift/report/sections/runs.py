@@ -3,7 +3,10 @@
 Drawn from the episode index alone (no episode is parsed again), so it costs the same for 100 or
 100,000 episodes once the files are indexed. Success is each episode's own verdict (`outcome.success`,
 else a reward of 1); unjudged episodes (WorkBench's, or those charged to the harness) are counted apart
-and left out of the rate. Intervals are 95% percentile bootstraps over tasks (`report.intervals`).
+and left out of the rate. Beside it, strict success (success and no collateral write, from the episode's
+`outcome.info.strict_success`; a failure is never strict; a success recorded without the field is counted
+as unknown and left out of that rate, never taken as clean) and the mean collateral changes per episode
+where known. Intervals are 95% percentile bootstraps over tasks (`report.intervals`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ HEADER = [
     "tasks",
     "judged",
     "success % (95% CI)",
+    "strict success % (95% CI)",
+    "strict unknown",
+    "collateral / episode",
     "unjudged",
     "mean turns",
     "mean calls",
@@ -55,6 +61,15 @@ def _row(
     iv = bootstrap_mean(
         success, groups=[t for t, j in zip(tasks, judged, strict=True) if j], resamples=resamples
     )
+    verdicts = np.asarray(rs.values["strict"], dtype=object)[rs.codes["strict"][rows]]
+    known = (verdicts == "strict") | (verdicts == "collateral") | (verdicts == "failure")
+    strict_iv = bootstrap_mean(
+        (verdicts[known] == "strict").astype(float),
+        groups=[t for t, k in zip(tasks, known, strict=True) if k],
+        resamples=resamples,
+    )
+    collateral = rs.numeric("collateral")[rows][judged]
+    counted = collateral[collateral >= 0]
     ends = Counter(rs.values["termination"][c] or "—" for c in rs.codes["termination"][rows])
     ended = ", ".join(f"{k} {n}" for k, n in ends.most_common(3))
     cells = [
@@ -62,6 +77,9 @@ def _row(
         len(set(tasks)),
         int(judged.sum()),
         iv.percent(),
+        strict_iv.percent(),
+        int((verdicts == "unknown").sum()),
+        f"{counted.mean():.2f} (n={counted.size})" if counted.size else "unknown",
         int((~judged).sum()),
         f"{turns[rows].mean():.1f}",
         f"{calls[rows].mean():.1f}",
@@ -103,7 +121,10 @@ def render(ctx: Context) -> list[Section]:
             ivs.append(iv)
     body = [
         f'<p class="note">{rs.size} episodes in {len(rs.files)} files. Success is the episode\'s own verdict; '
-        "unjudged episodes are left out of the rate. Intervals: 95% percentile bootstrap over tasks.</p>",
+        "unjudged episodes are left out of the rate. Strict success is success with no collateral write (no "
+        "change outside Δgold under the judge's renaming); successes recorded without that verdict are "
+        "counted as strict unknown and left out of its rate. Collateral / episode: mean collateral changes "
+        "over the judged episodes that record them. Intervals: 95% percentile bootstrap over tasks.</p>",
         "<h3>By agent</h3>",
         table(["agent", "model", "harness", "domains", *HEADER], rows, left=3),
     ]

@@ -7,8 +7,10 @@ needs an explicit `allow_remote`. It serves GET only: the static page and
 
     GET /api/runs                       files, their kinds and problems, totals, the flow if any
     GET /api/episodes?offset&limit&…    a page of rows, the total, and facet counts (filters: domain,
-                                        agent, model, version, outcome, task, file; q = id/task text)
-    GET /api/episode?row=N              one episode in full, its index row, and the flow's marks
+                                        agent, model, version, outcome, strict, task, file; q = id/task
+                                        text)
+    GET /api/episode?row=N              one episode in full, its index row, its verdict (strict
+                                        success, the collateral and the missing rows), the flow's marks
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ TYPES = {
     ".css": "text/css; charset=utf-8",
 }
 FILTERS = {"domain": "domain", "agent": "agent", "model": "model", "version": "version", "outcome": "outcome",
-           "task": "task_id", "file": "file"}  # fmt: skip
+           "strict": "strict", "task": "task_id", "file": "file"}  # fmt: skip
 MAX_LIMIT = 500
 
 
@@ -133,12 +135,34 @@ class Viewer:
             out["error"] = str(exc)
             return out
         out["episode"] = episode.model_dump(mode="json", exclude_none=True)
+        out["verdict"] = verdict_of(episode)
         if self.marker is not None:
             try:
                 out["marks"] = self.marker.marks(episode)
             except BadInputError as exc:
                 out["marks"] = {"available": False, "reason": str(exc)}
         return out
+
+
+def _rows(value: Any) -> list[str] | None:
+    return [str(v) for v in value] if isinstance(value, list) else None
+
+
+def verdict_of(episode: Any) -> dict[str, Any]:
+    """What the episode's judge recorded, for the grader panel: success and strict success, the collateral
+    changes and their rows, the missing gold changes and their rows (rows as `table/key`; None: not recorded,
+    as in episodes from before the strict verdict)."""
+    outcome = episode.outcome
+    info = outcome.info if outcome is not None else {}
+    strict = info.get("strict_success")
+    return {
+        "success": outcome.success if outcome is not None else None,
+        "strict_success": strict if isinstance(strict, bool) else None,
+        "collateral_changes": info.get("collateral_changes"),
+        "collateral_rows": _rows(info.get("collateral_rows")),
+        "missing_changes": info.get("missing_changes"),
+        "missing_rows": _rows(info.get("missing_rows")),
+    }
 
 
 class _Handler(BaseHTTPRequestHandler):

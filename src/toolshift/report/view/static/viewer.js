@@ -3,7 +3,8 @@
 "use strict";
 
 const PAGE = 50;
-const FILTERS = ["task", "agent", "model", "version", "outcome", "domain", "file"];
+const FILTERS = ["task", "agent", "model", "version", "outcome", "strict", "domain", "file"];
+const SELECTS = ["agent", "model", "version", "outcome", "strict", "domain", "file"];
 const state = { offset: 0, total: 0, row: null, steps: 0, step: 0, request: 0 };
 
 const $ = (id) => document.getElementById(id);
@@ -78,7 +79,7 @@ function fillSelect(name, values) {
 }
 
 function fillFacets(facets) {
-  for (const name of ["agent", "model", "version", "outcome", "domain", "file"]) {
+  for (const name of SELECTS) {
     fillSelect(name, facets[name] || []);
   }
   const list = $("task-values");
@@ -133,10 +134,40 @@ function rowElement(r) {
     el("td", { title: r.agent + (r.model && r.model !== r.agent ? " / " + r.model : ""), text: r.agent || r.model }),
     el("td", { title: r.version, text: r.version ? r.version.replace(/^.*\//, "") : "" }),
     el("td", { class: "outcome-" + r.outcome, text: r.outcome }),
+    el("td", { class: "strict-" + r.strict, title: "strict verdict: " + r.strict, text: collateralText(r) }),
     el("td", { text: r.turns }));
   if (r.row === state.row) tr.classList.add("selected");
   tr.addEventListener("click", () => openEpisode(r.row));
   return tr;
+}
+
+// The list's collateral cell: the count of changes outside Δgold, "?" when the episode did not record it.
+function collateralText(r) {
+  if (r.strict === "unjudged") return "";
+  return r.collateral < 0 ? "?" : String(r.collateral);
+}
+
+function rowList(rows) {
+  return rows.length ? rows.join(", ") : "none";
+}
+
+// The grader panel: success, strict success, and which rows were changed besides Δgold or left undone.
+function verdictBlock(v) {
+  const box = el("div", { class: "verdict" });
+  if (!v) return box;
+  const strict = v.strict_success === null ? "not recorded" : (v.strict_success ? "yes" : "no");
+  box.append(el("div", { text: "success (Δgold ⊆ Δagent) " + v.success + "; strict success (no collateral write) " + strict }));
+  if (v.collateral_rows !== null) {
+    box.append(el("div", { class: v.collateral_rows.length ? "collateral" : "", text: "collateral writes (outside Δgold): " + v.collateral_changes + " change(s) on " + rowList(v.collateral_rows) }));
+  } else if (v.collateral_changes !== null && v.collateral_changes !== undefined) {
+    box.append(el("div", { text: "collateral writes: " + v.collateral_changes + " change(s)" }));
+  }
+  if (v.missing_rows !== null) {
+    box.append(el("div", { class: v.missing_rows.length ? "missing" : "", text: "missing gold changes: " + v.missing_changes + " on " + rowList(v.missing_rows) }));
+  } else if (v.missing_changes !== null && v.missing_changes !== undefined) {
+    box.append(el("div", { text: "missing gold changes: " + v.missing_changes + " (rows not recorded)" }));
+  }
+  return box;
 }
 
 function field(dl, name, value) {
@@ -186,11 +217,13 @@ function messageStep(m, index, marks) {
   return li;
 }
 
-function diffStep(ep, index) {
+function diffStep(ep, index, verdict) {
   const li = el("li", { class: "step diff", "data-index": index });
   li.append(el("div", { class: "step-head" }, el("b", { text: "world diff and outcome" })));
   const outcome = ep.outcome || {};
   li.append(el("div", { text: "ended by " + (ep.termination_reason || "—") + "; success " + outcome.success + ", reward " + outcome.reward + (outcome.judged_by ? " (" + outcome.judged_by + ")" : "") }));
+  li.append(verdictBlock(verdict));
+  const hurt = new Set((verdict && verdict.collateral_rows) || []);
   if (ep.world_diff === undefined || ep.world_diff === null) {
     li.append(el("div", { class: "note", text: "The world diff was not recorded for this episode." }));
   } else if (ep.world_diff.length === 0) {
@@ -199,7 +232,8 @@ function diffStep(ep, index) {
     const t = el("table", { class: "diff" }, el("thead", {}, el("tr", {}, ...["table", "key", "field", "op", "before", "after"].map((h) => el("th", { text: h })))));
     const tb = el("tbody");
     for (const c of ep.world_diff) {
-      tb.append(el("tr", {}, ...[c.table, c.key, c.field, c.op, JSON.stringify(c.before), JSON.stringify(c.after)].map((v) => el("td", { text: v }))));
+      const mark = hurt.has(c.table + "/" + c.key) ? { class: "collateral", title: "outside Δgold: a collateral write" } : {};
+      tb.append(el("tr", mark, ...[c.table, c.key, c.field, c.op, JSON.stringify(c.before), JSON.stringify(c.after)].map((v) => el("td", { text: v }))));
     }
     t.append(tb);
     li.append(t);
@@ -226,6 +260,7 @@ async function openEpisode(row) {
   field(dl, "harness", s.harness);
   field(dl, "version", s.version);
   field(dl, "outcome", s.outcome);
+  field(dl, "strict", s.strict + (s.collateral > 0 ? " (" + s.collateral + " collateral change(s))" : ""));
   field(dl, "file", s.file + ", line " + s.line);
   const err = $("ep-error");
   const steps = $("steps");
@@ -253,7 +288,7 @@ async function openEpisode(row) {
       : "No flow marks: " + marks.reason + ".";
   }
   ep.messages.forEach((m, i) => steps.append(messageStep(m, i, marks)));
-  steps.append(diffStep(ep, ep.messages.length));
+  steps.append(diffStep(ep, ep.messages.length, data.verdict));
   state.steps = ep.messages.length + 1;
   showStep(0, false);
 }
@@ -285,7 +320,7 @@ function showError(e) {
 
 function setup() {
   readHash();
-  for (const name of ["agent", "model", "version", "outcome", "domain", "file"]) $("f-" + name).addEventListener("change", refilter);
+  for (const name of SELECTS) $("f-" + name).addEventListener("change", refilter);
   let timer = null;
   for (const name of ["task", "q"]) {
     $("f-" + name).addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refilter, 250); });
