@@ -93,3 +93,22 @@ def test_a_ground_truth_that_writes_outside_its_criteria_is_rejected(cancel):
     )
     with pytest.raises(Rejected, match=f"also changes {COLLATERAL_ROW}"):
         verify("x", "clinic", more)
+
+
+def test_the_trivial_failure_judge_sees_the_collateral_attempts_as_failures(tmp_path, cancel):
+    from toolshift.evolve.select import _verdict
+
+    store = RunStore(tmp_path / "run")
+    store.create(EvolveConfig(solver=SolverConfig(model="noisy-oracle:1", attempts=2)), [cancel])
+    verified = verify(cancel.id, "clinic", spec_of(cancel))
+    write_episodes(
+        store.episodes_path(cancel.id),
+        [cancel_episode(greedy=k == 1, trial=k, task=verified.task) for k in range(2)],
+    )
+    record = Engine(store, store.config()).evaluate(
+        cancel.id, cancel.id, "clinic", program_of(cancel), Mutation(proposer="seed", kind="seed"),
+        parent=None, generation=0, step=None, proposer_cost=None, known={},
+    )  # fmt: skip
+    verdict = _verdict(store, store.config(), record, {})
+    # the collateral attempt is a failure to judge (by SR there would be none), and a material one
+    assert not verdict.trivial and verdict.reason == "1 of 1 failures are material"

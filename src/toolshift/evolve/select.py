@@ -75,7 +75,10 @@ def _verdict(store: RunStore, config: EvolveConfig, r: ProgramRecord, cache: dic
     assert r.task is not None
     writes = {t.name for t in load_domain(r.domain).tools if t.effect == "write"}
     path = store.episodes_path(r.id)
-    wanted = {a.trial for a in r.attempts if a.success is False}
+    # the failed attempts: those not strictly successful (older records: by SR, their only verdict)
+    wanted = {
+        a.trial for a in r.attempts if (a.success if a.strict_success is None else a.strict_success) is False
+    }
     episodes = [e for e in iter_episodes(path, skip_bad=True) if e.trial in wanted] if path.exists() else []
     diffs = [diff_attempt(e, r.task, writes) for e in episodes]
     if config.judge == "rules":

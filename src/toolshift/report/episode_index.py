@@ -2,10 +2,11 @@
 
 The viewer and the report open run sets of any size through it: one pass over each file records, per
 episode line, its byte offset and length and a few fields (id, task, trial, domain, agent, model,
-harness, ecosystem version, outcome, strict verdict, collateral changes, turns, calls, termination); afterwards a page of episodes
-is read by seeking to its lines, never by reading the file again. The index of a file is cached
-(`toolshift.episode-index/1`, docs/formats.md) under a key made of the file's real path, size and
-modification time, so an edited or appended file is indexed afresh and an unchanged one never is.
+harness, ecosystem version, outcome, strict verdict, collateral changes, turns, calls, termination);
+afterwards a page of episodes is read by seeking to its lines, never by reading the file again. The index
+of a file is cached (`toolshift.episode-index/2`, docs/formats.md) under a key made of the file's real
+path, size and modification time, so an edited or appended file is indexed afresh and an unchanged one
+never is.
 
 Lines follow the episode store's rules (`toolshift.traces.store`) and the one JSONL rule with bounded
 JSON (`toolshift.fileio`): a header line first; a last line without its newline that does not parse is a
