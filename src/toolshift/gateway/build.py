@@ -47,7 +47,7 @@ def build_gateway(config: GatewayConfig) -> Gateway:
                 RecordMiddleware(
                     config.record,
                     domain=record_domain(config),
-                    secrets=(config.token() or "",),
+                    secrets=(config.token() or "", *(v for b in config.backends for v in b.env.values())),
                     ecosystem_version=first.ecosystem_version,
                 )
             )

@@ -10,10 +10,12 @@ system prompt, so an episode has no user or system messages, no token usage, no 
 it), and calls the client made in parallel become consecutive turns. The task id is the client's
 `_meta["toolshift/task"]` when it sends one, else the session id.
 
-Secrets: argument values under names that look secret (password, token, api key, secret, credential,
-authorization, cookie, private key) or listed in `record.redact` are written `[redacted]`; the HTTP
-bearer token and backend environments never reach a recording, and any string equal to the gateway's
-token is redacted wherever it appears.
+Secrets (`toolshift.gateway.secrets`): values under names that look secret (password, token, api key,
+secret, credential, authorization, cookie, private key) or listed in `record.redact` are written
+`[redacted]` in arguments, in JSON results and in `world_diff` (by field name); the gateway's bearer
+token, every backend environment value and every value once seen under a secret name are redacted
+wherever they appear (arguments, results, errors, diffs, the task id, log lines), and `name: value`
+pairs with a secret name are redacted in free text.
 
 Files: `<out>/<domain>.episodes.jsonl`, created with its header atomically, then appended one episode a line,
 flushed and fsynced as each session ends (a torn last line from a crash is cut on the next open), and
@@ -24,7 +26,6 @@ with `termination_reason: gateway_shutdown`; a kill -9 loses only the sessions s
 
 from __future__ import annotations
 
-import re
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,12 +35,10 @@ import mcp_types as types
 
 from toolshift.gateway.chain import CallOutcome, GatewaySession, Middleware, Next
 from toolshift.gateway.config import RecordConfig
+from toolshift.gateway.secrets import REDACTED, Redactor, scrub_logs
 
-SECRET_NAME = re.compile(
-    r"(pass(word|wd|phrase)?|secret|token|api[_-]?key|apikey|credential|authori[sz]ation|cookie|private[_-]?key)",
-    re.IGNORECASE,
-)
-REDACTED = "[redacted]"
+__all__ = ["REDACTED", "RecordMiddleware"]
+
 RECORDED_RESULT_CHARS = 20_000
 
 
@@ -73,8 +72,8 @@ class RecordMiddleware(Middleware):
         self.config = config
         self.domain = domain
         self.ecosystem_version = ecosystem_version
-        self.redact_names = {n.lower() for n in config.redact}
-        self.secrets = tuple(s for s in secrets if s)
+        self.redactor = Redactor(config.redact, tuple(s for s in secrets if s))
+        scrub_logs(self.redactor)
         self.path = Path(config.out) / f"{domain}.episodes.jsonl"
         self._lock = threading.Lock()
         self._fh: Any = None
@@ -111,23 +110,13 @@ class RecordMiddleware(Middleware):
 
     # --- redaction -----------------------------------------------------------------------------
 
-    def redact(self, value: Any, name: str | None = None, depth: int = 0) -> Any:
-        if name is not None and (SECRET_NAME.search(name) or name.lower() in self.redact_names):
-            return REDACTED
-        if depth > 32:
-            return REDACTED
-        if isinstance(value, dict):
-            return {k: self.redact(v, str(k), depth + 1) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.redact(v, None, depth + 1) for v in value]
-        if isinstance(value, str):
-            return self.scrub(value)
-        return value
+    def redact(self, value: Any) -> Any:
+        """A JSON value (arguments) with its secrets redacted; values under secret names are learned first."""
+        self.redactor.learn_from(value)
+        return self.redactor.value(value)
 
     def scrub(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, REDACTED)
-        return text
+        return self.redactor.scrub(text)
 
     # --- the chain -----------------------------------------------------------------------------
 
@@ -155,7 +144,8 @@ class RecordMiddleware(Middleware):
         n = len(rec.calls)
         call_id = f"gw-{n}"
         args = self.redact(arguments)
-        text = self.scrub(result_text(outcome.result))
+        name = self.scrub(name)
+        text = self.redactor.text(result_text(outcome.result))
         if len(text) > RECORDED_RESULT_CHARS:
             text = text[:RECORDED_RESULT_CHARS] + f"... [{len(text) - RECORDED_RESULT_CHARS} more characters]"
         rec.messages.append(
@@ -179,6 +169,10 @@ class RecordMiddleware(Middleware):
         if isinstance(reported, list):
             try:
                 rec.changes += [RowChange.model_validate(c) for c in reported]
+                for c in reported:
+                    if isinstance(c, dict) and self.redactor.is_secret_name(str(c.get("field", ""))):
+                        self.redactor.learn(c.get("before"))
+                        self.redactor.learn(c.get("after"))
             except ValueError:
                 rec.changes_complete = False
         elif outcome.answered_by == "backend":
@@ -212,16 +206,18 @@ class RecordMiddleware(Middleware):
         return Episode.model_validate(
             {
                 "id": f"gateway-{session.id}",
-                "task_id": session.task or f"gateway-{session.id}",
+                "task_id": self.scrub(session.task) if session.task else f"gateway-{session.id}",
                 "domain": self.domain,
                 "agent": self.config.agent,
                 "harness": "toolshift-gateway",
                 "ecosystem_version": self.ecosystem_version,
-                "messages": rec.messages,
+                "messages": self.redactor.value(rec.messages),  # again: secrets learned later in the session
                 "termination_reason": "gateway_shutdown"
                 if reason == "shutdown"
                 else f"gateway_session_{reason}",
-                "world_diff": [c.model_dump(mode="json") for c in compose_changes(rec.changes)]
+                "world_diff": [
+                    self.redactor.change(c.model_dump(mode="json")) for c in compose_changes(rec.changes)
+                ]
                 if rec.changes_complete
                 else None,
                 "start_time": rec.started,
