@@ -5,7 +5,8 @@ Each MCP connection (the stdio process, an HTTP `Mcp-Session-Id` session, an in-
 it idle (`idle_timeout`), or at shutdown. Over HTTP, `server/discover` is refused so clients fall back to
 the initialize handshake and its sessions (a backend session per client session needs a client session),
 and a 2026-07-28 request without one is refused with that reason. `/health` answers `{"status": "ok"}`
-and `/metrics` the gateway's counters as JSON; with a token (required when bound beyond loopback) every
+and `/metrics` the gateway's counters as JSON; each POST to the MCP path is screened first
+(`toolshift.world.http_guard.ScreenGate`: malformed JSON-RPC gets one short error per request id); with a token (required when bound beyond loopback) every
 path but `/health` needs `Authorization: Bearer <token>`.
 """
 
@@ -170,7 +171,10 @@ class GatewayServer:
                 yield state
 
         app.router.lifespan_context = lifespan
-        return TokenGate(app, token) if token else app
+        from toolshift.world.http_guard import ScreenGate
+
+        screened = ScreenGate(app, path)  # malformed JSON-RPC answered under its id, as `world serve` does
+        return TokenGate(screened, token) if token else screened
 
     def run_http(self, *, host: str, port: int, token: str | None) -> None:
         import uvicorn

@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolshift.world.jsonrpc_guard import error_reply, screen, top_level_id
-from toolshift.world.limits import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, MAX_MESSAGE_BYTES
+from toolshift.world.http_guard import reply as _reply
+from toolshift.world.http_guard import screened_post
+from toolshift.world.jsonrpc_guard import error_reply, top_level_id
+from toolshift.world.limits import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
 
 if TYPE_CHECKING:
     from toolshift.world.world import World
@@ -202,18 +204,10 @@ class SessionGate:
         version = _header(headers, b"mcp-protocol-version")
         body = b""
         if scope.get("method") == "POST":
-            read = await _read_body(receive, MAX_MESSAGE_BYTES)
-            if read is None:
-                await _reply(
-                    send, 413, error_reply(None, -32600, f"request body over {MAX_MESSAGE_BYTES:,} bytes")
-                )
+            screened = await screened_post(receive, send)
+            if screened is None:
                 return
-            body = read
-            replies = screen(body)
-            if replies is not None:
-                await _reply(send, 400, replies if body.lstrip().startswith(b"[") else replies[0])
-                return
-            receive = _replaying(body, receive)
+            body, receive = screened
             if sid is None and version not in MODERN_PROTOCOL_VERSIONS:
                 await self._open(scope, receive, send, body)
                 return
@@ -311,47 +305,3 @@ def _request_id(body: bytes) -> Any:
     except (ValueError, RecursionError):
         return top_level_id(body.decode("utf-8", "replace"))
     return message.get("id") if isinstance(message, dict) else None
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    """The whole request body, or None once it grows past `limit` bytes."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def _replaying(body: bytes, receive: Receive) -> Receive:
-    """A `receive` that yields the already-read body once, then defers to the real one (disconnects)."""
-    pending = True
-
-    async def replay() -> dict[str, Any]:
-        nonlocal pending
-        if pending:
-            pending = False
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
-
-
-async def _reply(send: Send, status: int, body: Any) -> None:
-    data = json.dumps(body, ensure_ascii=True).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
