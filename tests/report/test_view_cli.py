@@ -65,6 +65,11 @@ def test_serves_pages_of_episodes_and_one_episode(tmp_path, tau2_results):
         assert httpx.get(url + "api/episode", params={"row": 99}, timeout=60).status_code == 400
         assert httpx.get(url + "nothing-here", timeout=60).status_code == 404
         assert "toolshift view" in httpx.get(url, timeout=60).text
+        # DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends its own Host header.
+        for path in ("api/episode?row=0", "api/runs", ""):
+            rebound = httpx.get(url + path, headers={"Host": "evil.example"}, timeout=60)
+            assert rebound.status_code == 421 and "Host" in rebound.json()["error"], path
+        assert httpx.get(url + "api/runs", headers={"Host": "localhost:1"}, timeout=60).status_code == 200
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -8,7 +8,6 @@ field (exit 2). The auth token is never in the file: `token_env` names the envir
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from pathlib import Path
 from typing import Literal
@@ -16,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolshift.errors import BadInputError
+from toolshift.world.http_guard import is_loopback
 
 GATEWAY_FORMAT = "toolshift.gateway/1"
 MiddlewareName = Literal["record", "flows", "steward"]
@@ -161,15 +161,6 @@ class GatewayConfig(BaseModel):
 
     def loopback(self) -> bool:
         return is_loopback(self.host)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def load_config(path: Path) -> GatewayConfig:

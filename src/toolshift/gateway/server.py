@@ -7,13 +7,12 @@ the initialize handshake and its sessions (a backend session per client session 
 and a 2026-07-28 request without one is refused with that reason. `/health` answers `{"status": "ok"}`
 and `/metrics` the gateway's counters as JSON; each POST to the MCP path is screened first
 (`toolshift.world.http_guard.ScreenGate`: malformed JSON-RPC gets one short error per request id); with a token (required when bound beyond loopback) every
-path but `/health` needs `Authorization: Bearer <token>`.
+path but `/health` needs `Authorization: Bearer <token>`. A request whose Host is not loopback to a gateway
+bound to loopback gets 421 on every path (`HostGate`: the viewer and the world server share the rule).
 """
 
 from __future__ import annotations
 
-import json
-import secrets
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -28,11 +27,13 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolshift.errors import BadInputError
 from toolshift.gateway.backends import BackendUnreachable
 from toolshift.gateway.chain import TASK_META_KEY, GatewaySession
 from toolshift.gateway.core import Gateway
 from toolshift.gateway.flows import render_outcome
+from toolshift.world.http_guard import HostGate, ScreenGate, TokenGate, require_token
+
+__all__ = ["GatewayServer", "TokenGate", "check_binding", "http_gateway_thread", "in_memory_client"]
 
 _STATE_KEY = "toolshift.gateway"
 
@@ -171,10 +172,8 @@ class GatewayServer:
                 yield state
 
         app.router.lifespan_context = lifespan
-        from toolshift.world.http_guard import ScreenGate
-
         screened = ScreenGate(app, path)  # malformed JSON-RPC answered under its id, as `world serve` does
-        return TokenGate(screened, token) if token else screened
+        return HostGate(TokenGate(screened, token) if token else screened, host)
 
     def run_http(self, *, host: str, port: int, token: str | None) -> None:
         import uvicorn
@@ -185,38 +184,7 @@ class GatewayServer:
 
 def check_binding(host: str, token: str | None, token_env: str) -> None:
     """HTTP bound beyond loopback needs a token: refuse to start without one."""
-    from toolshift.gateway.config import is_loopback
-
-    if not is_loopback(host) and not token:
-        raise BadInputError(
-            f"serving HTTP on {host} (beyond loopback) needs a bearer token: set {token_env}",
-            field="host",
-        )
-
-
-class TokenGate:
-    """ASGI: every HTTP request but `/health` must carry `Authorization: Bearer <token>`."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app, self.expected = app, f"Bearer {token}".encode()
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("path") == "/health":
-            await self.app(scope, receive, send)
-            return
-        sent = dict(scope.get("headers") or []).get(b"authorization", b"")
-        if not secrets.compare_digest(sent, self.expected):
-            body = json.dumps({"error": "unauthorized: send Authorization: Bearer <token>"}).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
-            return
-        await self.app(scope, receive, send)
+    require_token(host, token, token_env)
 
 
 @asynccontextmanager

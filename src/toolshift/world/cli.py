@@ -183,7 +183,9 @@ def serve_cmd(
     transport: Annotated[
         Transport, typer.Option("--transport", help="stdio or streamable HTTP.")
     ] = Transport.stdio,
-    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="HTTP host; beyond loopback needs a token in TOOLSHIFT_WORLD_TOKEN.")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port")] = 8765,
     shared_state: Annotated[
         bool,
@@ -209,9 +211,12 @@ def serve_cmd(
 
     import anyio
 
+    from toolshift.world.http_guard import require_token
     from toolshift.world.registry import load_domain
-    from toolshift.world.serve import WorldServer
+    from toolshift.world.serve import TOKEN_ENV, WorldServer, world_token
 
+    if transport != Transport.stdio:
+        require_token(host, world_token(), TOKEN_ENV)
     if not (math.isfinite(idle_timeout) and idle_timeout >= 0):
         raise BadInputError("must be a number of seconds, 0 or more", field="--idle-timeout")
     if max_sessions < 0:
@@ -234,7 +239,7 @@ def serve_cmd(
         f"serving [bold]{server.base.name}[/] ({len(server.base.tools)} tools) at http://{host}:{port}/mcp"
         + (" with shared state" if shared_state else f", one world per session ({limits})")
     )
-    server.run_http(host=host, port=port)
+    server.run_http(host=host, port=port, token=world_token())
 
 
 @app.command("tasks")

@@ -6,15 +6,19 @@ gateway (`HostGate`, every path) and the viewer (`toolshift view`). `screened_po
 bounded by `MAX_MESSAGE_BYTES` and answers what `jsonrpc_guard.screen` finds malformed, one error per
 request id (a body too large is answered under the id found in its first 64 KiB); `ScreenGate` puts it
 in front of any MCP app, so the gateway's HTTP path answers malformed requests as `world serve` does.
+`require_token` and `TokenGate` are the other shared door: bound beyond loopback, a server starts only
+with a bearer token, and then every path but `/health` needs `Authorization: Bearer <token>`.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from toolshift.errors import BadInputError
 from toolshift.world.jsonrpc_guard import INVALID_REQUEST, error_reply, screen, top_level_id
 from toolshift.world.limits import MAX_MESSAGE_BYTES
 
@@ -49,6 +53,39 @@ def host_allowed(header: str | None, bound: str) -> bool:
     else:
         name = header.rsplit(":", 1)[0] if header.count(":") == 1 else header
     return is_loopback(name)
+
+
+def require_token(host: str, token: str | None, token_env: str) -> None:
+    """HTTP bound beyond loopback needs a bearer token: refuse to start without one."""
+    if not is_loopback(host) and not token:
+        raise BadInputError(
+            f"serving HTTP on {host} (beyond loopback) needs a bearer token: set {token_env}", field="host"
+        )
+
+
+class TokenGate:
+    """ASGI: every HTTP request but `/health` must carry `Authorization: Bearer <token>` (401 otherwise)."""
+
+    def __init__(self, app: App, token: str) -> None:
+        self.app, self.expected = app, f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") == "/health":
+            await self.app(scope, receive, send)
+            return
+        sent = dict(scope.get("headers") or []).get(b"authorization", b"")
+        if not secrets.compare_digest(sent, self.expected):
+            body = json.dumps({"error": "unauthorized: send Authorization: Bearer <token>"}).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
 
 
 def misdirected(header: str | None) -> str:

@@ -9,7 +9,9 @@ in: it asks for a world key (`toolshift/openWorld`) and sends it as `_meta["tool
 each call; a call without one is refused, never served from a shared world. Over stdio the process
 is the session: it serves one fork of the base world in either era.
 
-Over HTTP, sessions and world keys unused for `idle_timeout` seconds are closed, and no more than
+Over HTTP, a request whose Host is not loopback to a server bound to loopback gets 421 on every path, and
+bound beyond loopback the server needs a bearer token (`TOOLSHIFT_WORLD_TOKEN`; 401 without it).
+Sessions and world keys unused for `idle_timeout` seconds are closed, and no more than
 `max_sessions` are held (`toolshift.world.sessions`). Malformed JSON-RPC gets an error reply for
 every request id, over both transports (`toolshift.world.jsonrpc_guard`).
 
@@ -57,6 +59,10 @@ WORLD_KEY_META = "toolshift/world"
 OPEN_WORLD = "toolshift/openWorld"
 CLOSE_WORLD = "toolshift/closeWorld"
 _STATE_KEY = "toolshift.world"
+
+
+TOKEN_ENV = "TOOLSHIFT_WORLD_TOKEN"
+"""The environment variable holding the bearer token of `world serve --transport http` (required beyond loopback)."""
 
 
 class OpenWorldResult(types.Result):
@@ -309,9 +315,17 @@ class WorldServer:
             lines.replies = write
             await self.server.run(read, write, self.server.create_initialization_options())
 
-    def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", json_response: bool = True) -> Any:
+    def http_app(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        path: str = "/mcp",
+        json_response: bool = True,
+        token: str | None = None,
+    ) -> Any:
         """The ASGI app serving streamable HTTP at `path` (plain JSON responses unless `json_response=False`:
-        a world call never streams, and JSON skips the SSE framing), behind the `SessionGate`.
+        a world call never streams, and JSON skips the SSE framing), behind the `SessionGate`, the token
+        check (with a `token`) and the Host rule (`toolshift.world.http_guard`).
 
         Idle expiry and the session cap are the gate's (the SDK's own are off), and a task started with
         the app reaps idle sessions even while no request arrives.
@@ -335,12 +349,26 @@ class WorldServer:
                 tg.cancel_scope.cancel()
 
         app.router.lifespan_context = lifespan
-        return SessionGate(app, table)
+        from toolshift.world.http_guard import HostGate, TokenGate
 
-    def run_http(self, *, host: str = "127.0.0.1", port: int = 8765) -> None:
+        gated = SessionGate(app, table)
+        return HostGate(TokenGate(gated, token) if token else gated, host)
+
+    def run_http(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8765,
+        token: str | None = None,
+        token_env: str = TOKEN_ENV,
+    ) -> None:
+        """Serve streamable HTTP; bound beyond loopback it needs a bearer token (refused to start without one)."""
         import uvicorn
 
-        uvicorn.run(self.http_app(host=host), host=host, port=port, log_level="warning")
+        from toolshift.world.http_guard import require_token
+
+        require_token(host, token, token_env)
+        uvicorn.run(self.http_app(host=host, token=token), host=host, port=port, log_level="warning")
 
 
 async def _reap_every(table: SessionTable, seconds: float) -> None:
@@ -359,6 +387,13 @@ async def in_memory_session(world: World) -> AsyncIterator[ClientSession]:
         yield client.session
 
 
+def world_token() -> str | None:
+    """The bearer token HTTP clients must send, from `TOOLSHIFT_WORLD_TOKEN` (None when unset or empty)."""
+    import os
+
+    return os.environ.get(TOKEN_ENV, "").strip() or None
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -367,14 +402,19 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 @contextmanager
 def http_server_thread(
-    server: WorldServer, *, host: str = "127.0.0.1", port: int | None = None, timeout: float = 20.0
+    server: WorldServer,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    timeout: float = 20.0,
+    token: str | None = None,
 ) -> Iterator[str]:
     """Run the streamable HTTP transport on a loopback port in a background thread; yields the MCP URL."""
     import uvicorn
 
     port = port or free_port(host)
     config = uvicorn.Config(
-        server.http_app(host=host), host=host, port=port, log_level="warning", lifespan="on"
+        server.http_app(host=host, token=token), host=host, port=port, log_level="warning", lifespan="on"
     )
     userver = uvicorn.Server(config)
     thread = threading.Thread(target=userver.run, name=f"mcp-http-{port}", daemon=True)

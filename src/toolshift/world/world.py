@@ -59,6 +59,26 @@ class Snapshot:
         self.conn.close()
 
 
+def _schema(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
+    rows = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
+    return {(str(t), str(n)): " ".join(str(sql or "").split()) for t, n, sql in rows}
+
+
+def schema_difference(
+    saved: sqlite3.Connection, compiled: sqlite3.Connection, *, shown: int = 4
+) -> list[str]:
+    """How a saved world's schema (tables, indexes, triggers, views) differs from the compiled one: [] when equal."""
+    have, want = _schema(saved), _schema(compiled)
+    out = [f"extra {t} {n!r}" for t, n in sorted(have.keys() - want.keys())]
+    out += [f"missing {t} {n!r}" for t, n in sorted(want.keys() - have.keys())]
+    out += [
+        f"{t} {n!r} defined differently"
+        for t, n in sorted(have.keys() & want.keys())
+        if have[t, n] != want[t, n]
+    ]
+    return out[:shown] + ([f"and {len(out) - shown} more"] if len(out) > shown else [])
+
+
 def _copy(src: sqlite3.Connection) -> sqlite3.Connection:
     dst = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
     src.backup(dst)
@@ -129,7 +149,11 @@ class World:
 
     @classmethod
     def open(cls, path: str | Path) -> World:
-        """A world whose state is a compiled or saved SQLite file (the spec is read from its `_ts_meta`)."""
+        """A world whose state is a compiled or saved SQLite file (the spec is read from its `_ts_meta`).
+
+        A file whose schema (tables, indexes, triggers, views) is not exactly what its spec compiles to is
+        refused, naming what differs: a trigger or view in a world file would be code the data runs.
+        """
         from toolshift.world.compiler import compile_domain
         from toolshift.world.schema import WORLD_FORMAT
         from toolshift.world.spec import parse_spec
@@ -149,7 +173,17 @@ class World:
             spec = parse_spec(
                 loads_json(meta["spec"], source=f"{path}:_ts_meta.spec"), f"{path}:_ts_meta.spec"
             )
-            return cls(compile_domain(spec, str(path), with_data=False), state=src)
+            domain = compile_domain(spec, str(path), with_data=False)
+            with domain.lock:
+                differs = schema_difference(src, domain.template)
+            if differs:
+                raise BadInputError(
+                    "its schema is not what its spec compiles to (data never runs code): "
+                    + "; ".join(differs),
+                    source=str(path),
+                    field="sqlite_master",
+                )
+            return cls(domain, state=src)
         except (sqlite3.DatabaseError, KeyError, json.JSONDecodeError) as exc:
             raise BadInputError(f"not a toolshift world file: {exc}", source=str(path)) from None
         finally:

@@ -3,7 +3,9 @@
 The server is the standard library's threading HTTP server. It holds only the episode index
 (`toolshift.report.episode_index`); a page of the episode list comes from the index, and opening an
 episode reads its one line. It binds to loopback unless told otherwise, and a non-loopback address
-needs an explicit `allow_remote`. It serves GET only: the static page and
+needs an explicit `allow_remote`. Bound to loopback, it answers only requests whose Host names loopback
+(421 otherwise, against DNS rebinding: the rule of the gateway and the world server,
+`toolshift.world.http_guard.host_allowed`). It serves GET only: the static page and
 
     GET /api/runs                       files, their kinds and problems, totals, the flow if any
     GET /api/episodes?offset&limit&…    a page of rows, the total, and facet counts (filters: domain,
@@ -185,6 +187,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(value, ensure_ascii=False).encode(), "application/json; charset=utf-8")
 
     def do_GET(self) -> None:
+        from toolshift.world.http_guard import host_allowed, misdirected
+
+        host = self.headers.get("Host")
+        if not host_allowed(host, str(self.server.server_address[0])):
+            self._json(HTTPStatus.MISDIRECTED_REQUEST, {"error": misdirected(host)})
+            return
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         if url.path in PAGES:
