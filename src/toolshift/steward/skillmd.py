@@ -4,12 +4,17 @@ Front matter: `name` (≤ 64 lowercase letters, digits and hyphens, equal to the
 `description` (≤ 1,024 characters), `metadata` (string → string: level, domain, tools, catalog
 version, revision, active). The body, under 500 lines, is readable markdown ending in one fenced
 `json` block that holds the skill's structured content, so a round trip is lossless for everything
-the format holds. Reading uses `yaml.safe_load` and `json.loads` only: data never runs code.
+the format holds. Reading uses the bounded YAML loader (`toolshift.world.yamlfile`: no duplicate keys,
+aliases counted as what they expand to, depth ≤ 64) and `json.loads` only, so data never runs code; the
+size is checked before a file is read, a skill folder or file that is a symlink is refused, and the json
+block is checked against the level's body shape (docs/formats.md), finite numbers and valid Unicode
+only, so what import accepts, export and serve can use.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -19,12 +24,17 @@ import yaml
 
 from toolshift.errors import BadInputError
 from toolshift.steward.library import LEVELS, MAX_NAME, NAME, Skill
+from toolshift.world.yamlfile import parse_yaml
 
 MAX_DESCRIPTION = 1024
 MAX_BODY_LINES = 500
 MAX_FILE_BYTES = 256 * 1024
 MAX_METADATA = 32
 MAX_METADATA_VALUE = 8192
+MAX_OPTIONAL_FIELD = 1024
+MAX_BODY_DEPTH = 32
+WHOLE = re.compile(r"[0-9]{1,9}")
+OPTIONAL_FIELDS = ("license", "compatibility", "allowed-tools")
 FRONT = re.compile(r"\A---\n(.*?)\n---\n(.*)\Z", re.DOTALL)
 DATA = re.compile(r"```json\n(.*?)\n```\s*\Z", re.DOTALL)
 
@@ -119,15 +129,17 @@ def export_skills(skills: list[Skill], out: str | Path) -> list[Path]:
 def check(folder_name: str, text: str, source: Path) -> Skill:
     """Parse one `SKILL.md`; refuse bad front matter or body naming the field."""
     src = str(source)
-    if len(text.encode("utf-8")) > MAX_FILE_BYTES:
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
         raise BadInputError(f"file is over {MAX_FILE_BYTES} bytes", source=src)
     m = FRONT.match(text.replace("\r\n", "\n"))
     if m is None:
         raise BadInputError("no YAML front matter between '---' lines", source=src, field="front matter")
     try:
-        front = yaml.safe_load(m.group(1))
-    except yaml.YAMLError as exc:
-        raise BadInputError(f"front matter is not YAML: {str(exc).splitlines()[0]}", source=src) from None
+        front = parse_yaml(m.group(1), src)
+    except BadInputError as exc:
+        raise BadInputError(
+            f"front matter is not YAML: {exc.detail}", source=src, field="front matter"
+        ) from None
     if not isinstance(front, dict):
         raise BadInputError("front matter must be a mapping", source=src, field="front matter")
     unknown = sorted(
@@ -135,6 +147,13 @@ def check(folder_name: str, text: str, source: Path) -> Skill:
     )
     if unknown:
         raise BadInputError(f"unknown front-matter field {unknown[0]!r}", source=src, field=str(unknown[0]))
+    _unicode(front, src, "front matter")
+    for key in OPTIONAL_FIELDS:
+        value = front.get(key)
+        if value is not None and (not isinstance(value, str) or len(value) > MAX_OPTIONAL_FIELD):
+            raise BadInputError(
+                f"must be a string of at most {MAX_OPTIONAL_FIELD} characters", source=src, field=key
+            )
     name = front.get("name")
     if not isinstance(name, str) or not name:
         raise BadInputError("missing or not a string", source=src, field="name")
@@ -170,9 +189,11 @@ def check(folder_name: str, text: str, source: Path) -> Skill:
         if key not in meta:
             raise BadInputError("missing", source=src, field=f"metadata.{key}")
     for key in ("catalog_version", "revision"):
-        if not meta[key].isdigit():
+        if not WHOLE.fullmatch(meta[key]) or int(meta[key]) < 1:
             raise BadInputError(
-                f"{meta[key][:40]!r} is not a whole number", source=src, field=f"metadata.{key}"
+                f"{meta[key][:40]!r} is not a whole number from 1 to 999,999,999 (ASCII digits)",
+                source=src,
+                field=f"metadata.{key}",
             )
     if meta["active"] not in ("true", "false"):
         raise BadInputError("must be 'true' or 'false'", source=src, field="metadata.active")
@@ -187,13 +208,21 @@ def check(folder_name: str, text: str, source: Path) -> Skill:
             "body does not end in a ```json block with the skill's content", source=src, field="body"
         )
     try:
-        data = json.loads(d.group(1))
+        data = json.loads(d.group(1), parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise BadInputError(
             f"the json block is malformed at line {exc.lineno}", source=src, field="body"
         ) from None
+    except RecursionError:
+        raise BadInputError(
+            f"the json block is nested more than {MAX_BODY_DEPTH} levels deep", source=src, field="body"
+        ) from None
+    except ValueError as exc:
+        raise BadInputError(f"the json block holds {exc}", source=src, field="body") from None
     if not isinstance(data, dict):
         raise BadInputError("the json block must be an object", source=src, field="body")
+    _unicode(data, src, "body")
+    check_body(level, data, src)
     tools = tuple(t for t in meta["tools"].split(",") if t)
     return Skill(
         id=name,
@@ -209,21 +238,162 @@ def check(folder_name: str, text: str, source: Path) -> Skill:
 
 
 def import_skills(root: str | Path, *, limit: int = 100_000) -> list[Skill]:
-    """Read every `<folder>/SKILL.md` under `root`; the first invalid one is refused naming its field."""
+    """Read every `<folder>/SKILL.md` under `root`; the first invalid one is refused naming its field.
+
+    A folder with no skill folders is refused too (an import of nothing is a mistake, not a library).
+    """
     base = Path(root)
     if not base.is_dir():
         raise BadInputError("not a folder of skills", source=str(base))
-    folders = sorted(p for p in base.iterdir() if p.is_dir())
+    entries = sorted(base.iterdir())
+    folders = [p for p in entries if p.is_dir()]
     if len(folders) > limit:
         raise BadInputError(f"{len(folders)} skill folders (at most {limit})", source=str(base))
+    if not folders:
+        raise BadInputError("no skill folders (<name>/SKILL.md) in this folder", source=str(base))
     skills = []
     for folder in folders:
+        if folder.is_symlink():
+            raise BadInputError(
+                "a skill folder must be a folder inside DIR, not a symlink", source=str(folder)
+            )
         path = folder / "SKILL.md"
+        if path.is_symlink():
+            raise BadInputError("SKILL.md must be a file in its folder, not a symlink", source=str(path))
         if not path.is_file():
             raise BadInputError("no SKILL.md in this skill folder", source=str(folder))
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise BadInputError("not UTF-8 text", source=str(path)) from None
-        skills.append(check(folder.name, text, path))
+        skills.append(check(folder.name, _read(path), path))
     return skills
+
+
+def _read(path: Path) -> str:
+    """The text of a SKILL.md, its size checked before anything is read (and the read bounded too)."""
+    src = str(path)
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise BadInputError(f"file is over {MAX_FILE_BYTES} bytes", source=src)
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise BadInputError(f"cannot read: {exc.strerror or exc}", source=src) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise BadInputError(f"file is over {MAX_FILE_BYTES} bytes", source=src)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInputError("not UTF-8 text", source=src) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name}, which is not a number (finite numbers only)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]}, which is not a finite number")
+    return value
+
+
+def _unicode(value: Any, src: str, root: str) -> None:
+    """Refuse a string (or key) that is not valid Unicode (a lone surrogate) or nesting past MAX_BODY_DEPTH."""
+    stack: list[tuple[str, Any, int]] = [(root, value, 0)]
+    while stack:
+        where, v, depth = stack.pop()
+        if depth > MAX_BODY_DEPTH:
+            raise BadInputError(f"nested more than {MAX_BODY_DEPTH} levels deep", source=src, field=where)
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise BadInputError("not valid Unicode (a lone surrogate)", source=src, field=where) from None
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                stack.append((f"{where}.{k}" if _encodes(str(k)) else where, item, depth + 1))
+                if not _encodes(str(k)):
+                    raise BadInputError(
+                        "a key is not valid Unicode (a lone surrogate)", source=src, field=where
+                    )
+        elif isinstance(v, list):
+            stack.extend((f"{where}.{i}", item, depth + 1) for i, item in enumerate(v))
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_body(level: str, body: dict[str, Any], src: str) -> None:
+    """Refuse a body whose shape is not its level's (docs/formats.md "Bodies"), naming the field."""
+
+    def need(ok: bool, field: str, why: str) -> None:
+        if not ok:
+            raise BadInputError(why, source=src, field=f"body.{field}")
+
+    def strings(key: str, *, required: bool = False) -> None:
+        if key not in body and not required:
+            return
+        v = body.get(key)
+        need(isinstance(v, list) and all(isinstance(x, str) for x in v), key, "must be a list of strings")
+
+    def calls(key: str) -> None:
+        v = body.get(key)
+        need(isinstance(v, list), key, "must be a list of steps")
+        for i, step in enumerate(v):
+            at = f"{key}.{i}"
+            need(isinstance(step, dict), at, "must be an object")
+            need(
+                isinstance(step.get("tool"), str) and bool(step["tool"]),
+                f"{at}.tool",
+                "missing or not a string",
+            )
+            args = step.get("args", {})
+            need(isinstance(args, dict), f"{at}.args", "must be an object of argument bindings")
+            for name, b in args.items():
+                binding(b, f"{at}.args.{name}")
+            need(isinstance(step.get("each", False), bool), f"{at}.each", "must be true or false")
+            if "atomic" in step:
+                need(isinstance(step["atomic"], str), f"{at}.atomic", "must be a skill id")
+
+    def binding(b: Any, at: str) -> None:
+        need(isinstance(b, dict), at, "a binding must be an object")
+        kinds = [k for k in ("fact", "step", "input", "value") if k in b]
+        need(len(kinds) == 1, at, "a binding has exactly one of fact, step, input, value")
+        if kinds[0] in ("fact", "input"):
+            need(isinstance(b[kinds[0]], str), f"{at}.{kinds[0]}", "must be a string")
+        elif kinds[0] == "step":
+            step = b["step"]
+            need(isinstance(step, int) and not isinstance(step, bool) and 0 <= step < 10_000, f"{at}.step",
+                 "must be a step index")  # fmt: skip
+            path = b.get("path")
+            need(isinstance(path, list) and all(isinstance(p, str | int) and not isinstance(p, bool) for p in path),
+                 f"{at}.path", "must be a list of keys and indexes")  # fmt: skip
+            where = b.get("where", {})
+            need(isinstance(where, dict) and all(isinstance(x, str) for x in where.values()), f"{at}.where",
+                 "must be an object of field → fact phrase")  # fmt: skip
+
+    if level == "planning":
+        calls("steps")
+        for key in ("requests", "facts", "steps_tools", "evidence"):
+            strings(key)
+    elif level == "atomic":
+        calls("calls")
+        for key in ("requests", "facts"):
+            strings(key)
+    else:
+        strings("required")
+        params = body.get("params", {})
+        need(isinstance(params, dict), "params", "must be an object of parameter name → schema")
+        for name, p in params.items():
+            need(isinstance(p, dict), f"params.{name}", "must be an object")
+        errors = body.get("errors", [])
+        need(isinstance(errors, list), "errors", "must be a list")
+        for i, e in enumerate(errors):
+            need(isinstance(e, dict) and isinstance(e.get("message", ""), str) and isinstance(e.get("fix", ""), str),
+                 f"errors.{i}", "must be an object with a string message and fix")  # fmt: skip
+        for key in ("effect", "schema_digest"):
+            if key in body:
+                need(isinstance(body[key], str), key, "must be a string")
