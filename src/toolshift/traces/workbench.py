@@ -26,7 +26,9 @@ Choices (also in docs/formats.md):
 - A row with an empty `full_response` (the agent raised before returning) is kept: the query as the
   only message, `termination_reason` `agent_error` (when `error` is set), `info.no_trajectory` naming
   the error's kind. Nothing is skipped. Malformed rows raise BadInputError (file, row, field) or are
-  counted with `skip_bad`.
+  counted with `skip_bad`: text no parser can hold (a 100,000-term operator chain, unhashable set
+  members, nesting past the parser's limit) and values the episode model refuses (a `log` that is
+  not a string) included.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from toolshift.errors import BadInputError
 from toolshift.fileio import read_text
@@ -129,11 +133,15 @@ class _ReprError(ValueError):
     pass
 
 
+_LITERAL_ERRORS = (ValueError, SyntaxError, TypeError, RecursionError, MemoryError)
+"""What `ast.literal_eval` / `ast.parse` raise on crafted text: malformed, unhashable keys, too deep, too long."""
+
+
 def _node_value(node: ast.AST, text: str) -> Any:
     """A repr node's value: literal_eval, else containers, `array(x)`, `nan`, `Timestamp(s)` by hand."""
     try:
         return ast.literal_eval(node)
-    except (ValueError, SyntaxError, TypeError):
+    except _LITERAL_ERRORS:
         pass
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         return [_node_value(e, text) for e in node.elts]
@@ -167,6 +175,17 @@ def parse_full_response(text: str) -> dict[str, Any]:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         raise _ReprError("full_response", f"not a Python repr: {exc.msg}") from exc
+    except (RecursionError, MemoryError, ValueError) as exc:
+        raise _ReprError(
+            "full_response", f"not a Python repr a parser can hold ({type(exc).__name__})"
+        ) from None
+    try:
+        return _response(tree, text)
+    except (RecursionError, MemoryError):
+        raise _ReprError("full_response", "nested too deeply to read") from None
+
+
+def _response(tree: ast.Expression, text: str) -> dict[str, Any]:
     body = tree.body
     if not isinstance(body, ast.Dict):
         raise _ReprError("full_response", "not a dict repr")
@@ -174,7 +193,7 @@ def parse_full_response(text: str) -> dict[str, Any]:
     for key_node, value_node in zip(body.keys, body.values, strict=True):
         try:
             key = ast.literal_eval(key_node) if key_node is not None else None
-        except ValueError as exc:
+        except _LITERAL_ERRORS as exc:
             raise _ReprError("full_response", "a key is not a literal") from exc
         if key == "intermediate_steps":
             if not isinstance(value_node, ast.List):
@@ -199,10 +218,12 @@ def _step(step: ast.AST, text: str, k: int) -> dict[str, Any]:
     for kw in action.keywords:
         try:
             fields[kw.arg or ""] = ast.literal_eval(kw.value)
-        except ValueError:
+        except _LITERAL_ERRORS:
             fields[kw.arg or ""] = _node_value(kw.value, text)
     if not isinstance(fields.get("tool"), str):
         raise _ReprError(f"{where}[0].tool", "missing or not a string")
+    if fields.get("log") is not None and not isinstance(fields["log"], str):
+        raise _ReprError(f"{where}[0].log", f"not a string (it is {type(fields['log']).__name__})")
     return {
         "tool": fields["tool"],
         "tool_input": fields.get("tool_input"),
@@ -230,7 +251,7 @@ def _gold_tasks(csv_path: Path, domain: str) -> dict[str, tuple[int, list[str]]]
         for i, row in _csv_rows(reader, tasks, ("query", "answer")):
             try:
                 answer = ast.literal_eval(row["answer"] or "[]")
-            except (ValueError, SyntaxError, TypeError, MemoryError) as exc:
+            except _LITERAL_ERRORS as exc:
                 raise BadInputError(
                     f"answer is not a Python list repr: {exc}", source=str(tasks), record=i, field="answer"
                 ) from exc
@@ -281,7 +302,7 @@ def convert_workbench_csv(path: Path, *, skip_bad: bool = False) -> Conversion:
         for index, row in _csv_rows(csv.DictReader(fh), path, COLUMNS):
             conv.records += 1
             try:
-                episode = _row_episode(row, index, path, domain, model, toolset, stamp, gold)
+                episode = _checked_row_episode(row, index, path, domain, model, toolset, stamp, gold)
             except BadInputError as exc:
                 conv.skip_bad(exc, skip_bad=skip_bad)
                 continue
@@ -295,6 +316,17 @@ def convert_workbench_csv(path: Path, *, skip_bad: bool = False) -> Conversion:
     conv.catalogs[domain] = workbench_catalog(domain, hallucinated)
     conv.note_unknown_tools()
     return conv
+
+
+def _checked_row_episode(
+    row: dict[str, str], index: int, path: Path, domain: str, model: str, toolset: str, stamp: str,
+    gold: dict[str, tuple[int, list[str]]],
+) -> Episode | str:  # fmt: skip
+    """`_row_episode`, with a value the episode model refuses reported as bad input naming the row and field."""
+    try:
+        return _row_episode(row, index, path, domain, model, toolset, stamp, gold)
+    except ValidationError as exc:
+        raise BadInputError.from_validation(exc, source=str(path), record=index, prefix="episode") from None
 
 
 def _row_episode(
@@ -317,7 +349,7 @@ def _row_episode(
             raise BadInputError(str(exc.args[1]), source=str(path), record=index, field=exc.args[0]) from exc
     try:
         logged_calls = ast.literal_eval(row["function_calls"] or "[]")
-    except (ValueError, SyntaxError) as exc:
+    except _LITERAL_ERRORS as exc:
         raise BadInputError(
             "not a Python list repr", source=str(path), record=index, field="function_calls"
         ) from exc
