@@ -125,3 +125,24 @@ def test_catalog_identity_is_the_domains_real_tools():
     assert other.absent == {"teleport"} and other.effect("teleport") == "neither"
     relabelled = [*real[:-1], CatalogTool(name=real[-1].name, effect="write", origin="manual")]
     assert Catalog.of(ToolCatalog(domain=AIRLINE.domain, tools=relabelled)).fingerprint() != one.fingerprint()
+
+
+@pytest.mark.parametrize("bad", ["$..[[[", "", "a.b", "$.", "$.x[1]", "$[0]"])
+def test_a_binding_path_no_output_could_have_is_refused_at_load(tmp_path, flow, bad):
+    """Such a path never matches an output: the replay would silently report 0 saved turns."""
+    raw = json.loads(save_flow(flow, tmp_path / "f.json").read_text())
+    raw["tools"]["get_reservation_details"]["bindings"]["reservation_id"]["path"] = bad
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(BadInputError) as err:
+        load_flow(path, AIRLINE)
+    assert err.value.field == "tools.get_reservation_details.bindings.reservation_id.path"
+
+
+def test_string_paths_only_writes_paths_a_flow_can_carry():
+    from toolshift.flows.values import string_paths
+
+    assert string_paths({"a": [{"b": "x"}], "": {"c": "y"}, "d[0]": "z", "e": "w"}) == {
+        "$.a[*].b": ["x"],
+        "$.e": ["w"],
+    }

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationErr
 from toolshift.errors import BadInputError
 from toolshift.fileio import read_json, write_text_atomic
 from toolshift.flows.timeline import Catalog
+from toolshift.flows.values import VALUE_PATH
 
 FLOW_KIND = "toolshift.flow"
 KNOWN_FORMATS = (1, 2, 3, 4)
@@ -53,7 +54,9 @@ class Binding(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     source: str
-    path: str
+    path: str = Field(pattern=VALUE_PATH, max_length=1000)
+    """`$`, then `.key` (a key that is not empty and holds no `[` or `]`) or `[*]` per step, as `string_paths`
+    writes it; any other text could never match an output, so a flow carrying one is refused at load."""
     agree: NonNegativeInt
     n: NonNegativeInt
 

@@ -9,6 +9,8 @@ from toolshift.errors import BadInputError
 from toolshift.fileio import loads_json
 
 JSON_START = frozenset('{["-0123456789tfn')
+VALUE_PATH = r"^\$(?:\.[^\[\]]+?|\[\*\])*$"
+"""The paths `string_paths` writes: `$`, then `.key` (not empty, no `[` or `]`) or `[*]` per step."""
 
 
 def decode_output(text: str | None) -> Any:
@@ -26,7 +28,10 @@ def decode_output(text: str | None) -> Any:
 
 
 def string_paths(data: Any) -> dict[str, list[str]]:
-    """Every string leaf of `data`, grouped by its path (`$.a.b`, list positions as `[*]`), in order."""
+    """Every string leaf of `data`, grouped by its path (`$.a.b`, list positions as `[*]`), in order.
+
+    Leaves under an empty key or one holding `[` or `]` have no path a flow can carry (`VALUE_PATH`): skipped.
+    """
     out: dict[str, list[str]] = {}
     stack: list[tuple[str, Any]] = [("$", data)]
     # Depth-first in document order: push children reversed so the first child is visited first.
@@ -36,7 +41,8 @@ def string_paths(data: Any) -> dict[str, list[str]]:
             out.setdefault(path, []).append(node)
         elif isinstance(node, dict):
             for key, value in reversed(list(node.items())):
-                stack.append((f"{path}.{key}", value))
+                if (k := str(key)) and "[" not in k and "]" not in k:
+                    stack.append((f"{path}.{k}", value))
         elif isinstance(node, list):
             child = f"{path}[*]"
             for value in reversed(node):
