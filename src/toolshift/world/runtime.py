@@ -7,6 +7,7 @@ safe interpreter (`get`, `require`, `find`, `count`, `insert`, `update`, `delete
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Callable
 from datetime import date, timedelta
@@ -162,6 +163,12 @@ class Runtime:
                 raise ToolError("not_found", f"{t.name}.{col}: no {target} with key {v!r}")
 
     def _execute(self, sql: str, params: list[Any], entity: str) -> None:
+        bad = next((v for v in params if isinstance(v, float) and not math.isfinite(v)), None)
+        if bad is not None:
+            raise ToolError(
+                "internal_error",
+                f"{entity}: a field would be set to {bad!r}; a world stores finite numbers only",
+            )
         try:
             self.conn.execute(sql, params)
         except sqlite3.IntegrityError as exc:

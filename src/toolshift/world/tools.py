@@ -83,6 +83,35 @@ def argument_problem(args: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def integral_floats(schema: dict[str, Any], args: dict[str, Any]) -> tuple[str, str] | None:
+    """Make `1.0` an `int` where the schema says integer (JSON Schema counts it as one), in place; the first
+    such value beyond 64 bits as `(name, reason)` (`1e308` passes the schema, then overflows SQLite)."""
+    props = schema.get("properties") or {}
+    for name, value in list(args.items()):
+        if not isinstance(value, float):
+            continue
+        kind = (props.get(name) or {}).get("type") if isinstance(props.get(name), dict) else None
+        if kind == "integer" or (isinstance(kind, list) and "integer" in kind and "number" not in kind):
+            if not -INTEGER_BOUND <= value < INTEGER_BOUND:
+                return name, "integer out of range: a world keeps integers in 64 bits (-2^63 to 2^63 - 1)"
+            args[name] = int(value)
+    return None
+
+
+def nonfinite_path(value: Any) -> str | None:
+    """The `/`-joined path of the first NaN or infinity in a value (a tool's result, a row it writes), or None."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return path or "result"
+        if isinstance(v, dict):
+            stack.extend((f"{path}/{k}" if path else str(k), x) for k, x in v.items())
+        elif isinstance(v, list | tuple):
+            stack.extend((f"{path}/{i}" if path else str(i), x) for i, x in enumerate(v))
+    return None
+
+
 def _string_problem(text: str) -> str | None:
     if len(text) > MAX_STRING_CHARS:
         return f"{len(text):,} characters; at most {MAX_STRING_CHARS:,} are accepted"

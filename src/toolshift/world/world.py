@@ -27,7 +27,14 @@ from toolshift.models import RowChange
 from toolshift.world.compiler import CompiledDomain
 from toolshift.world.runtime import Runtime
 from toolshift.world.schema import Table, quote
-from toolshift.world.tools import CallResult, Tool, ToolError, argument_problem
+from toolshift.world.tools import (
+    CallResult,
+    Tool,
+    ToolError,
+    argument_problem,
+    integral_floats,
+    nonfinite_path,
+)
 
 _FORMATS = jsonschema.FormatChecker(["date", "email"])
 
@@ -281,6 +288,9 @@ class World:
             else:
                 where = f"argument {path!r}"
             raise ToolError("invalid_arguments", f"{tool.name}: {where}: {err.message}")
+        problem = integral_floats(tool.input_schema, args)
+        if problem is not None:
+            raise ToolError("invalid_arguments", f"{tool.name}: argument {problem[0]!r}: {problem[1]}")
 
     def call(self, name: str, args: dict[str, Any] | None = None) -> CallResult:
         """Validate and run one tool call in its own transaction; never raises for domain failures."""
@@ -290,6 +300,7 @@ class World:
             try:
                 if not isinstance(args, dict):
                     raise ToolError("invalid_arguments", f"{name}: arguments must be a JSON object")
+                args = dict(args)  # validation may turn an integral float into an int
                 tool = self.tool(name)
                 self.validate(tool, args)
                 if tool.effect == "read":
@@ -302,13 +313,20 @@ class World:
     def call_inside(self, name: str, args: dict[str, Any]) -> Any:
         """Run a tool from inside another tool's handler (same transaction); errors propagate."""
         tool = self.tool(name)
+        args = dict(args)
         self.validate(tool, args)
         return self._invoke(tool, args)
 
     def _invoke(self, tool: Tool, args: dict[str, Any]) -> Any:
         self._depth += 1
         try:
-            return tool.handler(self.runtime, dict(args))
+            result = tool.handler(self.runtime, dict(args))
+            if (where := nonfinite_path(result)) is not None:
+                raise ToolError(
+                    "internal_error",
+                    f"{tool.name} returned a number that is not finite at {where!r} (NaN or infinity)",
+                )
+            return result
         except ToolError:
             raise
         except sqlite3.IntegrityError as exc:
