@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import signal
 import sys
 
@@ -105,15 +106,41 @@ def _command_named(argv: list[str]) -> str | None:
     return None
 
 
+class Terminated(SystemExit):
+    """SIGTERM, raised where the main thread is, so every `finally` and context manager on the way out runs."""
+
+
 def _terminated(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+    raise Terminated(128 + signum)
+
+
+def _stopped_by(exc: BaseException) -> BaseException | None:
+    """The Terminated or KeyboardInterrupt an exception is, or that an exception group (anyio's task groups
+    wrap what ends their tasks) holds, else None."""
+    if isinstance(exc, Terminated | KeyboardInterrupt):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (found := _stopped_by(inner)) is not None:
+                return found
+    return None
+
+
+def _leave(message: str, code: int) -> None:
+    """One line, then exit now: a worker thread still blocked (on stdin, say) must not keep the process alive."""
+    err_console.print(message)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def main() -> None:
     """Entry point: run the app, print a ToolshiftError as one line and exit with its code.
 
     SIGTERM ends the command the way Ctrl-C does, by an exception, so every `finally` and context manager
-    runs: temp files of atomic writes are removed and a local Ray cluster is stopped.
+    runs: temp files of atomic writes are removed, a local Ray cluster is stopped, the gateway's open
+    sessions are flushed. Either ends with one line (`terminated` / `interrupted`), wrapped in an exception
+    group or not, and the process exits even if a worker thread is still blocked reading.
     """
     signal.signal(signal.SIGTERM, _terminated)
     try:
@@ -126,9 +153,17 @@ def main() -> None:
     except typer.Abort:
         err_console.print("aborted")
         sys.exit(130)
+    except Terminated as exc:
+        _leave("terminated", int(exc.code or 143))
     except KeyboardInterrupt:
-        err_console.print("interrupted")
-        sys.exit(130)
+        _leave("interrupted", 130)
+    except BaseExceptionGroup as group:
+        stopped = _stopped_by(group)
+        if stopped is None:
+            raise
+        if isinstance(stopped, Terminated):
+            _leave("terminated", int(stopped.code or 143))
+        _leave("interrupted", 130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.TyperException as exc:  # usage errors (typer vendors click; its errors derive from this)
