@@ -151,9 +151,10 @@ def run(
     """Run tasks × trials of an agent against a world; one episode per line; re-run to resume."""
     from pydantic import ValidationError
 
+    from toolshift.agents.chat import ModelConfigError
     from toolshift.agents.config import RunConfig, resolve_endpoints
     from toolshift.agents.results import results_table, summarize
-    from toolshift.agents.runner import find_invalid_tasks, plan_run, run_local, write_catalog
+    from toolshift.agents.runner import check_models, find_invalid_tasks, plan_run, run_local, write_catalog
     from toolshift.agents.worlds import world_opener
     from toolshift.fileio import write_text_atomic
     from toolshift.taskfile import read_tasks
@@ -222,6 +223,8 @@ def run(
                 )
     if out.exists() and not out.is_dir():
         raise BadInputError("--out must be a folder, and this is a file", source=str(out), field="out")
+    check_models(config, task_list)  # a missing API key fails here, before the run folder is made
+    new_folder = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     # Opens the world once: an unreachable MCP URL fails here, before a run file is written.
     asyncio.run(write_catalog(world, {t.domain for t in task_list}, out, task_list))
@@ -252,12 +255,20 @@ def run(
             ok += bool(episode.outcome and episode.outcome.success)
             progress.update(bar, advance=1, ok=ok)
 
-        if plan.todo and executor == "ray":
-            from toolshift.agents.ray_executor import run_ray
+        try:
+            if plan.todo and executor == "ray":
+                from toolshift.agents.ray_executor import run_ray
 
-            run_ray(plan, concurrency=concurrency, address=ray_address, on_episode=finished)
-        elif plan.todo:
-            asyncio.run(run_local(plan, concurrency=concurrency, on_episode=finished))
+                run_ray(plan, concurrency=concurrency, address=ray_address, on_episode=finished)
+            elif plan.todo:
+                asyncio.run(run_local(plan, concurrency=concurrency, on_episode=finished))
+        except ModelConfigError:
+            # A refused key or a wrong model name before the first episode: leave no run behind.
+            if plan.discard_if_empty() and new_folder:
+                import shutil
+
+                shutil.rmtree(out, ignore_errors=True)
+            raise
     episodes = plan.current_episodes()
     if model == "oracle":
         invalid = {e.task_id for e in episodes if e.outcome is not None and e.outcome.success is False}

@@ -122,6 +122,17 @@ class RunPlan:
     files: RunFiles
     todo: list[tuple[Task, int]]
     finished: dict[tuple[str, int, str], Episode] = field(default_factory=dict)
+    created: bool = False
+    """This plan wrote the run's configuration (a new run, not a resumed one)."""
+
+    def discard_if_empty(self) -> bool:
+        """Remove a new run's configuration and episode file when no episode was written (a run that failed
+        before its first episode, such as a refused API key, leaves nothing behind); True when removed."""
+        if not self.created or self.finished or read_finished(self.files.episodes):
+            return False
+        for path in (self.files.config, self.files.episodes):
+            path.unlink(missing_ok=True)
+        return True
 
     def current_episodes(self) -> list[Episode]:
         """The run file's episodes for these tasks as they are now (stale task versions left out)."""
@@ -134,7 +145,8 @@ def plan_run(config: RunConfig, tasks: list[Task], trials: int, out: Path) -> Ru
         raise BadInputError("--trials must be at least 1", field="trials")
     files = RunFiles(Path(out), config.key())
     files.folder.mkdir(parents=True, exist_ok=True)
-    if files.config.exists():
+    created = not files.config.exists()
+    if not created:
         stored = read_json(files.config, what="run configuration")
         if not isinstance(stored, dict) or stored.get("config") != config.model_dump(mode="json"):
             raise BadInputError(
@@ -156,7 +168,19 @@ def plan_run(config: RunConfig, tasks: list[Task], trials: int, out: Path) -> Ru
         )
     finished = read_finished(files.episodes)
     todo = [(t, k) for t in tasks for k in range(trials) if (t.id, k, t.fingerprint()) not in finished]
-    return RunPlan(config, tasks, trials, files, todo, finished)
+    return RunPlan(config, tasks, trials, files, todo, finished, created=created)
+
+
+def check_models(config: RunConfig, tasks: list[Task]) -> None:
+    """Build the agent's and the user's API model clients once, so a missing key fails before anything is
+    written (`ModelConfigError`); no request is made, and local models (embedded) are not loaded here."""
+    if not tasks:
+        return
+    for spec in (config.model, config.user):
+        if spec.split(":", 1)[0] in ("openai", "anthropic"):
+            from toolshift.agents.config import make_model
+
+            make_model(spec, config, seed=0)
 
 
 async def run_local(
