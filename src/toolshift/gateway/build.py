@@ -68,6 +68,9 @@ async def prepare(gateway: Gateway) -> None:
     """Start-up checks: every backend reachable, tool names unique, the flow's catalog the backend's."""
     tools = await gateway.probe()
     for m in gateway.middleware:
+        recover = getattr(m, "recover", None)
+        if recover is not None:
+            recover()  # sessions a killed gateway left open, closed from its journal
         check = getattr(m, "check_backend", None)
         if check is not None:
             check(tools)

@@ -21,7 +21,9 @@ Files: `<out>/<domain>.episodes.jsonl`, created with its header atomically, then
 flushed and fsynced as each session ends (a torn last line from a crash is cut on the next open), and
 `<out>/<domain>.catalog.json` from the backend's tool annotations (so `toolshift traces stats` and
 `toolshift flows learn` read the folder as it is). Sessions still open at a graceful shutdown are written
-with `termination_reason: gateway_shutdown`; a kill -9 loses only the sessions still open.
+with `termination_reason: gateway_shutdown`. Each call is also journalled as it completes
+(`toolshift.gateway.journal`: appended and fsynced), so a kill -9 loses at most the call in flight: the
+next start writes the sessions it left open as `gateway_killed` episodes.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import mcp_types as types
 
 from toolshift.gateway.chain import CallOutcome, GatewaySession, Middleware, Next
 from toolshift.gateway.config import RecordConfig
+from toolshift.gateway.journal import Journal, Orphan
 from toolshift.gateway.secrets import REDACTED, Redactor, scrub_logs
 
 __all__ = ["REDACTED", "RecordMiddleware"]
@@ -75,6 +78,8 @@ class RecordMiddleware(Middleware):
         self.redactor = Redactor(config.redact, tuple(s for s in secrets if s))
         scrub_logs(self.redactor)
         self.path = Path(config.out) / f"{domain}.episodes.jsonl"
+        self.journal = Journal(Path(config.out) / f"{domain}.journal.jsonl")
+        self.recovered = 0
         self._lock = threading.Lock()
         self._fh: Any = None
         self.written = 0
@@ -102,11 +107,34 @@ class RecordMiddleware(Middleware):
         return self._fh
 
     def flush_close(self) -> None:
+        """At the end of serving: the episode file synced and closed; with no session left open, the journal
+        is emptied (every session in it is in the episode file)."""
         with self._lock:
             if self._fh is not None:
                 self._fh.sync()
                 self._fh.__exit__(None, None, None)
                 self._fh = None
+        if self.gateway is None or not self.gateway.sessions:
+            self.journal.clear()
+        else:
+            self.journal.close()
+
+    def recover(self) -> int:
+        """Write the sessions a killed gateway left open (from the journal) as `gateway_killed` episodes."""
+        from toolshift.traces.store import iter_episodes
+
+        orphans = self.journal.orphans()
+        if orphans:
+            existing = {e.id for e in iter_episodes(self.path)} if self.path.exists() else set()
+            with self._lock:
+                fh = self._open()
+                for o in orphans:
+                    if f"gateway-{o.session}" not in existing:
+                        fh.write(self._orphan_episode(o))
+                        self.recovered += 1
+                fh.sync()
+        self.journal.clear()
+        return self.recovered
 
     # --- redaction -----------------------------------------------------------------------------
 
@@ -186,6 +214,22 @@ class RecordMiddleware(Middleware):
                 ],
             }
         )
+        known = isinstance(reported, list) or outcome.answered_by != "backend"
+        self.journal.append(
+            {
+                "session": rec.session.id,
+                "started": rec.started,
+                "task": self.scrub(rec.session.task) if rec.session.task else None,
+                "at": _now(),
+                "call": {
+                    "messages": rec.messages[-2:],
+                    "changes": [self.redactor.change(c) for c in reported if isinstance(c, dict)]
+                    if known and isinstance(reported, list)
+                    else ([] if known else None),
+                    "source": rec.calls[-1],
+                },
+            }
+        )
 
     def close(self, session: GatewaySession, reason: str) -> None:
         rec = session.state.get(self.name)
@@ -197,34 +241,63 @@ class RecordMiddleware(Middleware):
             fh.write(episode)
             fh.sync()
             self.written += 1
+        self.journal.append({"session": rec.session.id, "closed": True})
 
     def episode(self, rec: _Recording, reason: str) -> Any:
+        session = rec.session
+        return self._episode(
+            session=session.id,
+            task=session.task,
+            messages=rec.messages,
+            changes=rec.changes,
+            changes_complete=rec.changes_complete,
+            calls=rec.calls,
+            started=rec.started,
+            ended=_now(),
+            reason=reason,
+        )
+
+    def _orphan_episode(self, o: Orphan) -> Any:
+        from toolshift.models import RowChange
+
+        try:
+            changes = [RowChange.model_validate(c) for c in o.changes]
+            complete = o.changes_complete
+        except ValueError:
+            changes, complete = [], False
+        return self._episode(
+            session=o.session, task=o.task, messages=o.messages, changes=changes, changes_complete=complete,
+            calls=o.calls, started=o.started, ended=o.ended or _now(), reason="killed",
+        )  # fmt: skip
+
+    def _episode(
+        self, *, session: str, task: str | None, messages: list[dict[str, Any]], changes: list[Any],
+        changes_complete: bool, calls: list[dict[str, Any]], started: str, ended: str, reason: str,
+    ) -> Any:  # fmt: skip
         from toolshift.traces.episode import Episode
         from toolshift.world import compose_changes
 
-        session = rec.session
+        ending = {"shutdown": "gateway_shutdown", "killed": "gateway_killed"}
         return Episode.model_validate(
             {
-                "id": f"gateway-{session.id}",
-                "task_id": self.scrub(session.task) if session.task else f"gateway-{session.id}",
+                "id": f"gateway-{session}",
+                "task_id": self.scrub(task) if task else f"gateway-{session}",
                 "domain": self.domain,
                 "agent": self.config.agent,
                 "harness": "toolshift-gateway",
                 "ecosystem_version": self.ecosystem_version,
-                "messages": self.redactor.value(rec.messages),  # again: secrets learned later in the session
-                "termination_reason": "gateway_shutdown"
-                if reason == "shutdown"
-                else f"gateway_session_{reason}",
+                "messages": self.redactor.value(messages),  # again: secrets learned later in the session
+                "termination_reason": ending.get(reason, f"gateway_session_{reason}"),
                 "world_diff": [
-                    self.redactor.change(c.model_dump(mode="json")) for c in compose_changes(rec.changes)
+                    self.redactor.change(c.model_dump(mode="json")) for c in compose_changes(changes)
                 ]
-                if rec.changes_complete
+                if changes_complete
                 else None,
-                "start_time": rec.started,
-                "end_time": _now(),
-                "source": {"gateway": {"session": session.id, "calls": rec.calls}},
+                "start_time": started,
+                "end_time": ended,
+                "source": {"gateway": {"session": session, "calls": calls}},
             }
         )
 
     def metrics(self) -> dict[str, Any]:
-        return {"episodes_written": self.written}
+        return {"episodes_written": self.written, "episodes_recovered": self.recovered}
