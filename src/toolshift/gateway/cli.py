@@ -186,17 +186,34 @@ def check(
     command: CommandOpt = None,
     url: UrlOpt = None,
 ) -> None:
-    """Reach every backend once and list what the gateway would expose (exit 1 if one is unreachable)."""
+    """Reach every backend once, list each (reachable with its tool count, or why not), then what the gateway
+    would expose; exit 1 if any is unreachable."""
     import anyio
 
+    from toolshift.gateway.backends import BackendUnreachable
     from toolshift.gateway.build import build_gateway, prepare
 
     cfg = config_from_flags(config, world=world, command=command, url=url)
     gateway = build_gateway(cfg)
-    anyio.run(prepare, gateway)
+    results = anyio.run(gateway.probe_each)
+    out = Console()
+    for name, tools, why in results:
+        backend = gateway.backends[name]
+        if tools is None:
+            out.print(f"[red]✗[/] {why}", highlight=False, soft_wrap=True)
+        else:
+            out.print(
+                f"[green]✓[/] {backend.describe()}: reachable, {len(tools)} tools",
+                highlight=False,
+                soft_wrap=True,
+            )
+    down = [name for name, tools, _ in results if tools is None]
+    if down:
+        raise BackendUnreachable(f"{len(down)} of {len(results)} backend(s) unreachable: {', '.join(down)}")
+    anyio.run(prepare, gateway)  # tool names route uniquely; a flow fits the backend's catalog
     tools = anyio.run(gateway.probe)
-    Console().print(f"{len(cfg.backends)} backend(s) reachable; {len(tools)} tools: "
-                    + ", ".join(t.name for t in tools[:12]) + (" …" if len(tools) > 12 else ""))  # fmt: skip
+    out.print(f"{len(cfg.backends)} backend(s) reachable; {len(tools)} tools: "
+              + ", ".join(t.name for t in tools[:12]) + (" …" if len(tools) > 12 else ""))  # fmt: skip
 
 
 @app.command("report")

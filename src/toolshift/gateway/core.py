@@ -69,6 +69,16 @@ class Gateway:
         listed = {name: await b.probe() for name, b in self.backends.items()}
         return [r.tool for r in self._routes_of(listed).values()]
 
+    async def probe_each(self) -> list[tuple[str, list[types.Tool] | None, str]]:
+        """Reach every backend once, each whatever the others do: (name, its tools or None, why not)."""
+        out: list[tuple[str, list[types.Tool] | None, str]] = []
+        for name, b in self.backends.items():
+            try:
+                out.append((name, await b.probe(), ""))
+            except BackendUnreachable as exc:
+                out.append((name, None, str(exc)))
+        return out
+
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
         """The gateway's life: backend clients live in this task group; leaving it flushes every session."""

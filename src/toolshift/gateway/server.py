@@ -5,7 +5,8 @@ Each MCP connection (the stdio process, an HTTP `Mcp-Session-Id` session, an in-
 it idle (`idle_timeout`), or at shutdown. Over HTTP, `server/discover` is refused so clients fall back to
 the initialize handshake and its sessions (a backend session per client session needs a client session),
 and a 2026-07-28 request without one is refused with that reason. `/health` answers `{"status": "ok"}`
-and `/metrics` the gateway's counters as JSON; each POST to the MCP path is screened first
+and `/metrics` the gateway's counters as JSON, or in Prometheus' text format to a scraper (an Accept naming
+`text/plain` or OpenMetrics, or `?format=prometheus`); each POST to the MCP path is screened first
 (`toolshift.world.http_guard.ScreenGate`: malformed JSON-RPC gets one short error per request id); with a token (required when bound beyond loopback) every
 path but `/health` needs `Authorization: Bearer <token>`. A request whose Host is not loopback to a gateway
 bound to loopback gets 421 on every path (`HostGate`: the viewer and the world server share the rule).
@@ -144,7 +145,7 @@ class GatewayServer:
     def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None) -> Any:
         """The ASGI app: streamable HTTP at `path`, `/health`, `/metrics`, behind the token check."""
         from starlette.requests import Request
-        from starlette.responses import JSONResponse
+        from starlette.responses import JSONResponse, PlainTextResponse
         from starlette.routing import Route
 
         config = self.gateway.config
@@ -152,8 +153,11 @@ class GatewayServer:
         async def health(request: Request) -> JSONResponse:
             return JSONResponse({"status": "ok", "backends": sorted(self.gateway.backends)})
 
-        async def metrics(request: Request) -> JSONResponse:
-            return JSONResponse(self.gateway.metrics())
+        async def metrics(request: Request) -> Any:
+            values = self.gateway.metrics()
+            if wants_prometheus(request.headers.get("accept", ""), request.query_params.get("format")):
+                return PlainTextResponse(prometheus_text(values), media_type=PROMETHEUS_TYPE)
+            return JSONResponse(values)
 
         app = self.server.streamable_http_app(
             streamable_http_path=path,
@@ -180,6 +184,53 @@ class GatewayServer:
 
         check_binding(host, token, self.gateway.config.token_env)
         uvicorn.run(self.http_app(host=host, token=token), host=host, port=port, log_level="warning")
+
+
+PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_COUNTERS = frozenset(
+    {
+        "sessions_opened",
+        "sessions_closed",
+        "calls",
+        "call_errors",
+        "backend_unreachable",
+        "tools_list_requests",
+    }
+)
+
+
+def wants_prometheus(accept: str, fmt: str | None) -> bool:
+    """`?format=prometheus`, or an Accept naming Prometheus' text or OpenMetrics before (or without) JSON."""
+    if fmt is not None:
+        return fmt == "prometheus"
+    accept = accept.lower()
+    text = min(
+        (accept.find(t) for t in ("text/plain", "application/openmetrics-text") if t in accept), default=-1
+    )
+    json_at = accept.find("application/json")
+    return text >= 0 and (json_at < 0 or text < json_at)
+
+
+def prometheus_text(values: dict[str, Any]) -> str:
+    """The gateway's numeric metrics in Prometheus' text exposition format (0.0.4), prefixed `toolshift_gateway_`.
+
+    The gateway's own counters are counters (`_total`), `backend_seconds` a counter in seconds, the rest gauges.
+    """
+    lines: list[str] = []
+    for key in sorted(values):
+        value = values[key]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        name = "toolshift_gateway_" + "".join(c if c.isalnum() or c == "_" else "_" for c in key)
+        kind = "counter" if key in _COUNTERS or key == "backend_seconds" else "gauge"
+        if kind == "counter":
+            name += "_total"
+        lines += [
+            f"# HELP {name} toolshift gateway {key.replace('_', ' ')}",
+            f"# TYPE {name} {kind}",
+            f"{name} {float(value) if isinstance(value, float) else value}",
+        ]
+    return "\n".join(lines) + "\n"
 
 
 def check_binding(host: str, token: str | None, token_env: str) -> None:
