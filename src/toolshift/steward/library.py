@@ -10,13 +10,19 @@ Schema `toolshift.steward-library/1` (docs/formats.md, "Steward libraries"):
     work(catalog_version)   maintenance work per version: episodes seen and distilled, edits, CPU
                             seconds, model tokens
 
-The checksum is a SHA-256 over the canonical JSON of every skill, edit and work row; `Library.open`
-recomputes it and refuses a library whose rows no longer match (corruption, or a hand edit).
+The checksum is an unkeyed SHA-256 over the canonical JSON of every skill, edit and work row, and
+`Library.open` also refuses a schema (tables, indexes, triggers, views) that is not exactly `_SCHEMA`. Both
+protect against accidents — a torn copy, a disk error, a hand edit made without Steward — not against
+someone who can write the file: they can recompute an unkeyed hash. Where a library crosses a trust
+boundary, sign it with a key the user holds: with `TOOLSHIFT_STEWARD_KEY` naming a key file, every
+library Steward writes carries `meta.signature` (HMAC-SHA256 over the checksum, the schema and the meta
+rows), and every library it opens must carry a valid one.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -49,6 +55,64 @@ CREATE TABLE work(
   catalog_version INTEGER PRIMARY KEY, mode TEXT NOT NULL, episodes INTEGER NOT NULL,
   distilled INTEGER NOT NULL, edits INTEGER NOT NULL, seconds REAL NOT NULL, tokens INTEGER NOT NULL);
 """
+
+
+KEY_ENV = "TOOLSHIFT_STEWARD_KEY"
+"""Names a key file: libraries are then signed when written and must verify when opened."""
+MIN_KEY_BYTES = 16
+MAX_KEY_BYTES = 4096
+
+
+def library_key() -> bytes | None:
+    """The signing key from the file `TOOLSHIFT_STEWARD_KEY` names (None when unset); a bad file is bad input."""
+    name = os.environ.get(KEY_ENV, "").strip()
+    if not name:
+        return None
+    path = Path(name)
+    try:
+        if path.stat().st_size > MAX_KEY_BYTES:
+            raise BadInputError(
+                f"a key file is at most {MAX_KEY_BYTES} bytes", source=str(path), field=KEY_ENV
+            )
+        key = path.read_bytes().strip()
+    except OSError as exc:
+        raise BadInputError(
+            f"cannot read the key file: {exc.strerror or exc}", source=str(path), field=KEY_ENV
+        ) from None
+    if len(key) < MIN_KEY_BYTES:
+        raise BadInputError(
+            f"the key is {len(key)} bytes; a signing key is at least {MIN_KEY_BYTES} (e.g. 32 random bytes, hex)",
+            source=str(path),
+            field=KEY_ENV,
+        )
+    return key
+
+
+def _schema_rows(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
+    rows = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
+    return {(str(t), str(n)): " ".join(str(sql or "").split()) for t, n, sql in rows}
+
+
+def _expected_schema() -> dict[tuple[str, str], str]:
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(_SCHEMA)
+        return _schema_rows(conn)
+    finally:
+        conn.close()
+
+
+def schema_problems(conn: sqlite3.Connection) -> list[str]:
+    """How a library's schema differs from `_SCHEMA` (an added trigger, a changed table): [] when it does not."""
+    have, want = _schema_rows(conn), _expected_schema()
+    out = [f"extra {t} {n!r}" for t, n in sorted(have.keys() - want.keys())]
+    out += [f"missing {t} {n!r}" for t, n in sorted(want.keys() - have.keys())]
+    out += [
+        f"{t} {n!r} defined differently"
+        for t, n in sorted(have.keys() & want.keys())
+        if have[t, n] != want[t, n]
+    ]
+    return out
 
 
 def skill_name(prefix: str, text: str, key: str) -> str:
@@ -149,8 +213,10 @@ class Library:
         return lib
 
     @classmethod
-    def open(cls, path: str | Path) -> Library:
-        """Open a library, refusing a missing file, an unknown format or a checksum that does not match."""
+    def open(cls, path: str | Path, *, check_signature: bool = True) -> Library:
+        """Open a library, refusing a missing file, an unknown format, a schema that is not `_SCHEMA`, a checksum
+        that does not match, and (with `TOOLSHIFT_STEWARD_KEY` set, unless `check_signature` is off) a
+        signature that is missing or not this key's."""
         p = Path(path)
         if not p.is_file():
             raise BadInputError("no library here (toolshift steward build makes one)", source=str(p))
@@ -166,6 +232,14 @@ class Library:
                 source=str(p),
                 field="format",
             )
+        problems = schema_problems(conn)
+        if problems:
+            conn.close()
+            raise BadInputError(
+                "its schema is not a steward library's (data never runs code): " + "; ".join(problems[:4]),
+                source=str(p),
+                field="schema",
+            )
         try:
             lib = cls(p, conn)
             actual = lib.checksum()
@@ -179,6 +253,23 @@ class Library:
                 f"{str(meta.get('checksum'))[:16]} (rows changed outside Steward)",
                 source=str(p),
                 field="checksum",
+            )
+        key = library_key()
+        if (
+            check_signature
+            and key is not None
+            and not hmac.compare_digest(str(meta.get("signature", "")), lib.signature(key))
+        ):
+            lib.close()
+            why = (
+                "is not signed"
+                if not meta.get("signature")
+                else "is signed with another key, or was changed since"
+            )
+            raise BadInputError(
+                f"the library {why} ({KEY_ENV} is set: only libraries signed with its key are opened)",
+                source=str(p),
+                field="signature",
             )
         return lib
 
@@ -239,6 +330,19 @@ class Library:
                 h.update(b"\n")
         return h.hexdigest()
 
+    def signature(self, key: bytes) -> str:
+        """HMAC-SHA256 with the user's key over the row checksum, the schema and every meta row but the
+        checksum and signature themselves: what an unkeyed checksum cannot vouch for."""
+        h = hmac.new(key, digestmod=hashlib.sha256)
+        h.update(self.checksum().encode())
+        for (kind, name), sql in sorted(_schema_rows(self._conn).items()):
+            h.update(_canon(["schema", kind, name, sql]).encode() + b"\n")
+        for k, v in self._conn.execute(
+            "SELECT key, value FROM meta WHERE key NOT IN ('checksum', 'signature') ORDER BY key"
+        ):
+            h.update(_canon(["meta", k, v]).encode() + b"\n")
+        return h.hexdigest()
+
     # --- writing ----------------------------------------------------------------------------------
 
     @contextmanager
@@ -262,8 +366,17 @@ class Library:
 
     def _store_checksum(self, *, commit: bool = True) -> None:
         self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('checksum', ?)", (self.checksum(),))
+        key = library_key()
+        if key is not None:
+            self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('signature', ?)", (self.signature(key),))
         if commit:
             self._conn.commit()
+
+    def sign(self) -> None:
+        """Sign the library with the key `TOOLSHIFT_STEWARD_KEY` names (it was opened, so its checksum held)."""
+        if library_key() is None:
+            raise BadInputError(f"set {KEY_ENV} to a key file to sign with", field=KEY_ENV)
+        self._store_checksum()
 
     def _require_tx(self) -> None:
         if not self._in_tx:
@@ -340,3 +453,10 @@ def dependencies_present(skill: Skill, catalog: Iterable[str]) -> bool:
     """A skill is usable while every tool it depends on is in the catalog."""
     names = catalog if isinstance(catalog, set | frozenset | dict) else set(catalog)
     return all(t in names for t in skill.tools)
+
+
+def sign_library(path: str | Path) -> Path:
+    """Sign a library you trust (its checksum and schema still checked) with the `TOOLSHIFT_STEWARD_KEY` key."""
+    with Library.open(path, check_signature=False) as lib:
+        lib.sign()
+    return Path(path)
