@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import json
 import sqlite3
 import threading
 from collections.abc import Iterable
@@ -191,8 +190,9 @@ class World:
                     field="sqlite_master",
                 )
             return cls(domain, state=src)
-        except (sqlite3.DatabaseError, KeyError, json.JSONDecodeError) as exc:
-            raise BadInputError(f"not a toolshift world file: {exc}", source=str(path)) from None
+        except (sqlite3.DatabaseError, KeyError, ValueError) as exc:  # ValueError: JSON, UTF-8 damage
+            reason = " ".join(str(exc).split())[:300]
+            raise BadInputError(f"not a toolshift world file: {reason}", source=str(path)) from None
         finally:
             src.close()
 
