@@ -151,3 +151,11 @@ def test_redacting_twice_keeps_json_results_json():
     r = Redactor()
     once = r.text('{"password": "pw-12345", "n": 1}')
     assert json.loads(r.scrub(once)) == {"password": "[redacted]", "n": 1}
+
+
+def test_a_gateway_without_recording_keeps_its_token_out_of_log_lines(monkeypatch, caplog):
+    monkeypatch.setenv("TOOLSHIFT_GATEWAY_TOKEN", "gw-token-NoRec-551")
+    gw = build_gateway(GatewayConfig(backends=[{"name": "clinic", "world": "clinic", "env": {}}]))
+    with caplog.at_level(logging.WARNING):
+        logging.getLogger("mcp.server").warning("rejected header Bearer %s", "gw-token-NoRec-551")
+    assert gw.redactor is not None and "gw-token-NoRec-551" not in caplog.text

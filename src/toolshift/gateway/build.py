@@ -37,6 +37,13 @@ def build_gateway(config: GatewayConfig) -> Gateway:
             field="middleware",
         )
     gateway = Gateway(config)
+    from toolshift.gateway.secrets import Redactor, scrub_logs
+
+    known = (config.token() or "", *(v for b in config.backends for v in b.env.values()))
+    gateway.redactor = Redactor(
+        secrets=tuple(s for s in known if s)
+    )  # whatever the chain: logs never hold them
+    scrub_logs(gateway.redactor)
     for name in config.middleware:
         if name == "record":
             from toolshift.gateway.record import RecordMiddleware

@@ -49,6 +49,8 @@ class Gateway:
         self.own_ms: deque[float] = deque(maxlen=10_000)
         """The gateway's own time per call (the chain, minus the time the backend took), the last 10,000."""
         self._tg: anyio.abc.TaskGroup | None = None
+        self.redactor: Any = None
+        """The `Redactor` of the gateway's own secrets (token, backend env), kept alive for log scrubbing."""
         self._chain: Next = self._forward
         self.use(middleware or [])
 

@@ -15,6 +15,7 @@ import json
 import logging
 import re
 import threading
+import weakref
 from typing import Any
 
 SECRET_NAME = re.compile(
@@ -128,29 +129,41 @@ class Redactor:
         return {k: self.value(v) if k in ("before", "after", "key") else v for k, v in change.items()}
 
 
-_installed: list[Redactor] = []
+_active: weakref.WeakSet[Redactor] = weakref.WeakSet()
+_factory_installed = False
 
 
 def scrub_logs(redactor: Redactor) -> None:
-    """Every log record made in this process from now on has the known secrets scrubbed from its text."""
-    if redactor in _installed:
+    """Every log record made in this process from now on has this redactor's known secrets scrubbed from its
+    text (one record factory for the process; redactors register with it and leave it when collected)."""
+    global _factory_installed
+    _active.add(redactor)
+    if _factory_installed:
         return
-    _installed.append(redactor)
+    _factory_installed = True
     previous = logging.getLogRecordFactory()
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
+        redactors = list(_active)
+        if not redactors:
+            return record
         try:
             message = record.getMessage()
         except Exception:  # a malformed log call: leave it to logging to report
             return record
-        clean = redactor.scrub(message)
+        clean = message
+        for r in redactors:
+            clean = r.scrub(clean)
         if clean != message:
             record.msg, record.args = clean, None
         if record.exc_info and record.exc_info[1] is not None:
             text = str(record.exc_info[1])
-            if redactor.scrub(text) != text:
-                record.msg = f"{clean} ({type(record.exc_info[1]).__name__}: {redactor.scrub(text)})"
+            scrubbed = text
+            for r in redactors:
+                scrubbed = r.scrub(scrubbed)
+            if scrubbed != text:
+                record.msg = f"{clean} ({type(record.exc_info[1]).__name__}: {scrubbed})"
                 record.exc_info, record.exc_text = None, None
         return record
 
