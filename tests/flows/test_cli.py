@@ -123,3 +123,36 @@ def test_refusals(files, monkeypatch, capsys):
             main()
         assert exit_info.value.code == 2, argv
         assert message in capsys.readouterr().err
+
+
+def test_price_chooses_a_rule_on_training_tasks_and_replay_applies_it(files, monkeypatch, capsys):
+    tmp, episodes, catalog = files
+    flow = tmp / "f.json"
+    assert (
+        run(
+            "learn", str(episodes), "--catalog", str(catalog), "--out", str(flow), "--tasks", "train"
+        ).exit_code
+        == 0
+    )
+    rule = tmp / "reach.rule.json"
+    r = run("price", str(episodes), "--catalog", str(catalog), "--flow", str(flow), "--tasks", "train",
+            "--choose-rule", str(rule))  # fmt: skip
+    assert r.exit_code == 0, r.output
+    doc = json.loads(rule.read_text())
+    assert (
+        doc["format"] == "toolshift.flow-rule/1"
+        and doc["decider"] == "reach"
+        and "--tasks train" in doc["chosen_by"]
+    )
+    out = tmp / "summary.json"
+    r = run("replay", str(episodes), "--catalog", str(catalog), "--flow", str(flow), "--tasks", "test",
+            "--rule", str(rule), "--json", str(out))  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert set(json.loads(out.read_text())) == {"reach", "ceiling"}
+    from toolshift.cli import main
+
+    monkeypatch.setattr("sys.argv", ["toolshift", "flows", "replay", str(episodes), "--catalog", str(catalog),
+                                     "--flow", str(flow), "--rule", str(rule), "--decider", "next-step"])  # fmt: skip
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2 and "the rule was chosen for reach" in capsys.readouterr().err

@@ -52,3 +52,12 @@ def test_never_a_write():
     for tool in ("get_user_details", "cancel_reservation", "<user>", "<start>"):
         for lk in session.weigh(tool, weigh_all=True):
             assert AIRLINE.effects[lk.tool] == "read"
+
+
+def test_without_rereads_a_read_already_in_context_is_not_proposed_after_a_write():
+    for reread, expected in ((True, [{"reservation_id": "X"}]), (False, [])):
+        session = Decider(flow(), "reach", 0.3, AIRLINE, reread=reread).session()
+        session.after_call("get_reservation_details", {"reservation_id": "X"}, '{"id": "X"}')
+        session.after_call("cancel_reservation", {"reservation_id": "X"}, "ok")
+        session.observe_call("get_user_details", {"user_id": "u"}, {"reservations": ["X"]}, effect="read")
+        assert [lk.arguments for lk in session.propose("get_user_details")] == expected

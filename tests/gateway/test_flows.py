@@ -21,12 +21,13 @@ from toolshift.world import World, load_domain
 from .scripted import APPOINTMENTS, run_sessions, script
 
 
-def _flows_gateway(clinic_flow, *, world: str = "clinic", record: Any = None) -> tuple[Any, GatewayServer]:
+def _flows_gateway(clinic_flow, *, world: str = "clinic", record: Any = None,
+                   rule: Any = None) -> tuple[Any, GatewayServer]:  # fmt: skip
     flow, catalog = clinic_flow
     fields: dict[str, Any] = {
         "backends": [{"name": "clinic", "world": world}],
         "middleware": ["flows"],
-        "flows": {"flow": str(flow), "catalog": str(catalog)},
+        "flows": {"flow": str(flow), "catalog": str(catalog)} | ({"rule": str(rule)} if rule else {}),
     }
     if record is not None:
         fields["middleware"] = ["record", "flows"]
@@ -192,3 +193,30 @@ def test_many_sessions_each_get_their_own_lookups(clinic_flow):
             "get_patient": {"patient_id": row["patient_id"]},
             "get_doctor": {"doctor_id": row["doctor_id"]},
         }
+
+
+def test_a_decision_rule_is_applied_live_through_the_same_decider(clinic_flow, tmp_path):
+    """A rule file (flows price --choose-rule) replaces the threshold: here a recalibration that scores every
+    site 0 makes no lookup, one that keeps the scores makes the same lookups as θ; a rule for the other decider
+    is refused."""
+    from toolshift.flows.calibration import Isotonic, SiteCalibrator
+    from toolshift.flows.rule import Rule, save_rule
+
+    appointment = APPOINTMENTS[10]
+    made: dict[str, int] = {}
+    for name, ys in (("never", (0.0, 0.0)), ("identity", (0.0, 1.0))):
+        path = save_rule(Rule("theta", 0.3, calibrator=SiteCalibrator(Isotonic((0.0, 1.0), ys), {}, 10)), "reach",
+                         tmp_path / f"{name}.rule.json")  # fmt: skip
+        gw, server = _flows_gateway(clinic_flow, rule=path)
+
+        async def main(gw: Any = gw, server: Any = server) -> None:
+            await prepare(gw)
+            async with gw.running(), in_memory_client(server) as client:
+                await client.call_tool("get_appointment", {"appointment_id": appointment})
+
+        anyio.run(main)
+        made[name] = gw.middleware[0].counts["lookups_made"]
+    assert made == {"never": 0, "identity": 2}
+    wrong = save_rule(Rule("theta", 0.3), "next-step", tmp_path / "wrong.rule.json")
+    with pytest.raises(BadInputError, match="chosen for the next-step decider"):
+        _flows_gateway(clinic_flow, rule=wrong)

@@ -187,6 +187,12 @@ def replay(
         str | None,
         typer.Option("--picker", help="Read format-4 arguments from the user's words: pattern or embedded."),
     ] = None,
+    rule: Annotated[
+        Path | None,
+        typer.Option(
+            "--rule", help="A decision rule from `flows price --choose-rule` (replaces --threshold)."
+        ),
+    ] = None,
 ) -> None:
     """Replay the record with a flow: turns saved, lookups made and used, detours, share of the ceiling."""
     from toolshift.flows.ceiling import anatomy
@@ -200,13 +206,25 @@ def replay(
     kinds = DECIDERS if decider == "both" else (decider,)
     if any(k not in DECIDERS for k in kinds):
         raise BadInputError(f"--decider is reach, next-step or both, not {decider!r}", field="decider")
+    chosen_rule = None
+    if rule is not None:
+        from toolshift.flows.rule import load_rule
+
+        chosen_rule, rule_decider = load_rule(rule)
+        if decider == "both":
+            kinds = (rule_decider,)  # type: ignore[assignment]
+        elif decider != rule_decider:
+            raise BadInputError(f"the rule was chosen for {rule_decider}, not {decider}", source=str(rule),
+                                field="decider")  # fmt: skip
     inputs = load_inputs(episodes, catalog, _tasks(tasks))
     learned = load_flow(flow, inputs.catalog)
     console.print(inputs.describe())
     total, per_episode = anatomy(inputs.timelines)
     ceiling = {e: a.ceiling for e, a in per_episode.items()}
     results = {}
-    table = Table(title=f"replay from the record, θ = {threshold}")
+    table = Table(
+        title="replay from the record, " + (chosen_rule.label() if chosen_rule else f"θ = {threshold}")
+    )
     for col in ("decider", "episodes", "turns", "saved", "saved % (95% CI)", "made", "used", "detours/episode",
                 "share of ceiling"):  # fmt: skip
         table.add_column(col)
@@ -214,7 +232,7 @@ def replay(
 
     reader = picker_for(picker) if picker is not None else None
     for kind in kinds:
-        result = run_replay(inputs.timelines, Decider(learned, kind, threshold, picker=reader),
+        result = run_replay(inputs.timelines, Decider(learned, kind, threshold, picker=reader, rule=chosen_rule),
                             weigh_all=explore is not None,
                             explore=explore or 0.0, user_sites=user_sites, chain_prior=chain_prior)  # fmt: skip
         results[kind] = result
@@ -341,8 +359,28 @@ def price(
         str, typer.Option("--sweep", help="Thresholds to sweep, comma-separated.")
     ] = "0.05,0.1,0.15,0.2,0.3,0.4,0.5,0.7",
     tasks: TasksOpt = "all",
+    choose_rule: Annotated[
+        Path | None,
+        typer.Option(
+            "--choose-rule",
+            help="Choose the decision rule by leave-one-task-out over these (training) tasks and write it here "
+            "(toolshift.flow-rule/1): one θ or a threshold per decision, recalibrated per site or not.",
+        ),
+    ] = None,
+    walk_ranks: Annotated[
+        int,
+        typer.Option("--walk-ranks", help="With --choose-rule: the walk ranks the flow was learned with."),
+    ] = 0,
+    max_detours: Annotated[
+        float, typer.Option("--max-detours", help="With --choose-rule: the detour budget per episode.")
+    ] = 0.5,
+    learn_from_all: Annotated[
+        bool,
+        typer.Option("--learn-from-all", help="With --choose-rule: learn the folds' flows from every run."),
+    ] = False,
 ) -> None:
-    """θ* = δ/(β+δ) from the domain's average detour and saved turn, and a θ sweep with utility."""
+    """θ* = δ/(β+δ) from the domain's average detour and saved turn, and a θ sweep with utility; with
+    --choose-rule, the rule (one θ or a threshold per decision) chosen on training tasks only."""
     from toolshift.flows.ceiling import anatomy
     from toolshift.flows.decide import Decider
     from toolshift.flows.inputs import load_inputs
@@ -355,6 +393,10 @@ def price(
         thetas = [float(x) for x in sweep.split(",")]
     except ValueError as exc:
         raise BadInputError(f"--sweep takes numbers, not {sweep!r}", field="sweep") from exc
+    if choose_rule is not None:
+        _choose_rule(episodes, catalog, flow, decider, rate, tasks, choose_rule, walk_ranks, max_detours,
+                     learn_from_all)  # fmt: skip
+        return
     inputs = load_inputs(episodes, catalog, _tasks(tasks))
     learned = load_flow(flow, inputs.catalog)
     _, per_episode = anatomy(inputs.timelines)
@@ -371,6 +413,42 @@ def price(
         u = value_replay(r, inputs.timelines, rate)
         table.add_row(f"{theta:g}", str(r.saved), str(r.detours), f"{u.utility:,.0f}")
     console.print(table)
+
+
+def _choose_rule(episodes: list[Path], catalog: Path, flow: Path, decider: str, rate: object, tasks: str,
+                 out: Path, walk_ranks: int, max_detours: float, learn_from_all: bool) -> None:  # fmt: skip
+    from toolshift.flows.inputs import load_inputs
+    from toolshift.flows.model import load_flow
+    from toolshift.flows.perdecision import FAMILIES, choose_rule
+    from toolshift.flows.rule import save_rule
+
+    if decider not in ("reach", "next-step"):
+        raise BadInputError(
+            f"--decider is reach or next-step with --choose-rule, not {decider!r}", field="decider"
+        )
+    if _tasks(tasks) != "train":
+        console.print(f"[yellow]choosing the rule on --tasks {tasks}: choose on training tasks only[/yellow]")
+    inputs = load_inputs(episodes, catalog, tasks)
+    load_flow(flow, inputs.catalog)  # the flow must be this catalog's; the folds learn their own
+    choice = choose_rule(inputs.timelines, inputs.catalog, walk_ranks=walk_ranks, price=rate,  # type: ignore[arg-type]
+                         deciders=(decider,), max_detours=max_detours, learn_from_all=learn_from_all)  # fmt: skip
+    table = Table(
+        title=f"leave-one-task-out over {choice.folds} tasks: share of the ceiling / detours per episode"
+    )
+    for col in ("rule", "value", "re-reads", "share", "detours/episode"):
+        table.add_column(col)
+    for c in choice.candidates:
+        mark = " ←" if choice.best.get((decider, c.family)) is c else ""
+        table.add_row(c.family, f"{c.value:g}", "yes" if c.reread else "no", _pct(c.share_of_ceiling),
+                      f"{c.detours_per_episode:.2f}{mark}")  # fmt: skip
+    console.print(table)
+    family = FAMILIES[-1] if (decider, FAMILIES[-1]) in choice.best else "θ"
+    rule = choice.rule(decider, family)
+    best = choice.best.get((decider, family))
+    note = (f"{family}: {_pct(best.share_of_ceiling)} of the ceiling at {best.detours_per_episode:.2f} detours an "
+            f"episode over {choice.folds} folds (budget {max_detours:g})" if best else "none within the budget")  # fmt: skip
+    save_rule(rule, decider, out, chosen_by=f"flows price --choose-rule, --tasks {tasks}: {note}")
+    console.print(f"wrote {out}: {rule.label()} ({note}); min count per site {choice.min_count[decider]}")
 
 
 @app.command()

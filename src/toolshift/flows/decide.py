@@ -13,13 +13,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolshift.flows.model import START_SITE, USER_SITE, Flow, Walk
 from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog
 from toolshift.flows.values import call_key, decode_output
 from toolshift.flows.words import WordsPicker, user_spans
+
+if TYPE_CHECKING:
+    from toolshift.flows.rule import Rule
 
 DeciderKind = Literal["next-step", "reach"]
 DECIDERS: tuple[DeciderKind, ...] = ("next-step", "reach")
@@ -33,7 +36,20 @@ class Lookup:
     arguments: dict[str, Any]
     key: str
     score: float
+    """The probability of use the decision compared (the model's score, recalibrated when a rule says so)."""
     site: str
+    raw: float = -1.0
+    """The model's score (its chain prior included), before any recalibration; -1: the same as `score`."""
+    bar: float = 0.0
+    """The threshold this lookup was held to: θ, or its own price with a threshold per decision."""
+    depth: int = 0
+    """0 after an agent's call; 1 + its parent's after a lookup's result (a chain)."""
+    position: int = 0
+    """The agent's calls seen so far in the episode when it was weighed."""
+
+    @property
+    def model_score(self) -> float:
+        return self.score if self.raw < 0 else self.raw
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,15 +66,23 @@ class _CompiledTool:
 
 
 class Decider:
-    """A flow compiled for one decider (`next-step` or `reach`) at one threshold θ."""
+    """A flow compiled for one decider (`next-step` or `reach`) at one threshold θ, or with a `Rule`
+    (toolshift.flows.rule): scores recalibrated per site, and one θ or a threshold per decision."""
 
     def __init__(self, flow: Flow, kind: DeciderKind = "reach", threshold: float = 0.3,
-                 catalog: Catalog | None = None, picker: WordsPicker | None = None) -> None:  # fmt: skip
+                 catalog: Catalog | None = None, picker: WordsPicker | None = None,
+                 rule: Rule | None = None, reread: bool = True) -> None:  # fmt: skip
         if kind not in DECIDERS:
             raise ValueError(f"unknown decider {kind!r}: one of {DECIDERS}")
         if catalog is not None:
             flow.check_catalog(catalog)
         self.flow, self.kind, self.threshold = flow, kind, threshold
+        self.rule = rule
+        self.reread = reread if rule is None else rule.reread
+        """False: never propose a read whose answer the agent already has in context (made, or delivered by a
+        lookup, earlier in the episode), even after a write."""
+        if rule is not None and rule.kind == "theta" and rule.calibrator is None:
+            self.threshold, self.rule = rule.theta, None
         self.picker = picker
         """Reads format-4 arguments from the user's words; without one those lookups are never made."""
         self.effects: dict[str, str] = dict(catalog.effects) if catalog is not None else {}
@@ -100,7 +124,7 @@ class Decider:
                     scored.append((score, compiled))
             scored.sort(key=lambda sc: (-sc[0], sc[1].tool))
             self._weighed[site] = tuple(scored)
-            self._made[site] = tuple(sc for sc in scored if sc[0] >= threshold)
+            self._made[site] = tuple(sc for sc in scored if sc[0] >= self.threshold)
         self._fallback: dict[tuple[str, str], float] = {}
         """Walk tools' format-2 scores per (site, tool), where a walk has no count for the site and rank."""
         for site, habit in flow.sites.items():
@@ -123,13 +147,20 @@ class Decider:
         return DecisionSession(self)
 
     def candidates(self, site: str, *, weigh_all: bool = False) -> tuple[tuple[float, _CompiledTool], ...]:
-        return (self._weighed if weigh_all else self._made).get(site, ())
+        every = weigh_all or self.rule is not None
+        return (self._weighed if every else self._made).get(site, ())
+
+    def judge(self, tool: str, raw: float, depth: int, position: int) -> tuple[float, float]:
+        """(probability of use, the bar it must reach) for a lookup of `tool` with model score `raw`."""
+        if self.rule is None:
+            return raw, self.threshold
+        return self.rule.probability(tool, depth, position, raw), self.rule.bar(tool, position)
 
 
 class DecisionSession:
     """One episode's state: the outputs seen, the values each argument was given, what is already answered."""
 
-    __slots__ = ("answered", "decider", "index", "opened", "picked", "said")
+    __slots__ = ("answered", "decider", "index", "opened", "picked", "position", "said", "seen")
 
     def __init__(self, decider: Decider) -> None:
         self.decider = decider
@@ -138,6 +169,10 @@ class DecisionSession:
         self.answered: set[str] = set()
         self.said: list[str] = []
         self.picked: dict[tuple[str, str, int], str | None] = {}
+        self.position = 0
+        self.seen: set[str] = set()
+        """Every read the agent made or a lookup delivered in the episode (never cleared by a write)."""
+        """The agent's calls seen so far (where a decision stands in the episode)."""
 
     # -- events ------------------------------------------------------------------------------
 
@@ -146,10 +181,12 @@ class DecisionSession:
         """An agent's (or another party's) call and its decoded result. Only the agent's writes reset
         what counts as answered: other parties' writes do not stop a lookup."""
         if by_agent:
+            self.position += 1
             if effect == "write":
                 self.answered.clear()
             elif effect == "read":
                 self.answered.add(key or call_key(tool, dict(arguments)))
+                self.seen.add(key or call_key(tool, dict(arguments)))
             for name, value in arguments.items():
                 if isinstance(value, str):
                     self.opened[(tool, name)].add(value)
@@ -158,6 +195,7 @@ class DecisionSession:
     def observe_lookup(self, lookup: Lookup, output: Any) -> None:
         """A lookup was made and returned `output` (decoded)."""
         self.answered.add(lookup.key)
+        self.seen.add(lookup.key)
         for name, value in lookup.arguments.items():
             if isinstance(value, str):
                 self.opened[(lookup.tool, name)].add(value)
@@ -174,7 +212,9 @@ class DecisionSession:
 
     # -- decisions ---------------------------------------------------------------------------
 
-    def weigh(self, site: str, *, weigh_all: bool = False, prior: float = 1.0) -> list[Lookup]:
+    def weigh(
+        self, site: str, *, weigh_all: bool = False, prior: float = 1.0, depth: int = 0
+    ) -> list[Lookup]:
         """The lookups at `site` whose arguments bind and that are not already answered, best first.
 
         Only those scoring >= θ, unless `weigh_all` (for logging every lookup weighed). After a lookup's
@@ -182,29 +222,36 @@ class DecisionSession:
         only as likely as both (the agent's habit at a site holds only if the agent gets there).
         """
         out = []
-        threshold = self.decider.threshold
         for base, compiled in self.decider.candidates(site, weigh_all=weigh_all):
-            score = base * prior
-            if score < threshold and not weigh_all:
-                continue
-            lookup = self._unanswered(compiled, score, site)
+            lookup = self._judged(compiled, base * prior, site, depth, weigh_all)
             if lookup is not None:
                 out.append(lookup)
         if self.decider._walkers:
-            out = self._weigh_walks(site, out, weigh_all=weigh_all, prior=prior)
+            out = self._weigh_walks(site, out, weigh_all=weigh_all, prior=prior, depth=depth)
         return out
 
-    def _unanswered(self, compiled: _CompiledTool, score: float, site: str) -> Lookup | None:
+    def _judged(
+        self, compiled: _CompiledTool, raw: float, site: str, depth: int, weigh_all: bool
+    ) -> Lookup | None:
+        """The lookup, if it reaches its bar (or `weigh_all`), binds and is not answered."""
+        score, bar = self.decider.judge(compiled.tool, raw, depth, self.position)
+        if score < bar and not weigh_all:
+            return None
+        return self._unanswered(compiled, score, site, raw=raw, bar=bar, depth=depth)
+
+    def _unanswered(self, compiled: _CompiledTool, score: float, site: str, *, raw: float = -1.0,
+                    bar: float = 0.0, depth: int = 0) -> Lookup | None:  # fmt: skip
         """The lookup of `compiled` with arguments bound from outputs seen, unless unbound or answered."""
         arguments = self._bind(compiled)
         if arguments is None:
             return None
         key = call_key(compiled.tool, arguments)
-        if key in self.answered:
+        if key in self.answered or (not self.decider.reread and key in self.seen):
             return None
-        return Lookup(compiled.tool, arguments, key, score, site)
+        return Lookup(compiled.tool, arguments, key, score, site, raw, bar, depth, self.position)
 
-    def _weigh_walks(self, site: str, out: list[Lookup], *, weigh_all: bool, prior: float) -> list[Lookup]:
+    def _weigh_walks(self, site: str, out: list[Lookup], *, weigh_all: bool, prior: float,
+                     depth: int = 0) -> list[Lookup]:  # fmt: skip
         """Add the walk tools' lookups, scored by the walk chance at this site and rank; best first."""
         latest = self.index.latest
         for compiled in self.decider._walkers:
@@ -213,18 +260,18 @@ class DecisionSession:
             if held is None:
                 continue
             rank = listing_rank(held[0], self.opened.get((compiled.tool, argument), frozenset()))
-            score = self.decider.walk_score(site, compiled, rank) * prior
-            if score <= 0.0 or (score < self.decider.threshold and not weigh_all):
+            raw = self.decider.walk_score(site, compiled, rank) * prior
+            if raw <= 0.0:
                 continue
-            lookup = self._unanswered(compiled, score, site)
+            lookup = self._judged(compiled, raw, site, depth, weigh_all)
             if lookup is not None:
                 out.append(lookup)
         out.sort(key=lambda lk: (-lk.score, lk.tool))
         return out
 
-    def propose(self, site: str, *, prior: float = 1.0) -> list[Lookup]:
+    def propose(self, site: str, *, prior: float = 1.0, depth: int = 0) -> list[Lookup]:
         """The lookups to make now at `site` (each counted as answered from now on)."""
-        lookups = self.weigh(site, prior=prior)
+        lookups = self.weigh(site, prior=prior, depth=depth)
         for lookup in lookups:
             self.answered.add(lookup.key)
         return lookups
@@ -239,7 +286,7 @@ class DecisionSession:
     def after_lookup(self, lookup: Lookup, output_text: str | None) -> list[Lookup]:
         """Live use: a lookup returned `output_text`; which further lookups to make now (a chain)."""
         self.observe_lookup(lookup, decode_output(output_text))
-        return self.propose(lookup.tool, prior=lookup.score)
+        return self.propose(lookup.tool, prior=lookup.model_score, depth=lookup.depth + 1)
 
     def start(self) -> list[Lookup]:
         return self.propose(START_SITE)

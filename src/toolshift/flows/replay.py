@@ -49,6 +49,12 @@ class WeighedLookup:
     detour: bool
     answered_call: int | None = None
     saved_turn: int | None = None
+    raw: float = 0.0
+    """The model's score before any recalibration (`score` is what the decision compared)."""
+    bar: float = 0.0
+    """The threshold the lookup was held to."""
+    position: int = 0
+    """The agent's calls seen so far when it was weighed."""
 
 
 @dataclass(slots=True)
@@ -142,6 +148,7 @@ class _EpisodeReplayer:
                     continue
                 self.cursor = indices[-1]
                 fresh = [i for i in indices if i not in self.answered_by]
+                session.position += len(indices) - len(fresh)  # answered by a lookup: still the agent's calls
                 for i in fresh:
                     c = t.calls[i]
                     session.observe_call(c.tool, c.arguments, c.output, effect=c.effect, key=c.key)
@@ -171,17 +178,16 @@ class _EpisodeReplayer:
         made_here = 0
         while queue and made_here < MAX_LOOKUPS_PER_DECISION:
             where, depth, prior = queue.pop(0)
-            for lookup in session.weigh(where, weigh_all=self.weigh_all, prior=prior):
-                made = lookup.score >= self.decider.threshold or (
-                    self.explore > 0 and self.rng.random() < self.explore
-                )
+            for lookup in session.weigh(where, weigh_all=self.weigh_all, prior=prior, depth=depth):
+                made = lookup.score >= lookup.bar or (self.explore > 0 and self.rng.random() < self.explore)
                 if made and (lookup.key in session.answered or made_here >= MAX_LOOKUPS_PER_DECISION):
                     continue
                 j = t.later_call(lookup.key, self.cursor)
                 row = WeighedLookup(
                     t.episode_id, t.task_id, t.agent, self.decider.kind, self.decider.threshold, where,
                     self.cursor, self.turn, depth, lookup.tool, lookup.arguments, lookup.score, made,
-                    j is not None, made and j is None,
+                    j is not None, made and j is None, raw=lookup.model_score, bar=lookup.bar,
+                    position=lookup.position,
                 )  # fmt: skip
                 if self.keep_log:
                     self.log.append(row)
@@ -202,7 +208,7 @@ class _EpisodeReplayer:
                     tokens = t.calls[nearest].output_tokens if nearest is not None else 0.0
                     self.result.detour_costs.append((tokens, max(len(t.turns) - self.turn - 1, 0)))
                 session.observe_lookup(lookup, output)
-                queue.append((lookup.tool, depth + 1, lookup.score if self.chain_prior else 1.0))
+                queue.append((lookup.tool, depth + 1, lookup.model_score if self.chain_prior else 1.0))
 
 
 def replay_episode(timeline: Timeline, decider: Decider, *, weigh_all: bool = False, explore: float = 0.0,

@@ -95,6 +95,9 @@ class FlowsConfig(BaseModel):
     threshold: float = Field(default=0.3, gt=0.0, le=1.0)
     max_lookups: int = Field(default=8, ge=1, le=64)
     """Lookups made after one call, chains included."""
+    rule: Path | None = None
+    """A decision rule (`toolshift flows price --choose-rule`, toolshift.flow-rule/1) for `decider`: one θ or a
+    threshold per decision on scores recalibrated per site; it replaces `threshold`."""
 
 
 class StewardConfig(BaseModel):

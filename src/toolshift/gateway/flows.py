@@ -117,7 +117,15 @@ class FlowsMiddleware(Middleware):
         self.catalog = Catalog.of(catalog)
         self.catalog_tools = {t.name for t in catalog.tools if t.exists}
         self.flow = load_flow(config.flow, self.catalog)  # a flow for another catalog is refused here
-        self.decider = Decider(self.flow, config.decider, config.threshold, self.catalog)
+        rule = None
+        if config.rule is not None:
+            from toolshift.flows.rule import load_rule
+
+            rule, chosen_for = load_rule(config.rule)
+            if chosen_for != config.decider:
+                raise BadInputError(f"the rule was chosen for the {chosen_for} decider, not {config.decider}",
+                                    source=str(config.rule), field="decider")  # fmt: skip
+        self.decider = Decider(self.flow, config.decider, config.threshold, self.catalog, rule=rule)
         self.counts = {
             "lookups_made": 0,
             "lookups_errors_dropped": 0,
