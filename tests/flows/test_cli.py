@@ -149,6 +149,14 @@ def test_price_chooses_a_rule_on_training_tasks_and_replay_applies_it(files, mon
             "--rule", str(rule), "--json", str(out))  # fmt: skip
     assert r.exit_code == 0, r.output
     assert set(json.loads(out.read_text())) == {"reach", "ceiling"}
+    log = tmp / "rule-log.jsonl"
+    r = run("replay", str(episodes), "--catalog", str(catalog), "--flow", str(flow), "--tasks", "test",
+            "--rule", str(rule), "--explore", "0", "--log", str(log))  # fmt: skip
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert rows and all({"raw", "bar", "position"} <= set(x) for x in rows)
+    r = run("calibrate", str(log), "--sites")
+    assert r.exit_code == 0 and "per site" in r.output and "get_reservation_details" in r.output
     from toolshift.cli import main
 
     monkeypatch.setattr("sys.argv", ["toolshift", "flows", "replay", str(episodes), "--catalog", str(catalog),

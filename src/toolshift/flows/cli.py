@@ -313,12 +313,21 @@ def read_request(
 def calibrate(
     logs: Annotated[list[Path], typer.Argument(help="Decision logs written by `replay --explore 0`.")],
     png: Annotated[Path | None, typer.Option("--png", help="Write a reliability diagram here.")] = None,
+    sites: Annotated[
+        bool,
+        typer.Option(
+            "--sites",
+            help="Also per site (tool × binds from × position): ECE of the model's score "
+            "and of the score the decision compared (they differ under a recalibrating --rule).",
+        ),
+    ] = False,
 ) -> None:
     """Calibration of lookup scores against use before the next write: ECE, Brier, AUC per decider."""
     from toolshift.flows.calibration import calibrate as calib
-    from toolshift.flows.calibration import reliability_diagram
+    from toolshift.flows.calibration import reliability_diagram, site_key, site_reliability
 
     by_decider: dict[str, tuple[list[float], list[bool]]] = {}
+    by_site: list[tuple[str, float, float, bool]] = []
     for path in logs:
         for i, line in enumerate(read_text(path, what="decision log").splitlines()):
             if not line.strip():
@@ -328,6 +337,10 @@ def calibrate(
                 scores, used = by_decider.setdefault(row["decider"], ([], []))
                 scores.append(float(row["score"]))
                 used.append(bool(row["used"]))
+                if sites:
+                    key = site_key(row["tool"], int(row["depth"]), int(row.get("position", 0)))
+                    raw = float(row.get("raw", row["score"]))
+                    by_site.append((f"{row['decider']}|{key}", raw, float(row["score"]), bool(row["used"])))
             except (ValueError, KeyError, TypeError) as exc:
                 raise BadInputError(f"not a decision log row: {exc}", source=str(path), record=i) from exc
     if not by_decider:
@@ -341,6 +354,15 @@ def calibrate(
         table.add_row(name, str(c.weighed), _pct(c.used_rate), f"{c.ece:.3f}", f"{c.brier:.3f}",
                       "—" if c.auc is None else f"{c.auc:.3f}")  # fmt: skip
     console.print(table)
+    if sites:
+        per_site = Table(title="per site: ECE of the model's score → of the score compared")
+        for col in ("decider", "site", "weighed", "used", "ECE"):
+            per_site.add_column(col)
+        for r in site_reliability(by_site):
+            name, key = r.site.split("|", 1)
+            per_site.add_row(name, key.replace("|", " · "), str(r.weighed), _pct(r.used_rate),
+                             f"{r.ece_before:.3f} → {r.ece_after:.3f}")  # fmt: skip
+        console.print(per_site)
     if png is not None:
         reliability_diagram(by_decider, png, "Reliability of lookup scores")
         console.print(f"reliability diagram: {png}")
