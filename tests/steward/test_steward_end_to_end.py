@@ -140,3 +140,30 @@ def test_serve_refuses_an_unknown_domain_and_a_corrupted_library(run, tmp_path):
     conn.close()
     with pytest.raises(BadInputError, match="checksum"):
         domain_supply(ctx.build, DOMAINS[0], 1, broken)
+
+
+def test_strict_sr_beside_sr_counts_a_collateral_write_as_a_failure(run, tmp_path):
+    from toolshift.models import RowChange
+    from toolshift.traces.store import iter_episodes, write_episodes
+
+    ctx, _, paths = run
+    scores = evaluate_follow(ctx, paths, resamples=50)
+    for agent, by_v in scores.items():
+        for v in ("v1", "v2", "v3", "all"):
+            assert by_v[v]["strict SR"]["n"] == by_v[v]["SR"]["n"]
+            assert by_v[v]["strict SR"]["mean"] <= by_v[v]["SR"]["mean"] + 1e-9, agent
+    inc = next(p for p in paths if p.name == "steward-incremental.episodes.jsonl")
+    solved = [e for e in iter_episodes(inc) if e.outcome and e.outcome.success]
+    assert solved
+    # the same episodes, each with one more write no task asked for: SR unchanged, strict SR 0
+    for e in solved:
+        e.world_diff = [*(e.world_diff or []), RowChange(table="zz_notes", key="N-1", field="text",
+                                                         op="insert", after="stray")]  # fmt: skip
+    stray = tmp_path / "stray.episodes.jsonl"
+    write_episodes(stray, solved, meta={"ecosystem": ctx.eco_id})
+    both = evaluate_follow(ctx, [stray], resamples=50)["steward-incremental"]["all"]
+    assert both["SR"]["mean"] == 1.0 and both["strict SR"]["mean"] == 0.0
+    md = tmp_path / "steward.md"
+    quality = supply_quality(ctx, resamples=20)
+    write_report(ctx, quality, scores, run[1], "toolshift steward eval X", md, train_sample=None, sample=None)
+    assert "| SR | strict SR |" in md.read_text()

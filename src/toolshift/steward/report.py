@@ -7,7 +7,9 @@ from typing import Any
 
 from toolshift.steward.experiment import KINDS, Context, write_results
 
-PART2_METRICS = ("SR", "P", "R", "F1", "Step-SPE", "Cost-SPE", "Step-IDR", "Step-DAR", "Cost-IDR", "Cost-DAR")
+STRICT = "strict SR"
+PART2_METRICS = ("SR", STRICT, "P", "R", "F1", "Step-SPE", "Cost-SPE")
+PART2_METRICS += ("Step-IDR", "Step-DAR", "Cost-IDR", "Cost-DAR")
 SEED = {
     "supply": "the seed's models: P ≈ 19%, R ≈ 77–90%, F1 ≈ 28–32% (its Table 1)",
     "steward_sr": "the seed's Steward: 39.04% SR averaged over six versions (DeepSeek-V3.2; SkillOpt 36.36%)",
@@ -30,10 +32,12 @@ def frozen_v1(ctx: Context, sample: int | None) -> Path:
 
 
 def evaluate_follow(ctx: Context, paths: list[Path], resamples: int) -> dict[str, Any]:
-    """Part 2's scores by the benchmark's metrics (`toolshift bench eval`'s API), per agent and version."""
+    """Part 2's scores by the benchmark's metrics (`toolshift bench eval`'s API), per agent and version,
+    with strict SR (no collateral write) computed here from each episode's world diff."""
     from toolshift.bench.ecosystem.evaluate import evaluate
 
     _, evals = evaluate(ctx.build, paths, resamples=resamples)
+    strict = strict_sr(ctx, paths, resamples)
     out: dict[str, Any] = {}
     for ev in evals:
         assert ev.summary is not None
@@ -41,7 +45,45 @@ def evaluate_follow(ctx: Context, paths: list[Path], resamples: int) -> dict[str
             ("all" if v == 0 else f"v{v}"): {m: iv.as_dict() for m, iv in row.items()}
             for v, row in sorted(ev.summary.by_version.items())
         }
+        for v, iv in strict.get(ev.agent, {}).items():
+            out[ev.agent].setdefault(v, {})[STRICT] = iv
         out[ev.agent]["excluded"] = dict(ev.excluded)
+    return out
+
+
+def strict_sr(ctx: Context, paths: list[Path], resamples: int) -> dict[str, dict[str, dict[str, Any]]]:
+    """Strict SR per agent and version (`Task.verdict`: Δgold ⊆ Δagent and nothing else written), over
+    the instances `bench eval` scores (valid reference path; the step or both-criteria episode), with
+    bootstrap intervals over tasks (overall: tasks resampled with all their versions)."""
+    from toolshift.bench.ecosystem.evaluate import agent_label
+    from toolshift.report.intervals import bootstrap_mean
+    from toolshift.traces.store import iter_episodes
+
+    valid = {(r.task_id, r.version) for r in ctx.records if r.valid and r.step is not None}
+    found: dict[tuple[str, str, int], dict[str, bool]] = {}
+    for path in paths:
+        for ep in iter_episodes(path):
+            _, _, ver = (ep.ecosystem_version or "").partition("/v")
+            task = ctx.tasks.get(ep.task_id)
+            if not ver.isdigit() or task is None or (ep.task_id, int(ver)) not in valid:
+                continue
+            crit = str(ep.source.get("criterion") or "both")
+            verdict = task.verdict(ep.world_diff or [])
+            found.setdefault((agent_label(ep), ep.task_id, int(ver)), {})[crit] = verdict.strict_success
+    by_agent: dict[str, list[tuple[str, int, float]]] = {}
+    for (agent, task_id, v), by_crit in sorted(found.items()):
+        ok = by_crit.get("step", by_crit.get("both"))
+        if ok is not None:
+            by_agent.setdefault(agent, []).append((task_id, v, float(ok)))
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for agent, rows in by_agent.items():
+        out[agent] = {
+            f"v{v}": bootstrap_mean([x for _, w, x in rows if w == v], resamples=resamples).as_dict()
+            for v in sorted({w for _, w, _ in rows})
+        }
+        out[agent]["all"] = bootstrap_mean(
+            [x for *_, x in rows], groups=[t for t, _, _ in rows], resamples=resamples
+        ).as_dict()
     return out
 
 
@@ -174,7 +216,9 @@ def write_report(
         "argument from the user's facts or from earlier results by the skill's argument flow. `frozen-v1` is",
         "the benchmark's baseline (the v1 reference path replayed by name on every version, in the Domain tools",
         "setting, as the instrument runs on its task's domain world) on the same tasks.",
-        f"Metrics are `toolshift bench eval`'s. For scale, {SEED['steward_sr']}.",
+        "Metrics are `toolshift bench eval`'s, beside **strict SR**: solved (Δgold ⊆ Δagent) and nothing",
+        "else written (every change of the agent's the image of a gold change; `Task.verdict`), computed",
+        f"here from each episode's world diff. For scale, {SEED['steward_sr']}.",
         "",
     ]
     for agent, by_v in scores.items():
@@ -243,15 +287,15 @@ def write_report(
             "`explore_capabilities`; the incremental library); the other row is the same model on its task's",
             "domain tools (`toolshift bench baseline`, the seed's Domain Tools setting).",
             "",
-            "| agent | version | n | SR | P | R | F1 | Step-SPE |",
-            "|---|---|---|---|---|---|---|---|",
+            "| agent | version | n | SR | strict SR | P | R | F1 | Step-SPE |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for agent, by_v in models.items():
             for v in [*versions, "all"]:
                 row = by_v.get(v, {})
                 lines.append(
                     f"| {agent} | {v} | {row.get('SR', {}).get('n', 0)} | "
-                    + " | ".join(_pct(row.get(m)) for m in ("SR", "P", "R", "F1", "Step-SPE"))
+                    + " | ".join(_pct(row.get(m)) for m in ("SR", STRICT, "P", "R", "F1", "Step-SPE"))
                     + " |"
                 )
         lines.append("")
@@ -263,12 +307,14 @@ def write_report(
         "## Figures",
         "",
     ]
-    for m in ("SR", "F1", "Step-SPE", "Cost-SPE", "Step-IDR", "Step-DAR", "Cost-IDR", "Cost-DAR"):
+    for m in ("SR", STRICT, "F1", "Step-SPE", "Cost-SPE", "Step-IDR", "Step-DAR", "Cost-IDR", "Cost-DAR"):
         series = {
-            a: {v: by_v[v][m]["mean"] for v in versions if v in by_v and by_v[v][m]["n"]}
+            a: {v: by_v[v][m]["mean"] for v in versions if v in by_v and by_v[v].get(m, {}).get("n")}
             for a, by_v in scores.items()
         }
-        png = plot(series, versions, f"{m} per version", figures / f"{stem}_{m.lower()}.png")
+        png = plot(
+            series, versions, f"{m} per version", figures / f"{stem}_{m.lower().replace(' ', '_')}.png"
+        )
         lines.append(f"![{m} per version]({png.name})")
     sup = {
         c: {v: q["F1"]["mean"] for v, q in by_v.items()} for c, by_v in quality.items() if c != "full catalog"
