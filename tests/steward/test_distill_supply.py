@@ -166,3 +166,17 @@ def test_supply_never_leaves_the_current_catalog(skills, present, request, facts
     assert {t["name"] for t in report["tools"]} <= present
     assert ep.exposed <= present
     assert all(set(s.tools) <= present for s in [*supply.plans, *supply.atomics])
+
+
+def test_no_fitting_plan_falls_back_to_the_initial_supply(tmp_path):
+    lib = Library.create(tmp_path / "lib.sqlite")
+    Maintainer(lib).initialise(_catalog(1), [_episode("e1", FACTS, CALLS)])
+    supply = Supply(lib, _catalog(1))
+    ep = supply.episode("Hi, I need to reject some incoming lots.")
+    assert ep.ask()  # the plan needs the user's facts
+    view = ep.plan({})  # the user gave none of them: no plan fits
+    assert view.plan is None
+    assert view.exposed  # not an empty supply: the candidates' tools and the request's top tools
+    assert {"sqm_search_sites", "sqm_list_site_lots", "sqm_reject_lot"} <= view.exposed
+    assert view.exposed <= _catalog(1).names() and view.exposed <= ep.exposed
+    lib.close()

@@ -17,8 +17,10 @@ appends parts for facts it leaves unused (D92). At each of its steps at most 5
 atomic skills are retrieved (score ≥ threshold × best, then MMR) and those that perform the step
 with the plan's tools kept (where the seed's model picks); the top 3 tools retrieved directly for the conversation so far
 (request and fact names, in the plan's domain) are added; all unioned with the plan's and skills'
-tool dependencies and intersected with the current catalog. A skill whose tools are not all in the
-catalog is never supplied, whatever its stored state.
+tool dependencies and intersected with the current catalog. When no plan fits, the view falls back
+to the initial supply (`initial()`: the candidates' tools and the top 3 tools for the request), never
+an empty one (D132). A skill whose tools are not all in the catalog is never supplied, whatever its
+stored state.
 """
 
 from __future__ import annotations
@@ -243,6 +245,10 @@ class EpisodeSupply:
                 deps.update(t for a in atoms for t in a.tools)
                 deps.update(direct)
             view.exposed = frozenset(deps & s.catalog.names())
+        else:
+            # no plan fits: fall back to the initial supply (the candidates' tools and the top 3 tools
+            # for the request), never an empty view
+            view.exposed = self.initial()
         self.view = view
         self.exposed |= view.exposed
         return view
