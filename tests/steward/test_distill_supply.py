@@ -180,3 +180,89 @@ def test_no_fitting_plan_falls_back_to_the_initial_supply(tmp_path):
     assert {"sqm_search_sites", "sqm_list_site_lots", "sqm_reject_lot"} <= view.exposed
     assert view.exposed <= _catalog(1).names() and view.exposed <= ep.exposed
     lib.close()
+
+
+def _plan(sid: str, request: str, facts: list[str], steps: list[dict]) -> Skill:
+    tools = tuple(dict.fromkeys(s["tool"] for s in steps))
+    body = {"facts": facts, "steps": steps, "requests": [request]}
+    return Skill(sid, "planning", "sqm", request, body, tools)
+
+
+def _converse(supply: Supply, request: str, facts: dict[str, str]) -> list[tuple[str, dict]]:
+    """The skill-following instrument against the scripted user; every call returns one site."""
+    import asyncio
+
+    from toolshift.agents.users import ScriptedUser
+    from toolshift.models import UserInstruction
+    from toolshift.steward.instruments import SkillFollower
+
+    user = ScriptedUser(request, UserInstruction(intent="do it", facts=facts))
+    follower = SkillFollower(supply)
+    messages: list[dict] = [{"role": "user", "content": request}]
+    calls: list[tuple[str, dict]] = []
+
+    async def turn() -> None:
+        reply = await follower.complete(messages, [])
+        if reply.calls:
+            call = reply.calls[0]
+            calls.append((call.name, call.arguments))
+            messages.append({"role": "assistant", "tool_calls": [{"id": call.id, "name": call.name}]})
+            result = {"items": [{"site_id": "SUP-1", "code": "SC-1"}]}
+            messages.append({"role": "tool", "content": json.dumps(result)})
+        else:
+            messages.append({"role": "assistant", "content": reply.text})
+            answer = await user.respond(reply.text or "")
+            messages.append({"role": "user", "content": answer.text})
+
+    while not calls or calls[-1][0] != "end_conversation":
+        assert len(messages) < 30
+        asyncio.run(turn())
+    return calls
+
+
+def test_the_follower_asks_again_for_the_facts_a_part_that_follows_needs():
+    lookup = {"tool": "sqm_search_sites", "args": {"supplier_code": {"fact": "supplier site code"}}}
+    hold = {"tool": "sqm_hold_site", "args": {
+        "site_id": {"step": 0, "path": ["items", "*", "site_id"], "where": {}},
+        "reason": {"fact": "hold reason"}}}  # fmt: skip
+    skills = [_plan("reject", "reject the incoming lots of a supplier site",
+                    ["supplier site code", "reject note"], [lookup, {"tool": "sqm_reject_site_lots", "args": {
+                        "site_id": {"step": 0, "path": ["items", "*", "site_id"], "where": {}},
+                        "note": {"fact": "reject note"}}}])]  # fmt: skip
+    skills += [
+        _plan(f"d{k}", f"reject incoming lots by lot batch {k}", [f"lot batch {k}"],
+              [{"tool": f"sqm_reject_batch_{k}", "args": {"batch": {"fact": f"lot batch {k}"}}}])
+        for k in range(4)
+    ]  # fmt: skip
+    skills.append(_plan("hold", "put a supplier site on hold", ["supplier site code", "hold reason"],
+                        [lookup, hold]))  # fmt: skip
+    schema = {"type": "object", "properties": {}}
+    names = {t for s in skills for t in s.tools}
+    catalog = Catalog(1, {t: CatalogTool(t, "sqm", t.replace("_", " "), schema, "write") for t in names})
+    supply = Supply(skills, catalog)
+    request = "Hi, I need to reject the incoming lots. There is one more thing after that, too."
+    assert "hold reason" not in supply.episode(request).ask()  # beyond the top-5 candidates' facts
+    facts = {"supplier site code": "SC-1", "reject note": "Damaged", "hold reason": "Audit pending"}
+    calls = _converse(supply, request, facts)
+    # the lookup is shared; the part asked for in the second round follows
+    assert [n for n, _ in calls] == [
+        "sqm_search_sites",
+        "sqm_reject_site_lots",
+        "sqm_hold_site",
+        "end_conversation",
+    ]
+    assert ("sqm_hold_site", {"site_id": "SUP-1", "reason": "Audit pending"}) in calls
+
+
+def test_a_step_asks_for_a_fact_when_it_needs_one():
+    lookup = {"tool": "sqm_search_sites", "args": {"supplier_code": {"fact": "supplier site code"}}}
+    hold = {"tool": "sqm_hold_site", "args": {
+        "site_id": {"step": 0, "path": ["items", "*", "site_id"], "where": {}},
+        "reason": {"fact": "hold reason"}}}  # fmt: skip
+    # a plan whose fact list misses what its second step needs (an imported or hand-written skill)
+    plan = _plan("hold", "put a supplier site on hold", ["supplier site code"], [lookup, hold])
+    schema = {"type": "object", "properties": {}}
+    catalog = Catalog(1, {t: CatalogTool(t, "sqm", t, schema, "write") for t in plan.tools})
+    calls = _converse(Supply([plan], catalog), "Please hold a site.", {"supplier site code": "SC-1",
+                                                                      "hold reason": "Audit"})  # fmt: skip
+    assert ("sqm_hold_site", {"site_id": "SUP-1", "reason": "Audit"}) in calls

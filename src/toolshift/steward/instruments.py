@@ -1,8 +1,9 @@
 """Model-free measuring instruments of the Steward experiment (named as such, never a model pretending).
 
 * `SkillFollower` executes what Steward supplies: it asks the user for the facts the candidate
-  plans need, lets the supply choose the plan, and runs its steps, binding every argument from the
-  user's facts or from earlier results by the skill's argument flow. It knows nothing else of the
+  plans need, then (up to twice) for those the revised plan would need (`EpisodeSupply.ask_more`),
+  lets the supply choose the plan, and runs its steps, asking for a fact when a step needs one and
+  binding every argument from the user's facts or from earlier results by the skill's argument flow. It knows nothing else of the
   task: whether the library's knowledge is still usable is exactly what its success measures.
 * `FactReplay` produces training trajectories: it asks for a training task's facts by name, then
   replays a given call sequence (the version's reference path), so the episode shows the dialogue
@@ -18,7 +19,7 @@ from toolshift.agents.chat import ModelReply, ProposedCall, ToolDef
 from toolshift.agents.policies import DONE_TEXT
 from toolshift.agents.users import END_CONVERSATION
 from toolshift.steward.distill import _same, get_path, parse_facts
-from toolshift.steward.supply import EpisodeSupply, Supply
+from toolshift.steward.supply import ASK_ROUNDS, EpisodeSupply, Supply
 
 SORRY = "I am sorry, I could not find a way to do that."
 
@@ -51,6 +52,14 @@ def coerce(value: Any, schema: dict[str, Any] | None) -> Any:
 
 class BindingError(Exception):
     """An argument the plan's flow cannot fill from the facts and results at hand."""
+
+
+class MissingFact(BindingError):
+    """An argument bound to a fact the user has not given (yet)."""
+
+    def __init__(self, fact: str) -> None:
+        super().__init__(f"the user did not give their {fact}")
+        self.fact = fact
 
 
 def _select(
@@ -99,7 +108,7 @@ def bind_step(
     for name, b in step.get("args", {}).items():
         if "fact" in b:
             if b["fact"] not in facts:
-                raise BindingError(f"the user did not give their {b['fact']}")
+                raise MissingFact(b["fact"])
             fixed[name] = coerce(facts[b["fact"]], props.get(name))
         elif "step" in b:
             if not 0 <= b["step"] < len(results):
@@ -135,6 +144,10 @@ class SkillFollower:
         self.results: list[Any] = []
         self.calls = 0
         self.failure = ""
+        self.asked: set[str] = set()
+        self.rounds = 0
+        self.known = 0
+        self.pending: str | None = None
 
     @property
     def exposed(self) -> list[str]:
@@ -151,9 +164,19 @@ class SkillFollower:
                 return self._finish(SORRY, "no planning skill retrieved")
             self.phase = "asked"
             if phrases:
+                self.asked.update(phrases)
                 return _reply(ask_text(phrases))
         if self.phase == "asked":
             assert self.episode is not None
+            if self.rounds < ASK_ROUNDS and (self.rounds == 0 or len(self.facts) > self.known):
+                # again, for the facts the revised plan needs (the parts that could follow, or the
+                # plans closest to fitting), while the last question brought new facts
+                self.rounds += 1
+                self.known = len(self.facts)
+                phrases = self.episode.ask_more(self.facts, self.asked)
+                if phrases:
+                    self.asked.update(phrases)
+                    return _reply(ask_text(phrases))
             view = self.episode.plan(self.facts)
             if view.plan is None:
                 return self._finish(SORRY, "no candidate plan fits the user's facts")
@@ -162,6 +185,9 @@ class SkillFollower:
             self.phase = "run"
         if self.phase == "run":
             last = messages[-1] if messages else {}
+            if self.pending is not None:
+                self.pending = None  # the user answered (or not) the step's question: bind again
+                return self._next_call()
             if last.get("role") == "tool":
                 try:
                     value = json.loads(last.get("content") or "null")
@@ -187,6 +213,13 @@ class SkillFollower:
             tool = self.supply.catalog.tools.get(step["tool"])
             try:
                 batch = bind_step(step, self.facts, self.results, tool.input_schema if tool else None)
+            except MissingFact as exc:
+                if exc.fact in self.asked:
+                    return self._finish(SORRY, str(exc))
+                # a step needs a fact nobody asked for yet: ask for it when the step needs it
+                self.asked.add(exc.fact)
+                self.pending = exc.fact
+                return _reply(ask_text([exc.fact]))
             except BindingError as exc:
                 return self._finish(SORRY, str(exc))
             self.queue = [(self.step, a) for a in batch]

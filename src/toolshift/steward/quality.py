@@ -4,7 +4,8 @@ For every test task × version, the tools each condition exposes are scored agai
 step-optimal reference path (the seed's retrieval P/R/F1, `toolshift.bench.metrics.tool_retrieval`):
 
 * `steward-<kind>`: Steward's initial supply with that library; the user's facts come from the
-  scripted user answering the supply's own question (as in the skill-following episodes);
+  scripted user answering the supply's own questions (`ask`, then `ask_more`, as in the
+  skill-following episodes);
 * `full catalog`: every tool of the version (all 42 domains); `domain catalog`: the task's domain;
 * `bm25-instruction@5`: the 5 tools BM25 ranks highest for the task's instruction alone;
 * `oracle`: the reference path's own tools (100% by construction: the scale's top).
@@ -23,7 +24,7 @@ from toolshift.steward.distill import parse_facts
 from toolshift.steward.experiment import KINDS, Context, library_path
 from toolshift.steward.instruments import ask_text
 from toolshift.steward.library import Library
-from toolshift.steward.supply import Supply
+from toolshift.steward.supply import ASK_ROUNDS, Supply
 
 
 def _sync(coro: Any) -> Any:
@@ -38,11 +39,21 @@ def _sync(coro: Any) -> Any:
 def steward_exposed(supply: Supply, task: Any) -> frozenset[str]:
     """What Steward's initial supply exposes for a task once the scripted user has answered its question."""
     ep = supply.episode(task.public_request)
+    user = ScriptedUser(task.public_request, task.instruction)
     phrases = ep.ask()
     facts: dict[str, str] = {}
+    asked = set(phrases)
     if phrases:
-        user = ScriptedUser(task.public_request, task.instruction)
         facts = parse_facts(_sync(user.respond(ask_text(phrases))).text)
+    for _ in range(ASK_ROUNDS):  # as the skill-following instrument asks again
+        more = ep.ask_more(facts, asked)
+        if not more:
+            break
+        asked.update(more)
+        told = parse_facts(_sync(user.respond(ask_text(more))).text)
+        if not set(told) - set(facts):
+            break  # the user had nothing more: the instrument stops asking too
+        facts.update(told)
     ep.plan(facts)
     return frozenset(ep.exposed)
 

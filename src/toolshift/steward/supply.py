@@ -5,6 +5,7 @@ This is the reusable component the MCP front (`steward serve`) and the gateway m
     supply = Supply(library, catalog)              # indices over active skills and the catalog
     episode = supply.episode(request)              # one per conversation: counters and exposure
     episode.ask()                                  # fact names the candidate plans need
+    episode.ask_more(disclosed_facts, asked)       # then: names the revised plan would need (≤ 8)
     view = episode.plan(disclosed_facts)           # chosen plan + per-step atomic skills and tools
     episode.retrieve_tools(query)                  # on demand: ≤ 5 tools
     episode.explore_capabilities(query)            # on demand: ≤ 3 per episode, ≤ 8 tools, ≤ 4,000 chars
@@ -41,6 +42,8 @@ RETRIEVE_TOOLS = 5
 EXPLORE_PER_EPISODE = 3
 EXPLORE_TOOLS = 8
 EXPLORE_CHARS = 4000
+ASK_MORE = 8
+ASK_ROUNDS = 2
 
 
 @dataclass
@@ -100,6 +103,12 @@ class Supply:
         idx.sort(key=lambda i: (-scores[i], i))
         best = max((scores[i] for i in idx), default=0.0) or 1.0
         return [self.plans[i] for i in idx], [float(scores[i]) / best for i in idx]
+
+    def ranked_atomics(self, query: str, domain: str) -> list[Skill]:
+        """Every usable atomic skill of `domain`, best first for the query (no threshold, no MMR)."""
+        scores = self._atomic_index.scores(query)
+        idx = [i for i, a in enumerate(self.atomics) if a.domain == domain]
+        return [self.atomics[i] for i in sorted(idx, key=lambda i: (-scores[i], i))]
 
     def atomic_for(self, query: str, domain: str | None, k: int = ATOMIC_PER_STEP) -> list[Skill]:
         allowed = None if domain is None else self._atomic_domain == domain
@@ -211,6 +220,33 @@ class EpisodeSupply:
     def ask(self) -> list[str]:
         """Fact names to ask the user for: the union over the candidate plans, in rank order."""
         return list(dict.fromkeys(f for s in self.candidates for f in s.body.get("facts", [])))
+
+    def ask_more(self, disclosed: dict[str, str], asked: set[str], k: int = ASK_MORE) -> list[str]:
+        """Fact names to ask next, once the user has answered: those the revised plan would need, never
+        one already asked. With a plan that fits, the facts of the skills that could follow it in its
+        domain (the planning and atomic skills `choose_plan` appends for facts it leaves unused); with
+        none, the missing facts of the plans closest to fitting (fewest missing, then relevance). At most
+        `k` names, best first."""
+        s = self.supply
+        have = set(disclosed)
+        domains = {p.domain for p in [*self.candidates[:3], *s.candidates(" ".join([self.request, *have]), 3)]}
+        pool, relevance = s.ranked_plans(self.request, domains)
+        if not pool:
+            return []
+        top = pool[0].domain
+        chosen = choose_plan(pool, disclosed, [a for a in s.atomics if a.domain == top], relevance)
+        if chosen is None:
+            near = sorted(
+                (len(_facts(p) - have - asked), -relevance[i], i)
+                for i, p in enumerate(pool)
+                if _facts(p) - have - asked
+            )
+            ranked = [pool[i] for *_, i in near[:PLANS]]
+        else:
+            ranked = [p for p in pool if p.domain == chosen.domain and not _facts(p) <= have]
+            ranked += s.ranked_atomics(" ".join([self.request, *have]), chosen.domain)
+        out = [f for p in ranked for f in p.body.get("facts", []) if f not in have and f not in asked]
+        return list(dict.fromkeys(out))[:k]
 
     def initial(self) -> frozenset[str]:
         """The view before any fact is known (a harness that cannot ask first): the candidate plans' tools
