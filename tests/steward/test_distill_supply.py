@@ -266,3 +266,54 @@ def test_a_step_asks_for_a_fact_when_it_needs_one():
     calls = _converse(Supply([plan], catalog), "Please hold a site.", {"supplier site code": "SC-1",
                                                                       "hold reason": "Audit"})  # fmt: skip
     assert ("sqm_hold_site", {"site_id": "SUP-1", "reason": "Audit"}) in calls
+
+
+def _nested(calls: list[tuple[str, dict, object]]) -> list[tuple[str, dict, object]]:
+    """The same calls where sqm_search_sites nests its results under `data` (an interface change)."""
+    return [(n, a, {"data": r} if n == "sqm_search_sites" else r) for n, a, r in calls]
+
+
+def test_a_binding_the_new_results_contradict_is_rebound_not_kept(tmp_path):
+    lib = Library.create(tmp_path / "lib.sqlite")
+    m = Maintainer(lib)
+    m.initialise(_catalog(1), [_episode("e1", FACTS, CALLS)])
+    (plan,) = lib.skills("planning")
+    assert plan.body["steps"][1]["args"]["site_id"]["path"][0] == "items"
+    # v2: same tools, same schemas; sqm_search_sites now answers {"data": {"items": [...]}}
+    w2 = m.maintain(_catalog(2), [_episode("e2", FACTS, _nested(CALLS))])
+    (plan,) = lib.skills("planning")
+    assert plan.active and plan.catalog_version == 2
+    assert plan.body["steps"][1]["args"]["site_id"]["path"][:2] == ["data", "items"]
+    assert w2.by_op.get("revise", 0) >= 2  # the plan and the atomic skill that read the moved field
+    rebound = [e for e in lib.edits() if e.catalog_version == 2 and "rebound" in e.evidence]
+    assert any("items" in str(e.evidence) and "data.items" in str(e.evidence) for e in rebound)
+    # the rebound plan runs on the new interface's results
+    step = plan.body["steps"][1]
+    assert bind_step(step, FACTS, [{"data": {"items": [{"site_id": "SUP-7", "code": "SC-0058"}]}}], None) == [
+        {"site_id": "SUP-7"}
+    ]
+    supply = Supply(lib, _catalog(2))
+    assert supply.episode("reject incoming lots").plan(FACTS).plan.id == plan.id
+    # an atomic skill's input found by name under the new nesting too
+    assert bind_step({"tool": "x", "args": {"site_id": {"input": "site_id"}}}, {},
+                     [{"data": {"items": [{"site_id": "SUP-7"}]}}], None) == [{"site_id": "SUP-7"}]  # fmt: skip
+    lib.close()
+
+
+def test_a_binding_with_no_new_place_deactivates_until_results_hold_it_again(tmp_path):
+    lib = Library.create(tmp_path / "lib.sqlite")
+    m = Maintainer(lib)
+    m.initialise(_catalog(1), [_episode("e1", FACTS, CALLS)])
+    # v2: sqm_search_sites no longer returns site ids at all (seen in another episode's call)
+    gone = [("sqm_search_sites", {"supplier_code": "SC-0058"}, {"items": [{"code": "SC-0058"}]})]
+    m.maintain(_catalog(2), [_episode("e2", {"supplier site code": "SC-0058"}, gone)])
+    stale = [s for s in lib.skills() if not s.active]
+    assert stale and all("sqm_search_sites" in s.tools for s in stale)
+    assert not any(
+        s.active and "sqm_list_site_lots" in s.tools and s.level == "planning" for s in lib.skills()
+    )
+    m.maintain(_catalog(3), [])  # every tool is still there: presence alone does not bring it back
+    assert all(not lib.get(s.id).active for s in stale)
+    m.maintain(_catalog(4), [_episode("e4", FACTS, CALLS)])  # results hold the path again
+    assert all(lib.get(s.id).active for s in stale)
+    lib.close()

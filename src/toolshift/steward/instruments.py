@@ -87,14 +87,23 @@ def _select(
 
 
 def _by_name(name: str, results: list[Any]) -> Any:
-    """An atomic skill's input: the latest earlier result holding a field of that name (top level or first item)."""
+    """An atomic skill's input: the latest earlier result holding a field of that name, at the top level
+    or in nested objects and lists' first items (shallowest first, so a result nested under `data`
+    still serves)."""
     for r in reversed(results):
-        for node in (
-            r,
-            *(r.get("items", [])[:1] if isinstance(r, dict) and isinstance(r.get("items"), list) else []),
-        ):
-            if isinstance(node, dict) and node.get(name) is not None:
-                return node[name]
+        level = [r]
+        for _ in range(4):
+            for node in level:
+                if isinstance(node, dict) and node.get(name) is not None:
+                    return node[name]
+            level = [
+                c
+                for node in level
+                for c in (
+                    node.values() if isinstance(node, dict) else node[:1] if isinstance(node, list) else []
+                )
+                if isinstance(c, dict | list)
+            ]
     raise BindingError(f"no earlier result has a {name}")
 
 

@@ -229,7 +229,9 @@ class EpisodeSupply:
         `k` names, best first."""
         s = self.supply
         have = set(disclosed)
-        domains = {p.domain for p in [*self.candidates[:3], *s.candidates(" ".join([self.request, *have]), 3)]}
+        domains = {
+            p.domain for p in [*self.candidates[:3], *s.candidates(" ".join([self.request, *have]), 3)]
+        }
         pool, relevance = s.ranked_plans(self.request, domains)
         if not pool:
             return []
