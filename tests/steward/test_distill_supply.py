@@ -317,3 +317,70 @@ def test_a_binding_with_no_new_place_deactivates_until_results_hold_it_again(tmp
     m.maintain(_catalog(4), [_episode("e4", FACTS, CALLS)])  # results hold the path again
     assert all(lib.get(s.id).active for s in stale)
     lib.close()
+
+
+def _atomic(sid: str, facts: list[str], calls: list[dict]) -> Skill:
+    tools = tuple(dict.fromkeys(c["tool"] for c in calls))
+    return Skill(sid, "atomic", "sqm", " ".join(t.replace("_", " ") for t in tools),
+                 {"facts": facts, "calls": calls, "requests": []}, tools)  # fmt: skip
+
+
+SITE = {"step": 0, "path": ["items", "*", "site_id"], "where": {"code": "supplier site code"}}
+LOOKUP = {"tool": "sqm_search_sites", "args": {"supplier_code": {"fact": "supplier site code"}}}
+
+
+def _schema_catalog(writes: dict[str, dict]) -> Catalog:
+    tools = {"sqm_search_sites": CatalogTool("sqm_search_sites", "sqm", "search supplier sites",
+                                             {"type": "object", "properties": {"supplier_code": {}}}, "read")}  # fmt: skip
+    for name, props in writes.items():
+        schema = {"type": "object", "properties": props, "required": ["site_id"]}
+        tools[name] = CatalogTool(name, "sqm", name.replace("_", " "), schema, "write")
+    return Catalog(1, tools)
+
+
+def test_an_unseen_workflow_is_composed_from_atomic_skills_fed_by_a_known_lookup():
+    catalog = _schema_catalog({"sqm_hold_site": {"site_id": {}, "reason": {}},
+                               "sqm_close_site": {"site_id": {}, "note": {}}})  # fmt: skip
+    hold = [LOOKUP, {"tool": "sqm_hold_site", "args": {"site_id": SITE, "reason": {"fact": "hold reason"}}}]
+    skills = [
+        _plan("hold", "put a supplier site on hold", ["hold reason", "supplier site code"], hold),
+        _atomic("hold-a", ["hold reason", "supplier site code"], hold),
+        # closing was only ever seen after another lookup: its atomic skill takes the site from outside
+        _atomic(
+            "close-a",
+            ["close note"],
+            [
+                {
+                    "tool": "sqm_close_site",
+                    "args": {"site_id": {"input": "site_id"}, "note": {"fact": "close note"}},
+                }
+            ],
+        ),
+    ]
+    supply = Supply(skills, catalog)
+    request = "Please close a supplier site."
+    facts = {"supplier site code": "SC-1", "close note": "Moved away"}
+    view = supply.episode(request).plan(facts)
+    assert view.plan is not None and view.plan.body.get("composed")  # marked as composed
+    assert view.plan.body["steps_tools"] == ["sqm_search_sites", "sqm_close_site"]
+    calls = _converse(supply, request, facts)
+    assert calls == [("sqm_search_sites", {"supplier_code": "SC-1"}),
+                     ("sqm_close_site", {"site_id": "SUP-1", "note": "Moved away"}),
+                     ("end_conversation", {})]  # fmt: skip
+
+
+def test_a_following_part_is_adapted_to_the_facts_by_its_tools_schema():
+    catalog = _schema_catalog({"sqm_hold_site": {"site_id": {}, "reason": {}},
+                               "sqm_update_site": {"site_id": {}, "contact_email": {}, "rating": {"type": "number"}}})  # fmt: skip
+    hold = [LOOKUP, {"tool": "sqm_hold_site", "args": {"site_id": SITE, "reason": {"fact": "hold reason"}}}]
+    update = {"tool": "sqm_update_site", "args": {"site_id": {"input": "site_id"},
+                                                  "contact_email": {"fact": "contact email"}}}  # fmt: skip
+    skills = [
+        _plan("hold", "put a supplier site on hold", ["hold reason", "supplier site code"], hold),
+        _atomic("update-a", ["contact email"], [update]),  # updates were only seen setting the email
+    ]
+    supply = Supply(skills, catalog)
+    facts = {"supplier site code": "SC-1", "hold reason": "Audit", "rating": "4.5"}
+    calls = _converse(supply, "Hold a site. There is one more thing after that, too.", facts)
+    assert ("sqm_update_site", {"site_id": "SUP-1", "rating": 4.5}) in calls  # rating → rating, a number
+    assert calls[1] == ("sqm_hold_site", {"site_id": "SUP-1", "reason": "Audit"})

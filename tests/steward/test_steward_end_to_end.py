@@ -18,7 +18,7 @@ from toolshift.steward.quality import supply_quality
 from toolshift.steward.report import evaluate_follow, write_report
 from toolshift.steward.skillmd import export_skills, import_skills
 
-DOMAINS = ["accounts_payable"]
+DOMAINS = ["payroll"]
 VERSIONS = 3
 
 pytestmark = pytest.mark.slow
@@ -167,3 +167,29 @@ def test_strict_sr_beside_sr_counts_a_collateral_write_as_a_failure(run, tmp_pat
     quality = supply_quality(ctx, resamples=20)
     write_report(ctx, quality, scores, run[1], "toolshift steward eval X", md, train_sample=None, sample=None)
     assert "| SR | strict SR |" in md.read_text()
+
+
+def test_the_follower_solves_test_workflows_no_training_episode_had(run):
+    """Composition on the real build: instances whose reference call sequence no stored plan has."""
+    from itertools import groupby
+
+    from toolshift.steward.supply import Supply
+    from toolshift.traces.store import iter_episodes
+
+    ctx, _, paths = run
+    refs = {(r.task_id, r.version): r for r in ctx.records}
+    inc = next(p for p in paths if p.name == "steward-incremental.episodes.jsonl")
+    solved_unseen = []
+    for ep in iter_episodes(inc):
+        v = int(ep.ecosystem_version.rsplit("/v", 1)[1])
+        ref = refs[(ep.task_id, v)]
+        if not ref.valid or ref.step is None:
+            continue
+        with Library.open(library_path(ctx, "incremental", v)) as lib:
+            plans = Supply(lib, ctx.catalog(v)).plans
+        known = {tuple(k for k, _ in groupby(p.body.get("steps_tools", p.tools))) for p in plans}
+        seq = tuple(k for k, _ in groupby(n for n, _ in ref.step.calls))
+        if seq not in known and ctx.tasks[ep.task_id].verdict(ep.world_diff or []).strict_success:
+            solved_unseen.append(str(ep.source.get("plan")))
+    # by plans the composer built or adapted (`composed-…`, `…~digest`, `…^`), not stored ones
+    assert [p for p in solved_unseen if p.startswith("composed-") or "~" in p or "^" in p], solved_unseen

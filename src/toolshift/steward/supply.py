@@ -32,6 +32,15 @@ from typing import Any
 import numpy as np
 
 from toolshift.steward.catalog import Catalog
+from toolshift.steward.compose import (
+    adapt,
+    as_plan,
+    grounded,
+    open_arguments,
+    providers,
+    self_contained,
+    valid,
+)
 from toolshift.steward.library import Library, Skill, dependencies_present
 from toolshift.steward.retrieval import BM25Index, mmr
 
@@ -42,8 +51,8 @@ RETRIEVE_TOOLS = 5
 EXPLORE_PER_EPISODE = 3
 EXPLORE_TOOLS = 8
 EXPLORE_CHARS = 4000
-ASK_MORE = 8
-ASK_ROUNDS = 2
+ASK_MORE = 12
+ASK_ROUNDS = 3
 
 
 @dataclass
@@ -136,34 +145,61 @@ def choose_plan(
     disclosed: dict[str, str],
     parts: list[Skill] | None = None,
     relevance: list[float] | None = None,
+    catalog: Catalog | None = None,
 ) -> Skill | None:
     """The model-free merge of candidate plans (`pool` in retrieval order): the plan whose every fact the
     user gave and that uses the most of them; while facts remain unused, the planning or atomic skill
-    (`parts`) of the same domain using the most of the rest is appended (the seed's spliced tasks: "one
-    more thing after that"), its lookups shared with earlier steps where they are the same call."""
+    (`parts`, best first) of the same domain using the most of the rest is appended (the seed's spliced
+    tasks: "one more thing after that"), its lookups shared with earlier steps where they are the same
+    call. With the `catalog`, parts are adapted to the facts by their tools' schemas and, when no plan
+    fits, a plan is composed from the parts (`toolshift.steward.compose`), validated before it is given."""
     have = set(disclosed)
     rel = relevance or [1.0] * len(pool)
     fitting = [(len(_facts(s)), -k, s) for k, s in enumerate(pool) if _facts(s) <= have]
-    if not fitting:
+
+    def fit(part: Skill, rest: set[str], after: bool = True) -> Skill | None:
+        got = adapt(part, have, rest, catalog, after=after) if catalog is not None else part
+        return got if got is not None and _facts(got) <= have else None
+
+    if fitting:
+        # most facts used; then relevance to the request (to a tenth of the best); then the most recently
+        # added or revised (it reflects the current catalog); then rank
+        plan = max(fitting, key=lambda x: (x[0], round(rel[-x[1]], 1), x[2].catalog_version, x[1]))[2]
+    elif catalog is not None:
+        # no stored plan fits: compose one, starting from the self-contained part using the most facts
+        feeds = providers([*pool, *(parts or [])])
+        firsts = []
+        for k, p in enumerate(parts or []):
+            start = p if self_contained(p) else grounded(p, feeds)
+            if start is not None and (a := fit(start, set(), after=False)) is not None and _facts(a):
+                firsts.append((len(_facts(a)), -k, a))
+        if not firsts:
+            return None
+        plan = as_plan(max(firsts, key=lambda x: (x[0], x[1]))[2])
+    else:
         return None
-    # most facts used; then relevance to the request (to a tenth of the best); then the most recently
-    # added or revised (it reflects the current catalog); then rank
-    plan = max(fitting, key=lambda x: (x[0], round(rel[-x[1]], 1), x[2].catalog_version, x[1]))[2]
+    if catalog is not None and have - _facts(plan):
+        # facts the plan leaves unused that name an argument of its own writes are bound there first
+        plan = adapt(plan, have, have - _facts(plan), catalog, after=True) or plan
     rest = have - _facts(plan)
-    extra = [s for _, _, s in fitting] + [s for s in parts or [] if _facts(s) <= have]
-    used = {plan.id}
+    used = {plan.id, *plan.body.get("composed_of", [])}
     for _ in range(3):
-        options = [
-            (len(_facts(s) & rest), -k, s)
-            for k, s in enumerate(extra)
-            if s.domain == plan.domain and s.id not in used and _facts(s) & rest
-        ]
+        options = []
+        # stored plans that fit as they are, then atomic skills adapted to the facts at hand
+        candidates = [(s, s) for _, _, s in fitting] + [(p, fit(p, rest)) for p in parts or []]
+        for k, (s, got) in enumerate(candidates):
+            if s.domain != plan.domain or s.id in used or not rest or got is None:
+                continue
+            if _facts(got) & rest:
+                options.append((len(_facts(got) & rest), -k, s, got))
         if not options:
             break
-        part = max(options, key=lambda x: (x[0], x[1]))[2]
+        *_, part, got = max(options, key=lambda x: x[:2])
         used.add(part.id)
-        plan = compose(plan, part)
-        rest -= _facts(part)
+        plan = compose(plan, got)
+        rest -= _facts(got)
+    if plan.body.get("composed") and catalog is not None and not valid(plan, catalog):
+        return None
     return plan
 
 
@@ -194,7 +230,7 @@ def compose(a: Skill, b: Skill) -> Skill:
         **a.body,
         "facts": sorted(_facts(a) | _facts(b)),
         "steps": steps,
-        "composed_of": [a.id, b.id],
+        "composed_of": [*a.body.get("composed_of", [a.id]), b.id],
         "steps_tools": [x["tool"] for x in steps],
     }
     tools = tuple(dict.fromkeys([*a.tools, *b.tools]))
@@ -236,18 +272,29 @@ class EpisodeSupply:
         if not pool:
             return []
         top = pool[0].domain
-        chosen = choose_plan(pool, disclosed, [a for a in s.atomics if a.domain == top], relevance)
+        context = " ".join([self.request, *have])
+        parts = s.ranked_atomics(context, top)
+        chosen = choose_plan(pool, disclosed, parts, relevance, s.catalog)
         if chosen is None:
             near = sorted(
-                (len(_facts(p) - have - asked), -relevance[i], i)
+                (-round(relevance[i], 1), len(_facts(p) - have - asked), i)
                 for i, p in enumerate(pool)
                 if _facts(p) - have - asked
             )
             ranked = [pool[i] for *_, i in near[:PLANS]]
+            ranked += parts[:PLANS]
         else:
-            ranked = [p for p in pool if p.domain == chosen.domain and not _facts(p) <= have]
-            ranked += s.ranked_atomics(" ".join([self.request, *have]), chosen.domain)
-        out = [f for p in ranked for f in p.body.get("facts", []) if f not in have and f not in asked]
+            # the skills that could follow, those sharing a fact the plan leaves unused first
+            rest = have - _facts(chosen)
+            later = [p for p in pool if p.domain == chosen.domain and not _facts(p) <= have]
+            later += [a for a in parts if not _facts(a) <= have]
+            order = sorted(range(len(later)), key=lambda i: (-len(_facts(later[i]) & rest), i))
+            ranked = [later[i] for i in order]
+        names = [f for p in ranked for f in p.body.get("facts", [])]
+        if chosen is not None:  # and the optional arguments of the plan's writes and those that could follow
+            names = open_arguments(chosen, s.catalog) + names
+            names += [f for p in ranked[:PLANS] for f in open_arguments(p, s.catalog)]
+        out = [f for f in names if f not in have and f not in asked]
         return list(dict.fromkeys(out))[:k]
 
     def initial(self) -> frozenset[str]:
@@ -267,9 +314,9 @@ class EpisodeSupply:
         context = " ".join([self.request, *disclosed])
         domains = {p.domain for p in [*self.candidates[:3], *s.candidates(context, 3)]}
         pool, relevance = s.ranked_plans(self.request, domains)
-        top = pool[0].domain if pool else None
-        parts = [a for a in s.atomics if a.domain == top]
-        chosen = choose_plan(pool, disclosed, parts, relevance)
+        top = pool[0].domain if pool else (self.candidates[0].domain if self.candidates else None)
+        parts = s.ranked_atomics(context, top) if top else []
+        chosen = choose_plan(pool, disclosed, parts, relevance, s.catalog)
         view = SupplyView(chosen, self.candidates)
         if chosen is not None:
             deps: set[str] = set(chosen.tools)
