@@ -1,7 +1,7 @@
 """Model-free measuring instruments of the Steward experiment (named as such, never a model pretending).
 
 * `SkillFollower` executes what Steward supplies: it asks the user for the facts the candidate
-  plans need, then (up to twice) for those the revised plan would need (`EpisodeSupply.ask_more`),
+  plans need, then (up to three times) for those the revised plan would need (`EpisodeSupply.ask_more`),
   lets the supply choose the plan, and runs its steps, asking for a fact when a step needs one and
   binding every argument from the user's facts or from earlier results by the skill's argument flow. It knows nothing else of the
   task: whether the library's knowledge is still usable is exactly what its success measures.

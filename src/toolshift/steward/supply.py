@@ -5,7 +5,7 @@ This is the reusable component the MCP front (`steward serve`) and the gateway m
     supply = Supply(library, catalog)              # indices over active skills and the catalog
     episode = supply.episode(request)              # one per conversation: counters and exposure
     episode.ask()                                  # fact names the candidate plans need
-    episode.ask_more(disclosed_facts, asked)       # then: names the revised plan would need (≤ 8)
+    episode.ask_more(disclosed_facts, asked)       # then: names the revised plan would need (≤ 12)
     view = episode.plan(disclosed_facts)           # chosen plan + per-step atomic skills and tools
     episode.retrieve_tools(query)                  # on demand: ≤ 5 tools
     episode.explore_capabilities(query)            # on demand: ≤ 3 per episode, ≤ 8 tools, ≤ 4,000 chars
@@ -259,10 +259,10 @@ class EpisodeSupply:
 
     def ask_more(self, disclosed: dict[str, str], asked: set[str], k: int = ASK_MORE) -> list[str]:
         """Fact names to ask next, once the user has answered: those the revised plan would need, never
-        one already asked. With a plan that fits, the facts of the skills that could follow it in its
-        domain (the planning and atomic skills `choose_plan` appends for facts it leaves unused); with
-        none, the missing facts of the plans closest to fitting (fewest missing, then relevance). At most
-        `k` names, best first."""
+        one already asked. With a plan that fits, the unbound optional arguments of its writes, then the
+        facts of the skills that could follow it in its domain (those sharing a fact it leaves unused
+        first); with none, the missing facts of the most relevant plans (fewest missing among equals)
+        and of the best atomic skills. At most `k` names, best first."""
         s = self.supply
         have = set(disclosed)
         domains = {
