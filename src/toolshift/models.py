@@ -413,6 +413,28 @@ class ScriptedTurn(BaseModel):
     instances do."""
 
 
+class ExpectedAction(BaseModel):
+    """An action a benchmark's evaluator expects the agent to take (τ²-bench's `Action`)."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    compare_args: list[str] | None = None
+    """The arguments a matching call must share; None: every argument the call was given."""
+    action_id: str | None = None
+    requestor: Literal["assistant", "user"] = "assistant"
+    info: str | None = None
+
+
+class JudgeCriteria(BaseModel):
+    """What a benchmark's own evaluator checks an episode against (τ²-bench's `evaluation_criteria`)."""
+
+    actions: list[ExpectedAction] | None = None
+    communicate_info: list[str] | None = None
+    nl_assertions: list[str] | None = None
+    reward_basis: list[str] = Field(default_factory=list)
+    """Which checks multiply into the reward: DB, ACTION, COMMUNICATE, NL_ASSERTION, ENV_ASSERTION."""
+
+
 class TaskRevision(BaseModel):
     """A recorded change to a task: tasks are never changed silently."""
 
@@ -447,7 +469,10 @@ class Task(BaseModel):
     turn's text is `public_request` and the turns' `gold_calls` add up to the gold path's length."""
     judge: str | None = None
     """Whose check judges an episode of this task: None is Δgold ⊆ Δagent; `bfcl-multi-turn-checker` and
-    `agentdojo-utility` are those benchmarks' own checks (toolshift.world.external)."""
+    `agentdojo-utility` are those benchmarks' own checks (toolshift.world.external); `tau2-evaluator` is
+    τ²-bench's reward over `criteria` (toolshift.world.tau2.evaluator)."""
+    criteria: JudgeCriteria | None = None
+    """The judge's own criteria, as data (τ²-bench's `evaluation_criteria` for `tau2-evaluator`)."""
 
     @model_validator(mode="after")
     def _turns_fit_gold_path(self) -> Task:
@@ -483,8 +508,8 @@ class Task(BaseModel):
     def fingerprint(self) -> str:
         """A hash of what defines the task (not its history): changes when the task changes.
 
-        `generated_values`, `turns` and `judge` count only when set, so tasks made before those fields
-        existed keep the fingerprints they had.
+        `generated_values`, `turns`, `judge` and `criteria` count only when set, so tasks made before
+        those fields existed keep the fingerprints they had.
         """
         exclude = {"history", "version", "split"}
         if not self.generated_values:
@@ -493,5 +518,7 @@ class Task(BaseModel):
             exclude.add("turns")
         if self.judge is None:
             exclude.add("judge")
+        if self.criteria is None:
+            exclude.add("criteria")
         body = self.model_dump(mode="json", exclude=exclude)
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,11 +1,11 @@
-"""Episodes of other benchmarks' tasks judged by those benchmarks' own checks (BFCL, AgentDojo)."""
+"""Episodes of other benchmarks' tasks judged by those benchmarks' own checks (BFCL, AgentDojo, τ²-bench)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from toolshift.agents.users import END_CONVERSATION
-from toolshift.models import Task
+from toolshift.models import RowChange, Task
 from toolshift.traces.episode import Message, Outcome
 
 
@@ -39,9 +39,56 @@ def transcript(messages: list[Message]) -> Any:
     return Transcript(turns=turns, calls=calls, final_text=final)
 
 
-def external_outcome(task: Task, messages: list[Message], session: Any, base: dict[str, Any]) -> Outcome:
+def tau2_outcome(
+    task: Task,
+    messages: list[Message],
+    termination: str | None,
+    base: dict[str, Any],
+    *,
+    world: Any = None,
+    diff: list[RowChange] | None = None,
+) -> Outcome:
+    """τ²-bench's reward (`toolshift.world.tau2.evaluator`) as an `Outcome` judged by `tau2-reward`.
+
+    Every tool call of the conversation counts (the agent's and the user's, refused ones too), but not the
+    harness's `end_conversation`; `world` / `diff` are the episode's own world and net changes, else
+    the calls are replayed on a fresh world.
+    """
+    from toolshift.world.tau2.evaluator import JUDGED_BY, Call, evaluate
+
+    calls = [
+        Call(c.name, dict(c.arguments), c.requestor or m.role)
+        for m in messages
+        if m.role in ("assistant", "user")
+        for c in m.tool_calls or []
+        if c.name != END_CONVERSATION
+    ]
+    texts = [m.content for m in messages if m.role == "assistant" and m.content]
+    reward_info = evaluate(task, calls, texts, termination, world=world, diff=diff)
+    reward = float(reward_info["reward"])
+    info: dict[str, Any] = {**base, "reward_info": reward_info}
+    unjudged = (reward_info.get("info") or {}).get("unjudged")
+    if unjudged:
+        info["unjudged"] = sorted(unjudged)
+    return Outcome(reward=reward, success=reward == 1.0, judged_by=JUDGED_BY, info=info)
+
+
+def external_outcome(
+    task: Task,
+    messages: list[Message],
+    session: Any,
+    base: dict[str, Any],
+    *,
+    termination: str | None = None,
+    diff: list[RowChange] | None = None,
+) -> Outcome:
     """The benchmark's verdict as an `Outcome`; `base` is the episode's own info (turns, calls, user)."""
     from toolshift.world.external import judge_task
+    from toolshift.world.tau2.evaluator import TAU2_JUDGE
+
+    if task.judge == TAU2_JUDGE:
+        world = getattr(session, "world", None)
+        return tau2_outcome(task, messages, termination, base, world=world, diff=diff if world else None)
     from toolshift.world.external.objects import ObjectWorld
 
     world = getattr(session, "world", None)

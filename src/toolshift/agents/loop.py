@@ -308,7 +308,7 @@ async def run_episode(
             exposed = list(toolbox.listed)
             diff = await world.diff(None if toolbox.unreported else toolbox.reported)
             if task.judge is not None and conv.reason not in ("user_error", "world_error"):
-                judged = _judge_external(task, conv, world, user)
+                judged = _judge_external(task, conv, world, user, diff)
     except Exception as exc:  # the world could not be opened, listed or diffed: the harness's failure
         leaf = leaf_error(exc)
         conv.reason = "world_error"
@@ -342,8 +342,10 @@ async def run_episode(
     return episode
 
 
-def _judge_external(task: Task, conv: _Conversation, world: Any, user: UserSimulator) -> Outcome:
-    """The task's own benchmark's check (BFCL, AgentDojo) instead of Δgold ⊆ Δagent."""
+def _judge_external(
+    task: Task, conv: _Conversation, world: Any, user: UserSimulator, diff: list[RowChange] | None
+) -> Outcome:
+    """The task's own benchmark's check (BFCL, AgentDojo, τ²-bench's reward) instead of Δgold ⊆ Δagent."""
     from toolshift.agents.external_judge import external_outcome
 
     base = {
@@ -352,7 +354,9 @@ def _judge_external(task: Task, conv: _Conversation, world: Any, user: UserSimul
         "failed_calls": conv.failed_calls,
         "user": user.name,
     }
-    return external_outcome(task, conv.messages, world, {**conv.info, **base})
+    return external_outcome(
+        task, conv.messages, world, {**conv.info, **base}, termination=conv.reason, diff=diff
+    )
 
 
 def leaf_error(exc: BaseException) -> BaseException:

@@ -2,8 +2,9 @@
 
 Each τ² task is replayed on a fresh world of its domain: its expected actions (those the agent
 makes) run in order, every one even after a failure, as τ²-bench's evaluator replays them, and what
-they change is the task's Δgold. Every expected action that fails on our world is reported with the
-task, the step, the tool and the world's error (`ImportReport.gold_errors`, and the task's
+they change is the task's Δgold. Each task is judged by τ²-bench's reward (`judge: tau2-evaluator`,
+`toolshift.world.tau2.evaluator`) over τ²'s own criteria, carried in `Task.criteria`. Every expected
+action that fails on our world is reported with the task, the step, the tool and the world's error (`ImportReport.gold_errors`, and the task's
 `difficulty.gold_errors`). A task whose expected actions need what the world does not have (the
 telecom user's device) is left out with the reason (`ImportReport.skipped`). Nothing is dropped silently.
 """
@@ -17,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolshift.errors import BadInputError
-from toolshift.models import GoldCall, RowChange, Task, UserInstruction
+from toolshift.models import ExpectedAction, GoldCall, JudgeCriteria, RowChange, Task, UserInstruction
 from toolshift.world.tau2 import files
 from toolshift.world.tau2.domains import Tau2World, tau2_world
 
@@ -30,6 +31,9 @@ class Tau2Action(_Loose):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     requestor: str | None = "assistant"
+    action_id: str | None = None
+    info: str | None = None
+    compare_args: list[str] | None = None
 
 
 class Tau2EnvCall(_Loose):
@@ -54,6 +58,7 @@ class Tau2Criteria(_Loose):
     actions: list[Tau2Action] | None = None
     communicate_info: list[str] | None = None
     nl_assertions: list[str] | None = None
+    env_assertions: list[Any] | None = None
     reward_basis: list[str] = Field(default_factory=list)
 
 
@@ -164,6 +169,32 @@ def user_instruction(task: Tau2Task) -> tuple[str, UserInstruction]:
     return opening, UserInstruction(intent=intent, facts=facts, rules=rules)
 
 
+def judge_criteria(task: Tau2Task) -> JudgeCriteria | None:
+    """What τ²'s evaluator checks, as the task's data (`Task.criteria`, judge `tau2-evaluator`)."""
+    c = task.evaluation_criteria
+    if c is None:
+        return None
+    actions = None
+    if c.actions is not None:
+        actions = [
+            ExpectedAction(
+                name=a.name,
+                arguments=a.arguments,
+                compare_args=a.compare_args,
+                action_id=a.action_id,
+                requestor="user" if a.requestor == "user" else "assistant",
+                info=a.info,
+            )
+            for a in c.actions
+        ]
+    return JudgeCriteria(
+        actions=actions,
+        communicate_info=c.communicate_info,
+        nl_assertions=c.nl_assertions,
+        reward_basis=list(c.reward_basis),
+    )
+
+
 def agent_actions(task: Tau2Task) -> list[Tau2Action]:
     actions = (task.evaluation_criteria.actions if task.evaluation_criteria else None) or []
     return [a for a in actions if (a.requestor or "assistant") == "assistant"]
@@ -193,6 +224,7 @@ def replay_actions(world: Any, actions: list[tuple[str, dict[str, Any]]]) -> Rep
 def import_tasks(world_name: str, *, ids: list[str] | None = None) -> ImportReport:
     """Every τ² task of a world as a toolshift task, replayed on a fresh world; failures reported, never dropped silently."""
     from toolshift.world import World, load_domain
+    from toolshift.world.tau2.evaluator import TAU2_JUDGE
 
     world = tau2_world(world_name)
     compiled = load_domain(world.name)
@@ -233,6 +265,8 @@ def import_tasks(world_name: str, *, ids: list[str] | None = None) -> ImportRepo
                 base_functions=[c.tool for c in gold],
                 expected_changes=replay.changes,
                 split=split.get(t.id),  # type: ignore[arg-type]
+                judge=TAU2_JUDGE,
+                criteria=judge_criteria(t),
                 difficulty={
                     "path_length": len(gold),
                     "writes": sum(1 for c in gold if compiled_effect(compiled, c.tool) == "write"),
