@@ -90,7 +90,11 @@ class Data:
 
     def other_record(self, user: str | None, avoid: set[str], *, same_user: bool) -> str | None:
         """A record of the user (`same_user`) or of someone else, not among `avoid`, cancellable if possible."""
-        pool = self.owned.get(user or "", []) if same_user else sorted(k for k in self.records if self.owner[k] != user)
+        pool = (
+            self.owned.get(user or "", [])
+            if same_user
+            else sorted(k for k in self.records if self.owner[k] != user)
+        )
         live = [k for k in pool if k not in avoid and self._cancellable(k)]
         rest = [k for k in pool if k not in avoid]
         return (live or rest or [None])[0]
@@ -107,7 +111,11 @@ class Data:
 
 def expected(task: dict[str, Any]) -> list[Call]:
     actions = (task.get("evaluation_criteria") or {}).get("actions") or []
-    return [(a["name"], a.get("arguments") or {}) for a in actions if (a.get("requestor") or "assistant") == "assistant"]
+    return [
+        (a["name"], a.get("arguments") or {})
+        for a in actions
+        if (a.get("requestor") or "assistant") == "assistant"
+    ]
 
 
 def closing_text(task: dict[str, Any], *, say: bool) -> str:
@@ -209,7 +217,12 @@ def mutations(domain: str, task: dict[str, Any], data: Data) -> list[dict[str, A
     i = _first(gold, domain, lambda a: "cabin" in a)
     if i is not None:
         cabin = gold[i][1]["cabin"]
-        cases.append(("wrong_cabin", _changed(gold, i, swap("cabin", "business" if cabin != "business" else "economy"))))
+        cases.append(
+            (
+                "wrong_cabin",
+                _changed(gold, i, swap("cabin", "business" if cabin != "business" else "economy")),
+            )
+        )
     i = _first(gold, domain, lambda a: "total_baggages" in a)
     if i is not None:
 
@@ -243,7 +256,13 @@ def mutations(domain: str, task: dict[str, Any], data: Data) -> list[dict[str, A
         flipped = "ordered by mistake" if reason != "ordered by mistake" else "no longer needed"
         cases.append(("wrong_reason", _changed(gold, i, swap("reason", flipped))))
     for kind, amount in (("certificate_0", 0), ("certificate_neg5", -5)):
-        i = _first(gold, domain, lambda a: any(str(p.get("payment_id", "")).startswith("certificate") for p in a.get("payment_methods") or []))
+        i = _first(
+            gold,
+            domain,
+            lambda a: any(
+                str(p.get("payment_id", "")).startswith("certificate") for p in a.get("payment_methods") or []
+            ),
+        )
         if i is not None:
 
             def certificate(args: dict[str, Any], amount: int = amount) -> bool:
@@ -263,14 +282,23 @@ def mutations(domain: str, task: dict[str, Any], data: Data) -> list[dict[str, A
         base = kind.split("#")[0]
         out.append(_case(domain, task, kind, base, calls, say=True))
         if base == "gold":
-            out.append(_case(domain, task, "gold_max_turns", "gold_max_turns", calls, say=True, ending="max_turns"))
+            out.append(
+                _case(domain, task, "gold_max_turns", "gold_max_turns", calls, say=True, ending="max_turns")
+            )
             if (task.get("evaluation_criteria") or {}).get("communicate_info"):
                 out.append(_case(domain, task, "gold_silent", "gold_silent", calls, say=False))
     return out
 
 
 def _case(
-    domain: str, task: dict[str, Any], kind: str, base: str, calls: list[Call], *, say: bool, ending: str = "user_stop"
+    domain: str,
+    task: dict[str, Any],
+    kind: str,
+    base: str,
+    calls: list[Call],
+    *,
+    say: bool,
+    ending: str = "user_stop",
 ) -> dict[str, Any]:
     return {
         "id": f"{domain}-{task['id']}-{kind}",
@@ -293,7 +321,9 @@ def all_cases(shared: Path) -> list[dict[str, Any]]:
     return out
 
 
-def sample(cases: list[dict[str, Any]], per_kind: int, always: set[str] = frozenset()) -> list[dict[str, Any]]:
+def sample(
+    cases: list[dict[str, Any]], per_kind: int, always: set[str] = frozenset()
+) -> list[dict[str, Any]]:
     """At most `per_kind` cases of each (domain, kind), spread over the tasks, plus the cases of `always` tasks."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for case in cases:

@@ -28,6 +28,7 @@ from toolshift.traces.tau2_write import write_results
 pytestmark = pytest.mark.slow
 
 PROBE = Path(__file__).parent / "tau2_probe.py"
+WORLD_PROBE = Path(__file__).parent.parent / "world" / "tau2_reward_probe.py"
 runner = CliRunner()
 
 
@@ -184,3 +185,61 @@ def test_a_tau2_written_run_round_trips_through_toolshift(tmp_path, tau2_python)
         assert metrics[0] == metrics[1] == metrics[2] and metrics[0]["pass_hat_1"] == 0.5
     for k in range(len(made)):  # τ²'s evaluate-trajs on our files gives τ²'s own rewards
         assert results[5 * k + 3] == results[5 * k + 4] == runs[k]["reward_by_id"]
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("domain", ["airline", "retail"])
+def test_tau2_judged_episodes_export_and_score_in_tau2_as_we_scored_them(tmp_path, tau2_python, domain):
+    """Episodes judged by τ²'s reward here (tests/tau2_cases.py, a mutation of each kind), exported with
+    `export-tau2`, load in τ²-bench with the RewardInfo we wrote, and τ²'s `evaluate-trajs` scoring of
+    the exported trajectories gives the same RewardInfo (NL assertions left out where τ² asks an LLM)."""
+    from peers import SHARED
+    from tau2_cases import imported, play
+    from tau2_mutations import all_cases, sample
+    from toolshift.world.tau2.domains import tau2_world
+
+    why = tau2_world(f"tau2-{domain}").unavailable()
+    if why is not None:
+        pytest.skip(why)
+    cases = [c for c in sample(all_cases(SHARED), 1) if c["domain"] == domain]
+    tasks = imported({domain})
+    episodes = play(cases, tasks)
+    episodes_file = tmp_path / f"{domain}.episodes.jsonl"
+    episodes_file.write_text("".join(e.model_dump_json() + "\n" for e in episodes.values()))
+    tasks_file = write_tasks(tmp_path / "tasks.jsonl", list(tasks.values()))
+    out = tmp_path / f"{domain}-results.json"
+    _ok("traces", "export-tau2", str(episodes_file), "--tasks", str(tasks_file), "--out", str(out))
+    done = run_tau2(tau2_python, WORLD_PROBE, "reeval", str(SHARED), str(out), str(tmp_path / "tau2.json"))
+    assert done.returncode == 0, done.stderr[-4000:]
+    seen = json.loads((tmp_path / "tau2.json").read_text())
+
+    assert sorted(seen["reeval"]) == sorted(episodes) and len(episodes) >= 10
+    for sim_id, episode in episodes.items():
+        mine = episode.outcome.info["reward_info"]
+        dropped = seen["nl_dropped"][episode.task_id]
+        written, rescored = seen["as_written"][sim_id], seen["reeval"][sim_id]
+        assert written["reward"] == rescored["reward"] == episode.outcome.reward, sim_id
+        assert (written.get("db_check") or {}).get("db_match") == (rescored.get("db_check") or {}).get(
+            "db_match"
+        ), sim_id
+        assert _comparable(written, dropped) == _comparable(rescored, dropped), sim_id
+        assert _comparable(written, dropped) == _comparable(mine, dropped), sim_id
+    rewards = [e.outcome.reward for e in episodes.values()]
+    assert seen["metrics"]["avg_reward"] == pytest.approx(sum(rewards) / len(rewards))
+    assert 0 < sum(rewards) < len(rewards)  # some cases pass and some fail
+
+    back = {e.id: e for e in read_results(out).episodes}  # the harness's end calls come back
+    for sim_id, episode in episodes.items():
+        assert [m.tool_calls for m in back[sim_id].messages] == [m.tool_calls for m in episode.messages]
+
+
+def _comparable(reward_info: dict, nl_dropped: bool) -> dict:
+    """A RewardInfo without NL_ASSERTION's part where τ² would ask an LLM (as tests/world/test_tau2_reward.py)."""
+    out = json.loads(json.dumps(reward_info))
+    info = out.get("info") or {}
+    if nl_dropped:
+        info.pop("nl", None)
+        info.pop("unjudged", None)
+        out["reward_basis"] = [b for b in out.get("reward_basis") or [] if b != "NL_ASSERTION"]
+    out["info"] = info or None
+    return out

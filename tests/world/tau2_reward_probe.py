@@ -14,6 +14,11 @@ NL_ASSERTION in its reward_basis, the task is scored with NL_ASSERTION taken out
 the case says so (`nl_dropped`). Also reported: τ²'s tool types per domain (`get_tool_types`).
 
     python tau2_reward_probe.py SHARED CASES.json OUT.json
+    python tau2_reward_probe.py reeval SHARED RESULTS OUT.json
+
+`reeval` loads a Results (toolshift's `export-tau2` of the cases' episodes) with τ²'s own model and
+re-scores every simulation with τ²'s `compute_simulation_rewards` (what `tau2 evaluate-trajs` runs),
+its domain (the Results' `domain_name`) registered as above, and NL_ASSERTION dropped as above.
 """
 
 from __future__ import annotations
@@ -58,7 +63,7 @@ DOMAINS = {
 }
 
 
-def register(shared: Path, domain: str) -> tuple[str, Any]:
+def register(shared: Path, domain: str, name: str | None = None) -> tuple[str, Any]:
     """τ²'s environment of a domain over the shared data, registered under a name of its own."""
     load, db_class, environment = DOMAINS[domain]
     raw = json.dumps(load(shared))
@@ -66,7 +71,7 @@ def register(shared: Path, domain: str) -> tuple[str, Any]:
     def make(solo_mode: bool = False, **_: Any) -> Any:
         return environment(db=db_class.model_validate_json(raw), solo_mode=solo_mode)
 
-    name = f"toolshift-shared-{domain}"
+    name = name or f"toolshift-shared-{domain}"
     registry.register_domain(make, name)
     return name, make
 
@@ -113,11 +118,37 @@ def main(shared: Path, cases_path: Path, out_path: Path) -> None:
         tasks = {t["id"]: Task.model_validate(t) for t in json.loads(tasks_file.read_text())}
         for case in (c for c in cases if c["domain"] == domain):
             task, dropped = without_llm(tasks[case["task_id"]])
-            info = evaluate_simulation(play(make, case), task, EvaluationType.ALL, solo_mode=False, domain=name)
+            info = evaluate_simulation(
+                play(make, case), task, EvaluationType.ALL, solo_mode=False, domain=name
+            )
             out["cases"][case["id"]] = {"reward_info": info.model_dump(mode="json"), "nl_dropped": dropped}
         out["seconds"][domain] = round(time.perf_counter() - started, 2)
     out_path.write_text(json.dumps(out, indent=1))
 
 
+def reeval(shared: Path, results_path: Path, out_path: Path) -> None:
+    from tau2.data_model.simulation import Results
+    from tau2.metrics.agent_metrics import compute_metrics
+    from tau2.scripts.evaluate_trajectories import compute_simulation_rewards
+
+    results = Results.load(results_path)
+    name = results.info.environment_info.domain_name
+    register(shared, name.removeprefix("tau2_"), name)
+    dropped = {}
+    for i, task in enumerate(results.tasks):
+        results.tasks[i], dropped[task.id] = without_llm(task)
+    graded = compute_simulation_rewards(results, EvaluationType.ALL)
+    out = {
+        "as_written": {s.id: s.reward_info.model_dump(mode="json") for s in results.simulations},
+        "reeval": {s.id: s.reward_info.model_dump(mode="json") for s in graded.simulations},
+        "nl_dropped": dropped,
+        "metrics": compute_metrics(results).as_dict(),
+    }
+    out_path.write_text(json.dumps(out, indent=1, default=str))
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))
+    if sys.argv[1] == "reeval":
+        reeval(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))
+    else:
+        main(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))

@@ -26,9 +26,10 @@ class ScriptedPolicy:
     gold path does not solve (an invalid task), which is exactly what running the oracle checks.
     """
 
-    def __init__(self, name: str, calls: list[ScriptedCall]) -> None:
+    def __init__(self, name: str, calls: list[ScriptedCall], done_text: str = DONE_TEXT) -> None:
         self.name = name
         self.calls = calls
+        self.done_text = done_text
         self._next = 0
         self._told_done = False
 
@@ -44,7 +45,7 @@ class ScriptedPolicy:
             )
         if not self._told_done:
             self._told_done = True
-            return ModelReply(text=DONE_TEXT, prompt_tokens=0, completion_tokens=0, cost=0.0)
+            return ModelReply(text=self.done_text, prompt_tokens=0, completion_tokens=0, cost=0.0)
         return ModelReply(
             calls=[ProposedCall(id="call_end", name=END_CONVERSATION, arguments={})],
             prompt_tokens=0,
@@ -92,10 +93,15 @@ class TurnScriptedPolicy:
 
 
 def oracle(task: Task, path: list[GoldCall] | None = None) -> ScriptedPolicy | TurnScriptedPolicy:
-    """The oracle for a task: its gold path (turn by turn when its user is scripted), or the reference path given."""
+    """The oracle for a task: its gold path (turn by turn when its user is scripted), or the reference path given.
+
+    Its closing text also says what the task's judge requires said (τ²'s `communicate_info`), as τ²'s gold does.
+    """
     if task.turns and path is None:
         return TurnScriptedPolicy("oracle", task)
-    return ScriptedPolicy("oracle", [ScriptedCall(c.tool, c.arguments) for c in (path or task.gold_path)])
+    said = (task.criteria.communicate_info or []) if task.criteria is not None else []
+    done = " ".join([DONE_TEXT, *said])
+    return ScriptedPolicy("oracle", [ScriptedCall(c.tool, c.arguments) for c in (path or task.gold_path)], done)
 
 
 def recorded_calls(episode: Episode) -> list[ScriptedCall]:

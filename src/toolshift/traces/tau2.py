@@ -292,6 +292,7 @@ def _episode(
     env = info.get("environment_info") or {}
     agent_info = info.get("agent_info") or {}
     times = {k: None if k in ours.get("unrecorded", ()) else sim.get(k) for k in RECORDED_TIMES}
+    _restore_ends(messages, ours.get("end_calls"), file, index)
     try:
         return Episode(
             id=str(sim["id"]),
@@ -319,6 +320,28 @@ def _episode(
         )
     except ValidationError as exc:
         raise BadInputError.from_validation(exc, source=file, record=index) from exc
+
+
+def _restore_ends(messages: list[Message], ends: Any, file: str, index: int) -> None:
+    """Put back the harness `end_conversation` calls our writer left out (`info.toolshift.end_calls`)."""
+    for k, end in enumerate(ends or []):
+        where = f"info.{OUR_MARKS}.end_calls[{k}]"
+        if (
+            not isinstance(end, dict)
+            or not isinstance(end.get("message"), int)
+            or not isinstance(end.get("call"), dict)
+        ):
+            raise _bad("not an object with an int `message` and a `call`", file, index, where)
+        if not 0 <= end["message"] < len(messages):
+            raise _bad(f"message {end['message']} is not in the simulation", file, index, where)
+        try:
+            call = ToolCall.model_validate(end["call"])
+        except ValidationError as exc:
+            raise BadInputError.from_validation(exc, source=file, record=index) from None
+        target = messages[end["message"]]
+        calls = list(target.tool_calls or [])
+        calls.insert(int(end.get("position") or 0), call)
+        target.tool_calls = calls
 
 
 def _our_marks(kept: dict[str, Any], file: str, index: int) -> dict[str, Any]:

@@ -4,8 +4,9 @@
 `Results.tasks`, so an export needs one task per task id. In order of preference (docs/formats.md):
 
 - a toolshift task file (`--tasks`, `toolshift.tasks/1`): the task the run used, checked against each
-  episode's `source.task_fingerprint`; its gold path becomes `evaluation_criteria.actions` and its
-  judge (Δgold ⊆ Δagent, a database check) `reward_basis: ["DB"]`;
+  episode's `source.task_fingerprint`; a task judged by τ²'s reward (`judge: tau2-evaluator`) keeps
+  τ²'s own `evaluation_criteria` (`Task.criteria`), any other's gold path becomes
+  `evaluation_criteria.actions` and its judge (Δgold ⊆ Δagent, a database check) `reward_basis: ["DB"]`;
 - the τ²-bench task the episode was read with (`source.tau2_task`, kept verbatim by the reader);
 - for converted τ-bench v1 runs, what each episode carries: the user's instruction, the gold actions
   (`{name, kwargs}` → τ² `Action`s) and the outputs the agent must say (`communicate_info`), judged
@@ -25,8 +26,45 @@ from toolshift.traces.episode import Episode
 TAUBENCH_JUDGE = "tau-bench-v1"
 
 
+def _criteria(task: Task) -> dict[str, Any]:
+    """τ²-bench's `evaluation_criteria` of a task: its own (`Task.criteria`), else its gold path judged by DB."""
+    if task.criteria is None:
+        return {
+            "actions": [
+                {
+                    "action_id": f"{task.id}_{i}",
+                    "requestor": "assistant",
+                    "name": call.tool,
+                    "arguments": call.arguments,
+                }
+                for i, call in enumerate(task.gold_path)
+            ],
+            "reward_basis": ["DB"],
+        }
+    c = task.criteria
+    actions = None
+    if c.actions is not None:
+        actions = [
+            {
+                "action_id": a.action_id or f"{task.id}_{i}",
+                "requestor": a.requestor,
+                "name": a.name,
+                "arguments": a.arguments,
+                "info": a.info,
+                "compare_args": a.compare_args,
+            }
+            for i, a in enumerate(c.actions)
+        ]
+    return {
+        "actions": actions,
+        "communicate_info": c.communicate_info,
+        "nl_assertions": c.nl_assertions,
+        "reward_basis": list(c.reward_basis),
+    }
+
+
 def task_from_toolshift(task: Task) -> dict[str, Any]:
-    """A toolshift task as a τ²-bench Task dict (user scenario from its instruction, actions from its gold path)."""
+    """A toolshift task as a τ²-bench Task dict (user scenario from its instruction, criteria from `_criteria`)."""
     instruction = task.instruction
     reason = instruction.intent + (f" ({instruction.motivation})" if instruction.motivation else "")
     known = "\n".join(f"{name}: {value}" for name, value in instruction.facts.items()) or None
@@ -37,7 +75,11 @@ def task_from_toolshift(task: Task) -> dict[str, Any]:
             "purpose": task.public_request,
             "relevant_policies": None,
             "notes": f"toolshift task {task.id} v{task.version} (fingerprint {task.fingerprint()}); "
-            f"judged by Δgold ⊆ Δagent over {len(task.expected_changes)} row changes",
+            + (
+                f"judged by Δgold ⊆ Δagent over {len(task.expected_changes)} row changes"
+                if task.criteria is None
+                else f"judged by {task.judge}: τ²-bench's reward over its evaluation_criteria"
+            ),
         },
         "user_scenario": {
             "persona": None,
@@ -49,18 +91,7 @@ def task_from_toolshift(task: Task) -> dict[str, Any]:
                 "task_instructions": "\n".join(steps),
             },
         },
-        "evaluation_criteria": {
-            "actions": [
-                {
-                    "action_id": f"{task.id}_{i}",
-                    "requestor": "assistant",
-                    "name": call.tool,
-                    "arguments": call.arguments,
-                }
-                for i, call in enumerate(task.gold_path)
-            ],
-            "reward_basis": ["DB"],
-        },
+        "evaluation_criteria": _criteria(task),
     }
 
 

@@ -13,7 +13,12 @@ Choices (also in docs/formats.md):
   episode) → `infrastructure_error`: τ²'s metrics leave infrastructure errors out, as toolshift's
   leave out episodes not charged to the agent. The original reason goes to
   `info.toolshift.termination_reason`. A reason τ² has no word for is refused.
-- `reward_info`: τ²'s own verbatim; τ-bench v1's as a τ² RewardInfo (`db_check` from `r_actions`,
+- The agent loop's harness call `end_conversation` (the agent's or the user's way to end; no tool
+  answers it) is not written as a tool call: τ²'s evaluator replays every call of a conversation and
+  requires a tool message after each. `info.toolshift.end_calls` keeps where each was, and our reader
+  puts them back.
+- `reward_info`: τ²'s own verbatim (and for episodes judged by `tau2-reward` here, the RewardInfo
+  toolshift computed, `toolshift.world.tau2.evaluator`); τ-bench v1's as a τ² RewardInfo (`db_check` from `r_actions`,
   `reward_breakdown` DB/COMMUNICATE, τ-bench's `info` kept under `info.tau_bench_v1`; its `actions`
   list is the task's, written to `Results.tasks`); any other judge's as `{reward, db_check,
   reward_basis: ["DB"], info: {judged_by, ...outcome.info}}`; null when the episode was not judged.
@@ -44,6 +49,8 @@ TAU2_TERMINATIONS: Final = (
 )  # fmt: skip
 """τ²-bench's `TerminationReason` values (tau2.data_model.simulation, 1.0.1)."""
 TERMINATION_TO_TAU2: Final = {"max_turns": "max_steps", "world_error": "infrastructure_error"}
+HARNESS_END: Final = "end_conversation"
+"""The agent loop's harness tool (`toolshift.agents.users.END_CONVERSATION`): never reaches a world."""
 
 
 def tau2_termination(episode: Episode) -> str:
@@ -120,6 +127,25 @@ def tau2_reward_info(episode: Episode) -> dict[str, Any] | None:
     }
 
 
+def _without_harness_ends(messages: list[Message]) -> tuple[list[Message], list[dict[str, Any]]]:
+    """The messages without unanswered `end_conversation` calls, and where each was (message, position, call)."""
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    out, ends = [], []
+    for i, m in enumerate(messages):
+        calls = m.tool_calls or []
+        if not any(c.name == HARNESS_END and c.id not in answered for c in calls):
+            out.append(m)
+            continue
+        keep = []
+        for position, c in enumerate(calls):
+            if c.name == HARNESS_END and c.id not in answered:
+                ends.append({"message": i, "position": position, "call": c.model_dump()})
+            else:
+                keep.append(c)
+        out.append(m.model_copy(update={"tool_calls": keep or None}))
+    return out, ends
+
+
 def episode_to_simulation(episode: Episode, *, fill_time: str | None = None) -> dict[str, Any]:
     """One Episode as a τ²-bench `SimulationRun` dict (the inverse of the reader, for what we model).
 
@@ -137,6 +163,9 @@ def episode_to_simulation(episode: Episode, *, fill_time: str | None = None) -> 
     reason = tau2_termination(episode)
     if reason != episode.termination_reason:
         marks["termination_reason"] = episode.termination_reason
+    messages, ends = _without_harness_ends(episode.messages)
+    if ends:
+        marks["end_calls"] = ends
     timestamp = extra.pop("timestamp", None) or times["start_time"]
     sim: dict[str, Any] = {
         "id": episode.id,
@@ -148,7 +177,7 @@ def episode_to_simulation(episode: Episode, *, fill_time: str | None = None) -> 
         "agent_cost": episode.agent_cost,
         "user_cost": episode.user_cost,
         "reward_info": tau2_reward_info(episode),
-        "messages": [_message_out(m, i) for i, m in enumerate(episode.messages)],
+        "messages": [_message_out(m, i) for i, m in enumerate(messages)],
     }
     sim.update(extra)
     if marks:

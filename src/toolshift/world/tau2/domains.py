@@ -43,7 +43,9 @@ class Tau2World:
 
         criteria = task.evaluation_criteria
         if criteria is not None and criteria.env_assertions:
-            return "checks environment assertions, which τ²'s evaluator runs as τ² domain functions not imported"
+            return (
+                "checks environment assertions, which τ²'s evaluator runs as τ² domain functions not imported"
+            )
         if criteria is not None:
             for a in criteria.actions or []:
                 if (a.requestor or "assistant") != "assistant":
