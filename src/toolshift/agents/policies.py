@@ -101,7 +101,9 @@ def oracle(task: Task, path: list[GoldCall] | None = None) -> ScriptedPolicy | T
         return TurnScriptedPolicy("oracle", task)
     said = (task.criteria.communicate_info or []) if task.criteria is not None else []
     done = " ".join([DONE_TEXT, *said])
-    return ScriptedPolicy("oracle", [ScriptedCall(c.tool, c.arguments) for c in (path or task.gold_path)], done)
+    return ScriptedPolicy(
+        "oracle", [ScriptedCall(c.tool, c.arguments) for c in (path or task.gold_path)], done
+    )
 
 
 def recorded_calls(episode: Episode) -> list[ScriptedCall]:
