@@ -8,7 +8,7 @@ RewardInfo (action and communicate checks, breakdown, basis) must agree on every
 assertions with an LLM and none runs here: on the retail tasks that have them both sides leave that
 factor out, and the probe says so per case.
 
-By default a sample runs (`PER_KIND` cases of each domain × kind, spread over the tasks, and every
+By default a sample runs (`PER_KIND` = 1 case of each domain × kind, spread over the tasks, and every
 case of airline tasks 4, 17 and 48); the whole set runs with
 
     TOOLSHIFT_TAU2_MUTATIONS=all .venv/bin/pytest -s -p no:cacheprovider tests/world/test_tau2_reward.py
@@ -37,7 +37,7 @@ from toolshift.world.tau2.evaluator import TOOL_TYPES
 pytestmark = [pytest.mark.slow, pytest.mark.shared]
 
 PROBE = Path(__file__).parent / "tau2_reward_probe.py"
-PER_KIND = 2
+PER_KIND = 1
 ALWAYS = frozenset({"airline-4", "airline-17", "airline-48"})
 """Tasks where τ²'s evaluator gives 0 to sequences Δ-cover passes (issue 21)."""
 

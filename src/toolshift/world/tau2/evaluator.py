@@ -34,6 +34,11 @@ TAU2_JUDGE = "tau2-evaluator"
 JUDGED_BY = "tau2-reward"
 """`outcome.judged_by` of an episode τ²'s reward judged (as for episodes read from τ²'s results)."""
 STOPS = ("agent_stop", "user_stop")
+UNCHECKED = dict.fromkeys(
+    ("db_check", "env_assertions", "action_checks", "nl_assertions", "communicate_checks", "reward_basis",
+     "reward_breakdown"),
+)  # fmt: skip
+"""A RewardInfo's checks when none ran (τ²'s defaults, with `reward_basis: null` as τ² sets it)."""
 TOOL_TYPES = {"calculate": "generic", "transfer_to_human_agents": "generic", "think": "think"}
 """τ²'s `ToolType` of the tools that are neither reads nor writes (the rest follow the tool's effect)."""
 
@@ -136,14 +141,11 @@ def evaluate(
         termination or "", termination
     )
     if termination not in STOPS:
-        return {
-            "reward": 0.0,
-            "reward_basis": None,
-            "info": {"note": f"Simulation terminated prematurely. Termination reason: {tau2_reason}"},
-        }
+        note = f"Simulation terminated prematurely. Termination reason: {tau2_reason}"
+        return {**UNCHECKED, "reward": 0.0, "info": {"note": note}}
     criteria = task.criteria
     if criteria is None:
-        return {"reward": 1.0, "reward_basis": None, "info": {"note": "No evaluation criteria"}}
+        return {**UNCHECKED, "reward": 1.0, "info": {"note": "No evaluation criteria"}}
     basis = set(criteria.reward_basis)
     effects = tool_effects if tool_effects is not None else _effects(task.domain)
 
