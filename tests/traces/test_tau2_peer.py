@@ -21,7 +21,7 @@ from peers import run_tau2
 from toolshift.agents.demo import demo_tasks
 from toolshift.cli import app
 from toolshift.taskfile import write_tasks
-from toolshift.traces.store import iter_episodes
+from toolshift.traces.store import iter_episodes, write_episodes
 from toolshift.traces.tau2 import read_results
 from toolshift.traces.tau2_write import write_results
 
@@ -205,7 +205,7 @@ def test_tau2_judged_episodes_export_and_score_in_tau2_as_we_scored_them(tmp_pat
     tasks = imported({domain})
     episodes = play(cases, tasks)
     episodes_file = tmp_path / f"{domain}.episodes.jsonl"
-    episodes_file.write_text("".join(e.model_dump_json() + "\n" for e in episodes.values()))
+    write_episodes(episodes_file, episodes.values())
     tasks_file = write_tasks(tmp_path / "tasks.jsonl", list(tasks.values()))
     out = tmp_path / f"{domain}-results.json"
     _ok("traces", "export-tau2", str(episodes_file), "--tasks", str(tasks_file), "--out", str(out))
