@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolshift.evolve.diffs import apply_diff, apply_response, make_diff, parse_diff
+from toolshift.evolve.diffs import DiffBlock, apply_diff, apply_response, make_diff, parse_diff
 from toolshift.evolve.program import ProgramError, parse_program, split_block
 
 from .builders import program_of
@@ -52,7 +52,14 @@ def test_broken_marker_sequences_are_refused():
         parse_diff("<<<<<<< SEARCH\na\n>>>>>>> REPLACE\n")
     with pytest.raises(ProgramError, match="ends inside"):
         parse_diff("<<<<<<< SEARCH\na\n=======\nb\n")
-    assert parse_diff("======= a banner, not a marker\n") == []
+    with pytest.raises(ProgramError, match="expected"):  # a banner line is a marker out of place
+        parse_diff("=======\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n")
+    assert parse_diff("# ======= a comment, not a marker\n") == []
+
+
+def test_a_sections_trailing_blank_lines_and_spaces_are_dropped():
+    text = "<<<<<<< SEARCH\na\n\n  \n=======\n\nb  \n\n>>>>>>> REPLACE\n"
+    assert parse_diff(text) == [DiffBlock("a", "\nb")]
 
 
 def test_a_rewrite_keeps_the_parents_frame(cancel):
@@ -116,3 +123,30 @@ def test_we_read_and_apply_diffs_as_openevolve_does(cancel, blocks):
     assert ours == openevolve.extract_diffs(response)
     child, _ = apply_response(parent, response)
     assert child == openevolve.apply_diff(parent, response)
+
+
+def _openevolve_reads(text: str) -> list[tuple[str, str]] | None:
+    try:
+        return openevolve.extract_diffs(text)
+    except ValueError:
+        return None
+
+
+def test_a_banner_before_the_first_block_is_refused_as_openevolve_raises(cancel):
+    parent = program_of(cancel)
+    line = _line(parent, '"public_request"')
+    response = "=======\n" + _diff(line, line.replace("my appointment", "it"))
+    assert _openevolve_reads(response) is None
+    with pytest.raises(ProgramError, match="'=======' where '<<<<<<< SEARCH' was expected"):
+        apply_response(parent, response)
+
+
+@pytest.mark.parametrize("pad", ["\n", "\n\n", "   \n", "\r\n"])
+def test_a_trailing_blank_line_before_the_divider_applies_as_openevolve_applies(cancel, pad):
+    parent = program_of(cancel)
+    line = _line(parent, '"public_request"')
+    new = line.replace("my appointment", "it")
+    response = f"<<<<<<< SEARCH\n{line}\n{pad}=======\n{new}\n{pad}>>>>>>> REPLACE\n"
+    assert [(b.search, b.replace) for b in parse_diff(response)] == _openevolve_reads(response)
+    child, _ = apply_response(parent, response)
+    assert child == openevolve.apply_diff(parent, response) != parent

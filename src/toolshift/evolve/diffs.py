@@ -1,10 +1,11 @@
 """Mutations in OpenEvolve's formats: SEARCH/REPLACE diff blocks, or a full rewrite in a fenced code block.
 
 The formats are OpenEvolve's (`<<<<<<< SEARCH` / `=======` / `>>>>>>> REPLACE` on lines of their own;
-a rewrite in a ```python fence); applying them is stricter than OpenEvolve's `apply_diff`, which skips a
-SEARCH text it cannot find: here an unmatched or ambiguous SEARCH, a malformed marker sequence or a
-change outside the EVOLVE-BLOCK is a refusal with its reason, so a child is never a silent copy of its
-parent. Edits outside the block are undone (the parent's frame is kept), as OpenEvolve's
+a rewrite in a ```python fence), and they are read exactly as OpenEvolve 0.4.1's `extract_diffs` reads
+them (any out-of-order marker line is an error; a section's trailing whitespace is dropped). Applying them
+is stricter than OpenEvolve's `apply_diff`, which skips a SEARCH text it cannot find: here an unmatched,
+empty or ambiguous SEARCH or a change outside the EVOLVE-BLOCK is a refusal with its reason, so a child is
+never a silent copy of its parent. Edits outside the block are undone (the parent's frame is kept), as OpenEvolve's
 `enforce_evolve_blocks` does.
 """
 
@@ -36,11 +37,13 @@ def parse_diff(text: str) -> list[DiffBlock]:
     for m in _MARKER.finditer(text):
         token = m.group(1)
         if token != order[expected]:
-            if token == DIVIDER and expected == 0:
-                continue  # a "=======" line outside a block is prose (a banner), not a marker
+            # as OpenEvolve's `extract_diffs`: every marker line counts, so a "=======" banner line
+            # outside a block is a broken sequence, not prose
             raise ProgramError(f"diff marker {token!r} where {order[expected]!r} was expected")
         if expected > 0:
-            parts.append(text[start : m.start()].removesuffix("\n").removesuffix("\r"))
+            # a section's text ends at its last non-blank character (OpenEvolve's `.rstrip()`): trailing
+            # blank lines and spaces before a marker are layout, not text to match or insert
+            parts.append(text[start : m.start()].rstrip())
         start = m.end() + 1
         expected = (expected + 1) % 3
         if expected == 0:
@@ -123,8 +126,15 @@ def make_diff(old: str, new: str) -> str:
     while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
         tail += 1
     lo, hi_a, hi_b = head, len(a) - tail, len(b) - tail
-    # widen until the SEARCH text is unique and the REPLACE text is not empty ("" would leave a blank line)
-    while not (hi_b > lo and any(x.strip() for x in a[lo:hi_a]) and len(_locate(a, a[lo:hi_a])) == 1):
+
+    # widen until the SEARCH text is unique, the REPLACE text is not empty ("" would leave a blank line)
+    # and neither ends in whitespace (a reader drops it, as OpenEvolve's does)
+    def fits() -> bool:
+        search, replace = "\n".join(a[lo:hi_a]), "\n".join(b[lo:hi_b])
+        kept = search == search.rstrip() and replace == replace.rstrip()
+        return hi_b > lo and kept and bool(search.strip()) and len(_locate(a, a[lo:hi_a])) == 1
+
+    while not fits():
         if lo == 0 and hi_a == len(a):
             break
         if lo > 0:
