@@ -3,11 +3,24 @@ OpenEvolve's own parser (the `openevolve` package)."""
 
 from __future__ import annotations
 
+import random
+import re
+from collections import Counter
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolshift.evolve.diffs import DiffBlock, apply_diff, apply_response, make_diff, parse_diff
+from toolshift.evolve.diffs import (
+    DIVIDER,
+    REPLACE,
+    SEARCH,
+    DiffBlock,
+    apply_diff,
+    apply_response,
+    make_diff,
+    parse_diff,
+)
 from toolshift.evolve.program import ProgramError, parse_program, split_block
 
 from .builders import program_of
@@ -150,3 +163,119 @@ def test_a_trailing_blank_line_before_the_divider_applies_as_openevolve_applies(
     assert [(b.search, b.replace) for b in parse_diff(response)] == _openevolve_reads(response)
     child, _ = apply_response(parent, response)
     assert child == openevolve.apply_diff(parent, response) != parent
+
+
+_PROSE = [
+    "Here is my change.",
+    "",
+    "======= my change =======",
+    "# =======",
+    "Done.",
+    "=======",
+    ">>>>>>> REPLACE",
+]
+_PADS = ["", "", "", "\n", "\n\n", "  ", "\n \t\n"]
+_EDGES = ["", "", " ", "\t", "  "]
+
+
+def _generated_diff(rng: random.Random, body: list[str]) -> str:
+    """A proposer-like response: 0-3 blocks over the block's lines, with the layout a model varies (blank
+    lines and spaces around markers, indented markers, prose and stray markers between blocks, CRLF)."""
+    out: list[str] = []
+    for _ in range(rng.choice([0, 1, 1, 1, 1, 2, 2, 3])):
+        if rng.random() < 0.3:
+            out.append(rng.choice(_PROSE[:5] if rng.random() < 0.8 else _PROSE))
+        i = rng.randrange(len(body))
+        search = body[i : i + rng.choice([1, 2, 3, 3])]
+        if rng.random() < 0.1:
+            search = [rng.choice(["    nothing like this", "", '"appointment_id": "APT-00003",'])]
+        replace = [x + "  # changed" if rng.random() < 0.7 else x for x in search]
+        if rng.random() < 0.15:
+            replace = rng.choice([[], [""], search, [*replace, "        # added"]])
+        marks = [rng.choice(_EDGES) + m + rng.choice(_EDGES) for m in (SEARCH, DIVIDER, REPLACE)]
+        if rng.random() < 0.05:
+            marks[rng.randrange(3)] = ""
+        out.append(marks[0])
+        out.append("\n".join(search) + rng.choice(_PADS))
+        out.append(marks[1])
+        out.append("\n".join(replace) + rng.choice(_PADS))
+        out.append(marks[2])
+    if rng.random() < 0.2:
+        out.insert(rng.randrange(len(out) + 1), rng.choice(_PROSE))
+    text = "\n".join(x for x in out) + "\n"
+    return text.replace("\n", "\r\n") if rng.random() < 0.1 else text
+
+
+def _openevolve_child(parent: str, text: str) -> str | None:
+    """OpenEvolve's child of `parent` (its diff path in process_parallel.py), None where it rejects."""
+    blocks = _openevolve_reads(text)
+    if not blocks:
+        return None
+    child, applied = openevolve.apply_diff_blocks(parent, blocks)
+    if applied == 0 or child == parent:
+        return None
+    try:
+        return openevolve.enforce_evolve_blocks(parent, child)
+    except ValueError:
+        return None
+
+
+_STRICTER = ("not in the program", "outside the EVOLVE-BLOCK", "matches", "SEARCH text is empty")
+_REASONS = ("no SEARCH/REPLACE block", "changes nothing", *_STRICTER)
+
+
+def test_generated_diffs_read_and_apply_as_openevolve_does(cancel):
+    """3,000 generated responses: both readers accept or refuse the same texts and read the same blocks; a
+    child we make is OpenEvolve's child; we refuse only what OpenEvolve rejects, or for D86's reasons."""
+    parent = program_of(cancel)
+    body = split_block(parent)[1].split("\n")
+    rng = random.Random(30)
+    tally: Counter[str] = Counter()
+    for n in range(3000):
+        text = _generated_diff(rng, body)
+        theirs = _openevolve_reads(text)
+        try:
+            ours = [(b.search, b.replace) for b in parse_diff(text)]
+        except ProgramError:
+            ours = None
+        assert ours == theirs, f"case {n}: {text!r}"
+        first = re.search(r"^[ \t]*(<<<<<<< SEARCH|=======)[ \t]*\r?$", text, re.M)
+        tally["edge: '=======' before the first block"] += bool(first and first.group(1) == DIVIDER)
+        tally["edge: blank line before '======='"] += bool(
+            re.search(r"\n[ \t]*\r?\n[ \t]*=======[ \t]*\r?$", text, re.M)
+        )
+        if ours is None:
+            tally["malformed for both"] += 1
+            continue
+        their_child = _openevolve_child(parent, text)
+        try:
+            child = apply_diff(parent, parse_diff(text))
+        except ProgramError as exc:
+            if their_child is None:
+                tally["rejected by both"] += 1
+                reason = next((s for s in _REASONS if s in str(exc)), str(exc))
+                tally[f"both reject: {reason}"] += 1
+            else:
+                reason = next((s for s in _STRICTER if s in str(exc)), None)
+                assert reason, f"case {n}: {exc} for {text!r}"
+                tally["refused by us only (D86)"] += 1
+                tally[f"ours only: {reason}"] += 1
+            continue
+        assert child == their_child, f"case {n}: {text!r}"
+        tally["same child"] += 1
+    print(sorted(tally.items()))
+    assert tally["same child"] >= 900 and tally["malformed for both"] >= 300
+    assert tally["refused by us only (D86)"] >= 300 and tally["rejected by both"] >= 300
+    assert (
+        tally["edge: '=======' before the first block"] >= 50
+        and tally["edge: blank line before '======='"] >= 300
+    )
+
+
+def test_a_rendered_diff_with_trailing_spaces_reads_back_in_both_parsers(cancel):
+    """make_diff widens its hunk past a line ending in spaces, which either reader would drop."""
+    parent = program_of(cancel)
+    line = _line(parent, '"motivation"')
+    child = parent.replace(line, line + "\n        # a note   ")
+    text = make_diff(parent, child)
+    assert apply_diff(parent, parse_diff(text)) == child == openevolve.apply_diff(parent, text)
