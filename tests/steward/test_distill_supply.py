@@ -384,3 +384,22 @@ def test_a_following_part_is_adapted_to_the_facts_by_its_tools_schema():
     calls = _converse(supply, "Hold a site. There is one more thing after that, too.", facts)
     assert ("sqm_update_site", {"site_id": "SUP-1", "rating": 4.5}) in calls  # rating → rating, a number
     assert calls[1] == ("sqm_hold_site", {"site_id": "SUP-1", "reason": "Audit"})
+
+
+def test_maintain_refuses_a_version_not_after_the_librarys_and_leaves_foreign_skills_alone(tmp_path):
+    import pytest
+
+    from toolshift.errors import BadInputError
+
+    lib = Library.create(tmp_path / "lib.sqlite")
+    m = Maintainer(lib)
+    m.initialise(_catalog(1), [_episode("e1", FACTS, CALLS)])
+    foreign = Skill("pdf-processing", "foreign", "", "Extract text from PDFs.", {"markdown": "# PDF\n"}, ())
+    with lib.transaction():
+        lib.edit("add", foreign, 1, {"imported_from": "elsewhere"}, as_is=True)
+    for v in (0, 1):
+        with pytest.raises(BadInputError, match="already at version 1"):
+            m.maintain(_catalog(v), [])
+    m.maintain(_catalog(2, drop=("sqm_reject_lot",)), [])
+    assert lib.get("pdf-processing") == foreign
+    assert [e.op for e in lib.edits() if e.skill_id == "pdf-processing"] == ["add"]

@@ -193,3 +193,34 @@ def test_the_follower_solves_test_workflows_no_training_episode_had(run):
             solved_unseen.append(str(ep.source.get("plan")))
     # by plans the composer built or adapted (`composed-…`, `…~digest`, `…^`), not stored ones
     assert [p for p in solved_unseen if p.startswith("composed-") or "~" in p or "^" in p], solved_unseen
+
+
+def test_build_refuses_test_split_episodes_naming_file_and_episode(run, tmp_path):
+    """`steward build --episodes` learns from the train split only: a test task's episode is refused (D141)."""
+    import subprocess
+    import sys
+
+    from toolshift.steward.experiment import train_path
+    from toolshift.traces.store import iter_episodes
+
+    ctx, _, paths = run
+    follow_file = paths[0]
+    first = next(iter(iter_episodes(follow_file)))
+    assert ctx.tasks[first.task_id].split == "test"
+
+    def build(episodes, out):
+        return subprocess.run(
+            [sys.executable, "-m", "toolshift", "steward", "build", str(ctx.build), "--out", str(out),
+             "--runs", str(ctx.run), "--episodes", str(episodes)],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    done = build(follow_file, tmp_path / "leaked.sqlite")
+    err = " ".join(done.stderr.split())
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert str(follow_file) in err and f"episode {first.id}" in err and "test-split task" in err
+    assert not (tmp_path / "leaked.sqlite").exists() and not (tmp_path / "leaked.sqlite.build").exists()
+    done = build(train_path(ctx, 1), tmp_path / "train.sqlite")
+    assert done.returncode == 0, done.stderr
+    with Library.open(tmp_path / "train.sqlite") as lib:
+        assert lib.skills("planning")

@@ -37,17 +37,31 @@ def _progress(bar: Progress):
     return update
 
 
-def _episodes(files: list[Path]):
+def _episodes(ctx, files: list[Path]):
+    """The episodes of `files`, refusing any of a task outside the train split (D141)."""
     from toolshift.traces.store import iter_episodes
 
-    return [e for f in files for e in iter_episodes(f)]
+    splits = {r.task_id: r.split for r in ctx.records if r.split}
+    out = []
+    for f in files:
+        for e in iter_episodes(f):
+            task = ctx.tasks.get(e.task_id)
+            split = (task.split if task is not None else None) or splits.get(e.task_id)
+            if split != "train":
+                why = f"a {split}-split task" if split else "not a train task of this build"
+                raise BadInputError(
+                    f"episode {e.id}: task {e.task_id} is {why}; Steward learns from train-split episodes only",
+                    source=str(f),
+                )
+            out.append(e)
+    return out
 
 
 def _work_line(w) -> str:
-    ops = ", ".join(f"{k} {v}" for k, v in sorted(w.by_op.items())) or "no edits"
+    ops = ", ".join(f"{k} {v}" for k, v in sorted(w.by_op.items()))
     return (
         f"v{w.catalog_version} {w.mode}: {w.episodes} successful episodes, {w.distilled} distilled, "
-        f"{w.edits} edits ({ops}), {w.seconds:.2f} CPU s, {w.tokens} tokens"
+        f"{w.edits} edits{f' ({ops})' if ops else ''}, {w.seconds:.2f} CPU s, {w.tokens} tokens"
     )
 
 
@@ -83,8 +97,9 @@ def build_cmd(
     tmp = out.with_name(out.name + ".build")
     if out.exists() and not force:
         raise BadInputError("a library already exists here (--force replaces it)", source=str(out))
+    eps = _episodes(ctx, episodes)  # refused before any file is written
     lib = Library.create(tmp, name=out.stem, replace_existing=True)
-    work = Maintainer(lib).initialise(version_catalog(build, version, ctx.worlds), _episodes(episodes))
+    work = Maintainer(lib).initialise(version_catalog(build, version, ctx.worlds), eps)
     lib.close()
     tmp.replace(out)
     console.print(_work_line(work))
@@ -117,7 +132,7 @@ def maintain_cmd(
     if not episodes:
         with _bar() as bar:
             episodes = [training_episodes(ctx, version, _progress(bar), train_sample)]
-    work = Maintainer(lib).maintain(version_catalog(build, version, ctx.worlds), _episodes(episodes))
+    work = Maintainer(lib).maintain(version_catalog(build, version, ctx.worlds), _episodes(ctx, episodes))
     lib.close()
     console.print(_work_line(work))
 
@@ -133,14 +148,16 @@ def show_cmd(library: Annotated[Path, typer.Argument(help="A library file.")]) -
         table = Table(title=f"{library} (catalog version {lib.catalog_version})")
         for col in ("level", "active", "inactive"):
             table.add_column(col, justify="left" if col == "level" else "right")
-        for level in LEVELS:
-            table.add_row(
-                level, str(len(lib.skills(level, active=True))), str(len(lib.skills(level, active=False)))
-            )
+        for level in (*LEVELS, "foreign"):
+            active, inactive = len(lib.skills(level, active=True)), len(lib.skills(level, active=False))
+            if level != "foreign" or active + inactive:
+                table.add_row(level, str(active), str(inactive))
         console.print(table)
-        ops = Counter(e.op for e in lib.edits())
-        console.print("edits: " + ", ".join(f"{k} {v}" for k, v in sorted(ops.items())))
-        for w in lib.work():
+        edits = lib.edits()
+        ops = Counter(e.op for e in edits)
+        console.print("edits: " + (", ".join(f"{k} {v}" for k, v in sorted(ops.items())) or "none"))
+        for w in lib.work():  # the work table keeps counts only: the operations come from the edit log
+            w.by_op = dict(Counter(e.op for e in edits if e.catalog_version == w.catalog_version))
             console.print(_work_line(w))
 
 
@@ -148,14 +165,19 @@ def show_cmd(library: Annotated[Path, typer.Argument(help="A library file.")]) -
 def export_cmd(
     library: Annotated[Path, typer.Argument(help="A library file.")],
     out: Annotated[Path, typer.Option(help="Folder for one Agent Skills folder (SKILL.md) per skill.")],
+    include_inactive: Annotated[
+        bool, typer.Option(help="Also write inactive skills, each marked inactive in its body.")
+    ] = False,
 ) -> None:
-    """Write every skill as an Agent Skills folder."""
+    """Write every active skill as an Agent Skills folder (inactive ones only on request, marked; D142)."""
     from toolshift.steward.library import Library
     from toolshift.steward.skillmd import export_skills
 
     with Library.open(library) as lib:
-        paths = export_skills(lib.skills(), out)
-    console.print(f"wrote {len(paths)} skills to {out}")
+        skills = lib.skills() if include_inactive else lib.skills(active=True)
+        left = len(lib.skills()) - len(skills)
+        paths = export_skills(skills, out, library_version=lib.catalog_version or None)
+    console.print(f"wrote {len(paths)} skills to {out}" + (f" ({left} inactive left out)" if left else ""))
 
 
 @app.command("import")
@@ -165,9 +187,9 @@ def import_cmd(
 ) -> None:
     """Read Agent Skills folders into a new library (each an `add` edit); invalid ones are refused by field."""
     from toolshift.steward.library import Library
-    from toolshift.steward.skillmd import import_skills
+    from toolshift.steward.skillmd import import_library
 
-    read = import_skills(skills)
+    read, version = import_library(skills)
     tmp = out.with_name(out.name + ".build")
     if out.exists():
         raise BadInputError("a library already exists here", source=str(out))
@@ -175,9 +197,14 @@ def import_cmd(
     with lib.transaction():
         for s in read:
             lib.edit("add", s, s.catalog_version, {"imported_from": str(skills)}, as_is=True)
+        lib.set_meta("catalog_version", str(version))
     lib.close()
     tmp.replace(out)
-    console.print(f"imported {len(read)} skills into {out}")
+    foreign = sum(s.level == "foreign" for s in read)
+    console.print(
+        f"imported {len(read)} skills into {out} at catalog version {version}"
+        + (f" ({foreign} foreign, kept as written)" if foreign else "")
+    )
 
 
 @app.command("serve")

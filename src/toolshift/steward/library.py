@@ -36,7 +36,7 @@ from typing import Any, Literal
 from toolshift.errors import BadInputError
 
 LIBRARY_FORMAT = "toolshift.steward-library/1"
-Level = Literal["planning", "atomic", "tool"]
+Level = Literal["planning", "atomic", "tool", "foreign"]
 LEVELS: tuple[str, ...] = ("planning", "atomic", "tool")
 EditOp = Literal["add", "revise", "deactivate", "reactivate", "retire"]
 NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

@@ -32,6 +32,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from toolshift.errors import BadInputError
 from toolshift.steward.catalog import Catalog
 from toolshift.steward.distill import (
     Trajectory,
@@ -71,6 +72,11 @@ class Maintainer:
 
     def maintain(self, catalog: Catalog, episodes: Iterable[Episode]) -> Work:
         """Incremental maintenance on a later version: local edits only."""
+        if catalog.version <= self.library.catalog_version:
+            raise BadInputError(
+                f"the library is already at version {self.library.catalog_version}; maintain onto a later one",
+                field="version",
+            )
         return self._run(catalog, episodes, mode="incremental")
 
     # --- the one pass -------------------------------------------------------------------------------
@@ -96,6 +102,8 @@ class Maintainer:
             seen = observed_results(trajs)
             stale_before = stale_ids(lib)
             for s in lib.skills():
+                if s.level == "foreign":  # another source's skill: kept as written, never maintained
+                    continue
                 usable = dependencies_present(s, names) and not schema_conflicts(s, catalog)
                 stale = stale_bindings(s, seen)
                 if stale:

@@ -2,7 +2,9 @@
 
 Front matter: `name` (≤ 64 lowercase letters, digits and hyphens, equal to the folder's name),
 `description` (≤ 1,024 characters), `metadata` (string → string: level, domain, tools, catalog
-version, revision, active). The body, under 500 lines, is readable markdown ending in one fenced
+version, revision, active, and the library's version on export). A spec-valid SKILL.md without
+`metadata.level` (another source's skill: name and description only, say) is a foreign skill, kept as
+written and never supplied or maintained. The body, under 500 lines, is readable markdown ending in one fenced
 `json` block that holds the skill's structured content, so a round trip is lossless for everything
 the format holds. Reading uses the bounded YAML loader (`toolshift.world.yamlfile`: no duplicate keys,
 aliases counted as what they expand to, depth ≤ 64) and `json.loads` only, so data never runs code; the
@@ -36,6 +38,7 @@ MAX_BODY_DEPTH = 32
 WHOLE = re.compile(r"[0-9]{1,9}")
 OPTIONAL_FIELDS = ("license", "compatibility", "allowed-tools")
 FRONT = re.compile(r"\A---\n(.*?)\n---\n(.*)\Z", re.DOTALL)
+INACTIVE_NOTE = "> **Inactive**: a tool it needs is gone or has changed in the library's catalog. Do not use this skill.\n\n"
 DATA = re.compile(r"```json\n(.*?)\n```\s*\Z", re.DOTALL)
 
 
@@ -90,8 +93,15 @@ def _bindings(args: dict[str, Any]) -> str:
     return "; ".join(out) or "no arguments"
 
 
-def render(skill: Skill) -> str:
-    """The `SKILL.md` text of a skill."""
+def render(skill: Skill, library_version: int | None = None) -> str:
+    """The `SKILL.md` text of a skill (a foreign skill as it was read; an inactive one marked in its body)."""
+    if skill.level == "foreign":
+        extra = {k: v for k, v in skill.body.get("front", {}).items() if k in (*OPTIONAL_FIELDS, "metadata")}
+        head = yaml.safe_dump(
+            {"name": skill.id, "description": skill.description, **extra},
+            sort_keys=False, allow_unicode=True, width=10_000,
+        )  # fmt: skip
+        return f"---\n{head}---\n{skill.body.get('markdown', '')}"
     front = {
         "name": skill.id,
         "description": skill.description,
@@ -104,17 +114,21 @@ def render(skill: Skill) -> str:
             "active": "true" if skill.active else "false",
         },
     }
+    if library_version is not None:
+        front["metadata"]["library_version"] = str(library_version)
     head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=10_000)
     data = json.dumps(skill.body, indent=1, sort_keys=True, ensure_ascii=False)
-    return f"---\n{head}---\n{_markdown(skill)}\n```json\n{data}\n```\n"
+    note = "" if skill.active else INACTIVE_NOTE
+    return f"---\n{head}---\n{note}{_markdown(skill)}\n```json\n{data}\n```\n"
 
 
-def export_skills(skills: list[Skill], out: str | Path) -> list[Path]:
-    """Write each skill as `out/<name>/SKILL.md` (each file written beside, then renamed)."""
+def export_skills(skills: list[Skill], out: str | Path, library_version: int | None = None) -> list[Path]:
+    """Write each skill as `out/<name>/SKILL.md` (each file written beside, then renamed); with
+    `library_version`, each Steward skill records the library's catalog version for import to keep."""
     root = Path(out)
     paths = []
     for s in skills:
-        text = render(s)
+        text = render(s, library_version)
         check(s.id, text, root / s.id / "SKILL.md")  # never write what import would refuse
         folder = root / s.id
         folder.mkdir(parents=True, exist_ok=True)
@@ -128,6 +142,12 @@ def export_skills(skills: list[Skill], out: str | Path) -> list[Path]:
 
 def check(folder_name: str, text: str, source: Path) -> Skill:
     """Parse one `SKILL.md`; refuse bad front matter or body naming the field."""
+    return _check(folder_name, text, source)[0]
+
+
+def _check(folder_name: str, text: str, source: Path) -> tuple[Skill, int]:
+    """A `SKILL.md`'s skill and the library version it records (its own catalog version if none; 0 if
+    foreign). Without Steward's `metadata.level` it is a foreign skill: only the spec's checks apply."""
     src = str(source)
     if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
         raise BadInputError(f"file is over {MAX_FILE_BYTES} bytes", source=src)
@@ -172,7 +192,7 @@ def check(folder_name: str, text: str, source: Path) -> Skill:
         raise BadInputError(
             f"{len(desc)} characters (at most {MAX_DESCRIPTION})", source=src, field="description"
         )
-    meta = front.get("metadata")
+    meta = front.get("metadata", {})
     if not isinstance(meta, dict) or len(meta) > MAX_METADATA:
         raise BadInputError(
             f"must be a mapping of at most {MAX_METADATA} entries", source=src, field="metadata"
@@ -180,6 +200,8 @@ def check(folder_name: str, text: str, source: Path) -> Skill:
     for k, v in meta.items():
         if not isinstance(k, str) or not isinstance(v, str) or len(v) > MAX_METADATA_VALUE:
             raise BadInputError("keys and values must be strings", source=src, field=f"metadata.{k}")
+    if "level" not in meta:
+        return _foreign(name, desc, front, m.group(2), src), 0
     level = meta.get("level")
     if level not in LEVELS:
         raise BadInputError(
@@ -188,8 +210,8 @@ def check(folder_name: str, text: str, source: Path) -> Skill:
     for key in ("domain", "tools", "catalog_version", "revision", "active"):
         if key not in meta:
             raise BadInputError("missing", source=src, field=f"metadata.{key}")
-    for key in ("catalog_version", "revision"):
-        if not WHOLE.fullmatch(meta[key]) or int(meta[key]) < 1:
+    for key in ("catalog_version", "revision", "library_version"):
+        if key in meta and (not WHOLE.fullmatch(meta[key]) or int(meta[key]) < 1):
             raise BadInputError(
                 f"{meta[key][:40]!r} is not a whole number from 1 to 999,999,999 (ASCII digits)",
                 source=src,
@@ -224,6 +246,7 @@ def check(folder_name: str, text: str, source: Path) -> Skill:
     _unicode(data, src, "body")
     check_body(level, data, src)
     tools = tuple(t for t in meta["tools"].split(",") if t)
+    version = int(meta.get("library_version", meta["catalog_version"]))
     return Skill(
         id=name,
         level=level,  # type: ignore[arg-type]
@@ -234,7 +257,17 @@ def check(folder_name: str, text: str, source: Path) -> Skill:
         active=meta["active"] == "true",
         revision=int(meta["revision"]),
         catalog_version=int(meta["catalog_version"]),
-    )
+    ), version
+
+
+def _foreign(name: str, desc: str, front: dict[str, Any], body: str, src: str) -> Skill:
+    """A spec-valid skill from another source: kept as written, never supplied or maintained."""
+    if body.count("\n") >= MAX_BODY_LINES:
+        raise BadInputError(
+            f"body has {body.count(chr(10))} lines (under {MAX_BODY_LINES})", source=src, field="body"
+        )
+    kept = {k: front[k] for k in (*OPTIONAL_FIELDS, "metadata") if k in front}
+    return Skill(name, "foreign", "", desc, {"markdown": body, "front": kept}, ())
 
 
 def import_skills(root: str | Path, *, limit: int = 100_000) -> list[Skill]:
@@ -242,6 +275,11 @@ def import_skills(root: str | Path, *, limit: int = 100_000) -> list[Skill]:
 
     A folder with no skill folders is refused too (an import of nothing is a mistake, not a library).
     """
+    return import_library(root, limit=limit)[0]
+
+
+def import_library(root: str | Path, *, limit: int = 100_000) -> tuple[list[Skill], int]:
+    """The skills under `root` and the library version they record (the highest; 0 if none does)."""
     base = Path(root)
     if not base.is_dir():
         raise BadInputError("not a folder of skills", source=str(base))
@@ -251,7 +289,7 @@ def import_skills(root: str | Path, *, limit: int = 100_000) -> list[Skill]:
         raise BadInputError(f"{len(folders)} skill folders (at most {limit})", source=str(base))
     if not folders:
         raise BadInputError("no skill folders (<name>/SKILL.md) in this folder", source=str(base))
-    skills = []
+    skills, version = [], 0
     for folder in folders:
         if folder.is_symlink():
             raise BadInputError(
@@ -262,8 +300,10 @@ def import_skills(root: str | Path, *, limit: int = 100_000) -> list[Skill]:
             raise BadInputError("SKILL.md must be a file in its folder, not a symlink", source=str(path))
         if not path.is_file():
             raise BadInputError("no SKILL.md in this skill folder", source=str(folder))
-        skills.append(check(folder.name, _read(path), path))
-    return skills
+        skill, v = _check(folder.name, _read(path), path)
+        skills.append(skill)
+        version = max(version, v)
+    return skills, version
 
 
 def _read(path: Path) -> str:
