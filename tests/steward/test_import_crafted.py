@@ -160,7 +160,11 @@ _body = st.just(GOOD_BODY) | st.fixed_dictionaries(
 _meta_value = st.sampled_from(["1", "1", "1", "7", "0", "²", "9" * 30, "", "x"]) | _text
 
 
-@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    deadline=None,
+    max_examples=150,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     level=st.sampled_from(["planning", "atomic", "tool"]),
     body=_body,

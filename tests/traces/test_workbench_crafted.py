@@ -71,7 +71,11 @@ _atoms = st.sampled_from(
 _fragments = st.lists(_atoms | st.text(max_size=8), max_size=12).map(" ".join)
 
 
-@settings(deadline=None, max_examples=120, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    deadline=None,
+    max_examples=120,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     tool=_fragments,
     tool_input=_fragments,

@@ -40,7 +40,11 @@ def _saved(tmp: Path) -> Path:
     return path
 
 
-@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    deadline=None,
+    max_examples=60,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     edits=st.lists(st.sampled_from(EDITS), max_size=3, unique=True),
     spec_edit=st.none()

@@ -343,9 +343,13 @@ class EcosystemServer:
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
 
-    def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
-        """The Starlette app serving streamable HTTP at `path` (plain JSON responses, as worlds are served)."""
-        return self.server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
+    def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None) -> Any:
+        """The Starlette app serving streamable HTTP at `path` (plain JSON responses, as worlds are served),
+        behind the same Host rule and optional bearer token as a world server (`toolshift.world.http_guard`)."""
+        from toolshift.world.http_guard import HostGate, TokenGate
+
+        app = self.server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
+        return HostGate(TokenGate(app, token) if token else app, host)
 
     def run_http(self, *, host: str = "127.0.0.1", port: int = 8765) -> None:
         import uvicorn
