@@ -141,6 +141,15 @@ def _too_deep(max_depth: int, source: str | None, record: int | str | None) -> B
     )
 
 
+def encodes_utf8(text: str) -> bool:
+    """True when `text` can be written as UTF-8 (no lone surrogates, which JSON escapes can carry in)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def decode_utf8(data: bytes, *, source: str | None = None, record: int | str | None = None) -> str:
     """Bytes as UTF-8 text (a leading byte-order mark dropped); undecodable bytes are a BadInputError."""
     try:

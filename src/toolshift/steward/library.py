@@ -104,15 +104,9 @@ def _expected_schema() -> dict[tuple[str, str], str]:
 
 def schema_problems(conn: sqlite3.Connection) -> list[str]:
     """How a library's schema differs from `_SCHEMA` (an added trigger, a changed table): [] when it does not."""
-    have, want = _schema_rows(conn), _expected_schema()
-    out = [f"extra {t} {n!r}" for t, n in sorted(have.keys() - want.keys())]
-    out += [f"missing {t} {n!r}" for t, n in sorted(want.keys() - have.keys())]
-    out += [
-        f"{t} {n!r} defined differently"
-        for t, n in sorted(have.keys() & want.keys())
-        if have[t, n] != want[t, n]
-    ]
-    return out
+    from toolshift.world.world import compare_schemas
+
+    return compare_schemas(_schema_rows(conn), _expected_schema())
 
 
 def skill_name(prefix: str, text: str, key: str) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import encodes_utf8
 from toolshift.steward.library import LEVELS, MAX_NAME, NAME, Skill
 from toolshift.world.yamlfile import parse_yaml
 
@@ -349,21 +350,13 @@ def _unicode(value: Any, src: str, root: str) -> None:
                 raise BadInputError("not valid Unicode (a lone surrogate)", source=src, field=where) from None
         elif isinstance(v, dict):
             for k, item in v.items():
-                stack.append((f"{where}.{k}" if _encodes(str(k)) else where, item, depth + 1))
-                if not _encodes(str(k)):
+                stack.append((f"{where}.{k}" if encodes_utf8(str(k)) else where, item, depth + 1))
+                if not encodes_utf8(str(k)):
                     raise BadInputError(
                         "a key is not valid Unicode (a lone surrogate)", source=src, field=where
                     )
         elif isinstance(v, list):
             stack.extend((f"{where}.{i}", item, depth + 1) for i, item in enumerate(v))
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def check_body(level: str, body: dict[str, Any], src: str) -> None:

@@ -23,6 +23,7 @@ import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from toolshift.fileio import encodes_utf8
 from toolshift.world.limits import MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH
 
 PARSE_ERROR = -32700
@@ -122,7 +123,7 @@ def _deep_problem(message: dict[str, Any], text: str) -> tuple[int, str] | None:
     while stack:
         path, value, depth = stack.pop()
         if isinstance(value, str):
-            if not _encodes(value):
+            if not encodes_utf8(value):
                 return (
                     INVALID_PARAMS,
                     f"{path or 'message'}: not valid Unicode (a lone surrogate or invalid UTF-8)",
@@ -133,21 +134,13 @@ def _deep_problem(message: dict[str, Any], text: str) -> tuple[int, str] | None:
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for k, v in items:
                 key = str(k)
-                if isinstance(k, str) and not _encodes(k):
+                if isinstance(k, str) and not encodes_utf8(k):
                     return (
                         INVALID_PARAMS,
                         f"{path or 'message'}: a key is not valid Unicode (a lone surrogate)",
                     )
                 stack.append((f"{path}.{key}" if path else key, v, depth + 1))
     return None
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _too_deep() -> str:

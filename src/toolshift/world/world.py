@@ -74,7 +74,12 @@ def schema_difference(
     saved: sqlite3.Connection, compiled: sqlite3.Connection, *, shown: int = 4
 ) -> list[str]:
     """How a saved world's schema (tables, indexes, triggers, views) differs from the compiled one: [] when equal."""
-    have, want = _schema(saved), _schema(compiled)
+    out = compare_schemas(_schema(saved), _schema(compiled))
+    return out[:shown] + ([f"and {len(out) - shown} more"] if len(out) > shown else [])
+
+
+def compare_schemas(have: dict[tuple[str, str], str], want: dict[tuple[str, str], str]) -> list[str]:
+    """How one SQLite schema ((type, name) → normalised SQL) differs from another, one line per object."""
     out = [f"extra {t} {n!r}" for t, n in sorted(have.keys() - want.keys())]
     out += [f"missing {t} {n!r}" for t, n in sorted(want.keys() - have.keys())]
     out += [
@@ -82,7 +87,7 @@ def schema_difference(
         for t, n in sorted(have.keys() & want.keys())
         if have[t, n] != want[t, n]
     ]
-    return out[:shown] + ([f"and {len(out) - shown} more"] if len(out) > shown else [])
+    return out
 
 
 def _copy(src: sqlite3.Connection) -> sqlite3.Connection:
