@@ -111,3 +111,29 @@ def test_a_short_key_is_refused(tmp_path, monkeypatch):
     with pytest.raises(BadInputError) as err:
         _library(tmp_path / "lib.sqlite")
     assert err.value.field == KEY_ENV and "at least 16" in str(err.value)
+
+
+def test_steward_sign_on_the_command_line_signs_with_the_key_and_says_what_it_needs(tmp_path, monkeypatch):
+    """`toolshift steward sign LIB`: exit 2 naming the variable without a key; with one, the library opens
+    under that key and an unsigned copy does not."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    path = _library(tmp_path / "lib.sqlite")
+    unsigned = shutil.copy(path, tmp_path / "unsigned.sqlite")
+    env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
+    cmd = [sys.executable, "-m", "toolshift", "steward", "sign", str(path)]
+    refused = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    assert refused.returncode == 2 and KEY_ENV in refused.stderr and "Traceback" not in refused.stderr
+    key_file = tmp_path / "steward.key"
+    key_file.write_text("f0e1d2c3b4a5968778695a4b3c2d1e0f")
+    env[KEY_ENV] = str(key_file)
+    signed = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    assert signed.returncode == 0, signed.stderr
+    monkeypatch.setenv(KEY_ENV, str(key_file))
+    with Library.open(path) as lib:
+        assert len(lib.skills()) == 1
+    with pytest.raises(BadInputError, match="is not signed"):
+        Library.open(unsigned)

@@ -161,6 +161,16 @@ def show_cmd(library: Annotated[Path, typer.Argument(help="A library file.")]) -
             console.print(_work_line(w))
 
 
+@app.command("sign")
+def sign_cmd(library: Annotated[Path, typer.Argument(help="A library file you trust.")]) -> None:
+    """Sign a library with the key file TOOLSHIFT_STEWARD_KEY names (HMAC-SHA256; its checksum and schema are
+    checked first). With the key set, only libraries signed with it open (docs/formats.md)."""
+    from toolshift.steward.library import KEY_ENV, sign_library
+
+    sign_library(library)
+    console.print(f"signed {library} with the key {KEY_ENV} names")
+
+
 @app.command("export")
 def export_cmd(
     library: Annotated[Path, typer.Argument(help="A library file.")],
