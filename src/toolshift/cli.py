@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import signal
 import sys
@@ -111,18 +112,28 @@ class Terminated(SystemExit):
 
 
 def _terminated(signum: int, frame: object) -> None:
+    # Raised wherever the main thread is: inside an event loop that can be mid-way through a cancel scope, and
+    # the loop's shutdown then logs the tasks it had to abandon. The one line `main` prints is the report of
+    # it, so the asyncio logger is quietened from here on.
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     raise Terminated(128 + signum)
 
 
-def _stopped_by(exc: BaseException) -> BaseException | None:
+def _stopped_by(exc: BaseException, depth: int = 0) -> BaseException | None:
     """The Terminated or KeyboardInterrupt an exception is, or that an exception group (anyio's task groups
-    wrap what ends their tasks) holds, else None."""
+    wrap what ends their tasks) holds, or that an error raised while unwinding from it was caused by (a cancel
+    scope left in the wrong task, say), else None."""
+    if depth > 50:
+        return None
     if isinstance(exc, Terminated | KeyboardInterrupt):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            if (found := _stopped_by(inner)) is not None:
+            if (found := _stopped_by(inner, depth + 1)) is not None:
                 return found
+    for linked in (exc.__cause__, exc.__context__):
+        if linked is not None and (found := _stopped_by(linked, depth + 1)) is not None:
+            return found
     return None
 
 

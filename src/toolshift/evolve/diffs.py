@@ -115,7 +115,8 @@ def apply_response(parent: str, response: str) -> tuple[str, str]:
 
 def make_diff(old: str, new: str) -> str:
     """A SEARCH/REPLACE rendering of `old` → `new`: one block over the changed lines of the EVOLVE-BLOCK,
-    widened by context lines until its SEARCH text is unique (applying it to `old` gives `new`)."""
+    widened by context lines until its SEARCH text is unique (applying it to `old` gives `new`); ProgramError
+    when no such block exists (a change whose lines end in whitespace only, at the block's end)."""
     a, b = split_block(old)[1].split("\n"), split_block(new)[1].split("\n")
     if a == b:
         return ""
@@ -136,7 +137,10 @@ def make_diff(old: str, new: str) -> str:
 
     while not fits():
         if lo == 0 and hi_a == len(a):
-            break
+            raise ProgramError(
+                "this change cannot be written as a SEARCH/REPLACE diff: the changed lines end in "
+                "whitespace only, which every reader (OpenEvolve's too) drops"
+            )
         if lo > 0:
             lo -= 1
         if hi_a < len(a):

@@ -239,7 +239,7 @@ class Engine:
             program = render_program(parent.domain, made.spec)
             mutation = Mutation(
                 proposer="structural", kind="structural", operator=made.operator, description=made.description,
-                diff=make_diff(parent.program, program), added={"edit": edit_json(made.edit)},
+                diff=_recorded_diff(parent.program, program), added={"edit": edit_json(made.edit)},
             )  # fmt: skip
             return ProposalRecord(**base, program=program, mutation=mutation,
                                   cost=Cost(seconds=time.perf_counter() - started))  # fmt: skip
@@ -260,7 +260,7 @@ class Engine:
             return ProposalRecord(**base, error=str(exc), mutation=mutation, cost=cost)
         mutation = Mutation(
             proposer=f"model:{spec_name}", kind=kind, description=describe_response(response),  # type: ignore[arg-type]
-            diff=response if kind == "diff" else make_diff(parent.program, program),
+            diff=response if kind == "diff" else _recorded_diff(parent.program, program),
         )  # fmt: skip
         return ProposalRecord(**base, program=program, mutation=mutation, cost=cost)
 
@@ -334,3 +334,11 @@ class Engine:
                 generations=generation_stats(archive),
             )
         )
+
+
+def _recorded_diff(old: str, new: str) -> str:
+    """The child as a diff of its parent, for the record; "" where no SEARCH/REPLACE block can say it."""
+    try:
+        return make_diff(old, new)
+    except ProgramError:
+        return ""
