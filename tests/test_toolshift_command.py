@@ -41,3 +41,16 @@ def test_bad_input_is_one_line_naming_the_thing(tmp_path):
     done = _toolshift("world", "tools", str(spec))
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and "broken.yaml" in done.stderr
+
+
+def test_version_prints_the_package_version():
+    import tomllib
+    from pathlib import Path
+
+    from toolshift import __version__
+
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert __version__ == pyproject["project"]["version"]
+    done = _toolshift("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"toolshift {__version__}"

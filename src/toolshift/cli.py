@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import sys
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -71,8 +72,27 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 _attached: set[str] = set()
 
 
+def _print_version(value: bool) -> None:
+    """`--version`: print the package's version and stop before any sub-app is imported."""
+    if value:
+        from toolshift import __version__
+
+        print(f"toolshift {__version__}")
+        raise typer.Exit()
+
+
 @_app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
     """Tool-using LLM agents in tool ecosystems that keep changing."""
 
 
