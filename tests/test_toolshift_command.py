@@ -54,3 +54,16 @@ def test_version_prints_the_package_version():
     done = _toolshift("--version")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"toolshift {__version__}"
+
+
+def test_error_messages_keep_square_brackets(tmp_path):
+    """Rich must not read `[bfcl]` in a message (a path, a `pip install 'toolshift[bfcl]'` hint) as markup."""
+    done = _toolshift("world", "tools", str(tmp_path / "no[bfcl].yaml"))
+    assert done.returncode == 2
+    assert "no[bfcl].yaml" in done.stderr
+
+
+def test_tables_keep_extras_in_square_brackets():
+    done = _toolshift("agents", "models")
+    assert done.returncode == 0, done.stderr
+    assert "toolshift[anthropic]" in done.stdout

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from toolshift.errors import ToolshiftError
 
@@ -179,7 +180,8 @@ def main() -> None:
         app = _attach([named] if named else None)
         code = app(standalone_mode=False)
     except ToolshiftError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        # The message is text, not markup: rich would eat `[bfcl]` in a path or a `pip install` hint.
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except typer.Abort:
         err_console.print("aborted")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -44,7 +45,8 @@ def models() -> None:
         "openai:<name>", "any OpenAI-compatible endpoint: OPENAI_API_KEY, TOOLSHIFT_BASE_URL or --base-url"
     )
     table.add_row(
-        "anthropic:<name>", "Anthropic Messages API (pip install 'toolshift[anthropic]'; ANTHROPIC_API_KEY)"
+        "anthropic:<name>",
+        escape("Anthropic Messages API (pip install 'toolshift[anthropic]'; ANTHROPIC_API_KEY)"),
     )
     console.print(table)
 

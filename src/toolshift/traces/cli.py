@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from toolshift.errors import BadInputError, report_file_errors
@@ -99,7 +100,7 @@ def convert(
             'kept as {"_raw": text}, flagged `malformed`, counted as neither read nor write)'
         )
     for note in conv.notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]note:[/] {escape(note)}")
     for path in written:
         console.print(f"wrote {path}")
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from toolshift.errors import BadInputError, ToolshiftError, report_file_errors
@@ -85,7 +86,9 @@ def domains(
         )
     console.print(table)
     for name, why in unavailable:
-        console.print(f"[yellow]{name}[/] unavailable: {why}", highlight=False, soft_wrap=True)
+        console.print(
+            f"[yellow]{escape(name)}[/] unavailable: {escape(why)}", highlight=False, soft_wrap=True
+        )
     from toolshift.world.external import family_status
 
     external = Table(title="Other benchmarks' worlds (one per task; their own checks judge)")
@@ -94,11 +97,16 @@ def domains(
     names = {"bfcl": "bfcl:<entry id>", "agentdojo": "agentdojo:<suite>.<user task>"}
     for f in family_status():
         external.add_row(
-            f.family,
-            "—" if f.worlds is None else str(f.worlds),
-            "yes" if f.available else f"no (extra {f.extra})",
-            names[f.family],
-            f"{f.title}; {f.note}",
+            *map(
+                escape,
+                (
+                    f.family,
+                    "—" if f.worlds is None else str(f.worlds),
+                    "yes" if f.available else f"no (extra {f.extra})",
+                    names[f.family],
+                    f"{f.title}; {f.note}",
+                ),
+            ),
         )
     console.print(external)
 
