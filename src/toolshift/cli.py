@@ -10,9 +10,9 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from toolshift import terminal
 from toolshift.errors import ToolshiftError
 
 _app = typer.Typer(
@@ -21,7 +21,7 @@ _app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-err_console = Console(stderr=True)
+err_console = terminal.console(stderr=True)
 
 # Each capability's sub-app (module, attribute, help) and the top-level commands. They are imported only
 # when named: importing every capability costs ≈ 2.4 s of CPU, which `toolshift view` paid before its

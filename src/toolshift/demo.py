@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.rule import Rule
 
-console = Console()
+from toolshift import terminal
+
+console = terminal.console()
 
 
 def _steps(out: Path) -> list[tuple[str, object]]:

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -19,11 +18,12 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from toolshift import terminal
 from toolshift.agents.chat import DEFAULT_MAX_TOKENS
 from toolshift.errors import BadInputError
 
 app = typer.Typer(help="Agent models, user simulators and scripted policies.", no_args_is_help=True)
-console = Console()
+console = terminal.console()
 
 
 @app.command("models")

@@ -11,6 +11,7 @@ import time
 
 from rich.console import Console
 
+from toolshift import terminal
 from toolshift.bench.build import MIN_TASKS_PER_DOMAIN, replay_problems
 from toolshift.bench.graph import graph_summary
 from toolshift.bench.synthesis import Synthesizer
@@ -23,7 +24,7 @@ from toolshift.world.world import World
 
 def check_spec(spec_ref: str, *, target: int = 20, console: Console | None = None) -> int:
     """Return the number of validated tasks; raise ToolshiftError when below the floor."""
-    console = console or Console()
+    console = console or terminal.console()
     path = resolve_spec_path(spec_ref)
     spec = load_spec(path)
     started = time.perf_counter()

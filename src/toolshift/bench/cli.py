@@ -10,17 +10,17 @@ import time
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from toolshift import terminal
 from toolshift.errors import BadInputError, ToolshiftError
 from toolshift.fileio import write_text_atomic
 
 app = typer.Typer(
     help="The ecosystem benchmark: domains, dependency graphs, validated tasks.", no_args_is_help=True
 )
-console = Console()
+console = terminal.console()
 
 
 @app.command("domains")

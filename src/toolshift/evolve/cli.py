@@ -5,17 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from toolshift import terminal
 from toolshift.errors import BadInputError, report_file_errors
 
 app = typer.Typer(
     help="Task evolution (TURTLE): evolve tasks toward the solver's frontier, verified on worlds.",
     no_args_is_help=True,
 )
-console = Console()
+console = terminal.console()
 
 
 @app.command("seeds")

@@ -7,16 +7,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from toolshift import terminal
 from toolshift.errors import BadInputError, report_file_errors
 from toolshift.fileio import atomic_text, loads_json, read_text, write_text_atomic
 
 app = typer.Typer(
     no_args_is_help=True, help="Learn an agent's lookups, decide them ahead of it, replay what they save."
 )
-console = Console()
+console = terminal.console()
 
 EpisodesArg = Annotated[list[Path], typer.Argument(help="Episode files (toolshift.episodes/1 JSONL).")]
 CatalogOpt = Annotated[

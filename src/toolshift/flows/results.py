@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
+from toolshift import terminal
 from toolshift.errors import BadInputError
 from toolshift.fileio import write_text_atomic
 from toolshift.flows.calibration import reliability_diagram
@@ -492,7 +493,7 @@ def workbench_section(data: Path, console: Console) -> tuple[str, dict[str, Any]
 
 def write_report(out: Path, data: Path, *, console: Console | None = None) -> Path:
     """Compute every table from the real data and write the page (and a JSON of its headline figures)."""
-    console = console or Console()
+    console = console or terminal.console()
     if not data.is_dir():
         raise BadInputError(
             "shared data folder not found (pass --data or set TOOLSHIFT_SHARED)", source=str(data)

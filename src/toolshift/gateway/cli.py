@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from toolshift import terminal
 from toolshift.errors import BadInputError, report_file_errors
 
 app = typer.Typer(
     no_args_is_help=True, help="An MCP gateway in front of MCP servers: record, version, flows."
 )
-err = Console(stderr=True)
+err = terminal.console(stderr=True)
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="A gateway YAML (toolshift.gateway/1).")]
 WorldOpt = Annotated[
@@ -196,7 +196,7 @@ def check(
     cfg = config_from_flags(config, world=world, command=command, url=url)
     gateway = build_gateway(cfg)
     results = anyio.run(gateway.probe_each)
-    out = Console()
+    out = terminal.console()
     for name, tools, why in results:
         backend = gateway.backends[name]
         if tools is None:

@@ -28,6 +28,8 @@ from typing import Any
 import anyio
 from rich.console import Console
 
+from toolshift import terminal
+
 DOMAINS = ("payroll", "it_assets", "procurement")
 THRESHOLD = 0.3
 
@@ -315,7 +317,7 @@ def write_report(out: Path, work: Path, *, models: list[str], per_domain: int = 
     from toolshift.flows.results import table
     from toolshift.taskfile import read_tasks
 
-    console = console or Console(stderr=True)
+    console = console or terminal.console(stderr=True)
     runs = prepare_runs(work, DOMAINS, per_domain, console, build)
     build = build or work / "build"
     per_domain = load_manifest(build).per_domain

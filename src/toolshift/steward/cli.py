@@ -6,16 +6,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from toolshift import terminal
 from toolshift.errors import BadInputError
 
 app = typer.Typer(
     help="Steward: a skill library kept in step with the tool catalog, and its supply.", no_args_is_help=True
 )
-console = Console()
+console = terminal.console()
 
 
 def _bar() -> Progress:
@@ -239,7 +239,7 @@ def serve_cmd(
     if transport == "stdio":
         anyio.run(server.run_stdio)
         return
-    Console(stderr=True).print(
+    terminal.console(stderr=True).print(
         f"serving [bold]{domain}[/] v{version} behind Steward ({len(supply.plans)} plans) at http://{host}:{port}/mcp"
     )
     server.run_http(host=host, port=port)

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from toolshift import terminal
 from toolshift.errors import BadInputError, report_file_errors
 from toolshift.fileio import write_text_atomic
 from toolshift.models import Effect
@@ -23,7 +22,7 @@ from toolshift.traces.episode import Episode
 from toolshift.traces.store import ReadReport, iter_episodes
 
 app = typer.Typer(no_args_is_help=True, help="Episodes: convert published runs, anatomy, split, export.")
-console = Console() if sys.stdout.isatty() else Console(width=160)
+console = terminal.console()
 
 CONVERTERS = ("taubench-v1", "workbench", "tau2", "bfcl", "agentdojo")
 

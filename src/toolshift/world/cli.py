@@ -8,16 +8,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from toolshift import terminal
 from toolshift.errors import BadInputError, ToolshiftError, report_file_errors
 from toolshift.fileio import loads_json
 from toolshift.world.limits import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
 
 app = typer.Typer(no_args_is_help=True, help="Stateful tool worlds: compile, serve over MCP, call.")
-console = Console()
+console = terminal.console()
 
 DomainArg = Annotated[str, typer.Argument(help="A built-in domain name or a path to a domain spec YAML.")]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="Re-seed the world (default: the spec's seed).")]
@@ -243,7 +243,7 @@ def serve_cmd(
     limits = (
         f"sessions unused for {idle_timeout:g} s are closed" if idle_timeout else "sessions are never closed"
     ) + (f", at most {max_sessions} live" if max_sessions else ", no limit on live sessions")
-    Console(stderr=True).print(
+    terminal.console(stderr=True).print(
         f"serving [bold]{server.base.name}[/] ({len(server.base.tools)} tools) at http://{host}:{port}/mcp"
         + (" with shared state" if shared_state else f", one world per session ({limits})")
     )

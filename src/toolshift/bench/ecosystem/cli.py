@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from toolshift import terminal
 from toolshift.errors import BadInputError
 from toolshift.fileio import write_bytes_atomic, write_text_atomic
 
-console = Console()
+console = terminal.console()
 
 app = typer.Typer(
     help="Evolving ecosystems: versions, reference paths, baselines, metrics.", no_args_is_help=True
@@ -379,7 +379,7 @@ def serve(
         anyio.run(server.run_stdio)
         return
     size = len(whole.tools) if whole else len(exposure.listed)
-    Console(stderr=True).print(
+    terminal.console(stderr=True).print(
         f"serving [bold]{served.ecosystem_version}[/] ({setting}, {size} tools) at http://{host}:{port}/mcp"
     )
     server.run_http(host=host, port=port)

@@ -1,0 +1,27 @@
+"""The rich consoles every command prints through: the terminal's width, or a wide one when piped."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from rich.console import Console
+
+PIPED_WIDTH = 160
+
+
+def piped_width(stream: object) -> int | None:
+    """None (rich measures the terminal) on a terminal; else `$COLUMNS` when it is a number, else 160.
+
+    Rich cuts output that is not a terminal to 80 columns, so `make demo > log` read "succe…" in a table.
+    """
+    isatty = getattr(stream, "isatty", None)
+    if isatty is not None and isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A console on stdout (or stderr), as wide as `piped_width` says."""
+    return Console(stderr=stderr, width=piped_width(sys.stderr if stderr else sys.stdout))
