@@ -166,6 +166,15 @@ def test_viewer_opens_a_tau2_results_file_and_reports_unreadable_lines(browser, 
         page.click("#episodes tbody tr")
         page.wait_for_selector("#steps li.role-tool")
         assert page.locator("#steps li.role-assistant .call-name").count() >= 1
+        # The header keeps the message index and the token count apart (not "#21200 + 40 tokens").
+        head = page.locator("#steps li.step[data-index='2'] .step-head")
+        assert head.locator(".msg-index").text_content() == "#2"
+        assert head.locator(".tokens").text_content() == "1200 + 40 tokens"
+        index_box, tokens_box = (
+            visible_box(page, "#steps li.step[data-index='2'] .msg-index"),
+            visible_box(page, "#steps li.step[data-index='2'] .tokens"),
+        )
+        assert tokens_box["x"] >= index_box["x"] + index_box["width"] + 4  # the header's gap between them
         page.close()
 
 

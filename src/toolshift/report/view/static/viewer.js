@@ -186,10 +186,11 @@ function pretty(text) {
 
 function messageStep(m, index, marks) {
   const li = el("li", { class: "step role-" + m.role + (m.error ? " failed" : ""), "data-index": index });
-  const head = el("div", { class: "step-head" }, el("b", { text: m.role === "tool" ? "tool result" : m.role }), "#" + index);
+  const head = el("div", { class: "step-head" }, el("b", { text: m.role === "tool" ? "tool result" : m.role }),
+    el("span", { class: "msg-index", text: "#" + index }));
   if (m.role === "tool" && m.name) head.append(el("span", { class: "call-name", text: m.name }));
   if (m.error) head.append(el("span", { class: "badge error", text: "error" }));
-  if (m.usage && m.usage.prompt_tokens !== undefined) head.append(m.usage.prompt_tokens + " + " + m.usage.completion_tokens + " tokens");
+  if (m.usage && m.usage.prompt_tokens !== undefined) head.append(el("span", { class: "tokens", text: m.usage.prompt_tokens + " + " + m.usage.completion_tokens + " tokens" }));
   if (marks && marks.available) {
     if (marks.saved_messages.includes(index)) head.append(el("span", { class: "badge saved", text: "turn saved by the flow" }));
     else if (marks.ceiling_messages.includes(index)) head.append(el("span", { class: "badge ceiling", text: "in the ceiling" }));
