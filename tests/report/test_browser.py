@@ -130,6 +130,40 @@ def test_viewer_filters_pages_steps_and_marks(browser, viewer_url, tmp_path):
     page.close()
 
 
+def in_viewport(page, selector: str) -> bool:
+    return page.eval_on_selector(
+        selector,
+        "e => { const r = e.getBoundingClientRect(); return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight; }",
+    )
+
+
+def test_viewer_keeps_the_episode_list_in_view_while_a_long_episode_scrolls(browser, viewer_url):
+    url, _ = viewer_url
+    page = browser.new_page()
+    page.goto(url)
+    page.wait_for_selector("#episodes tbody tr")
+    turns = [int(r[6]) for r in rows(page)]
+    longest = turns.index(max(turns))
+    page.locator("#episodes tbody tr").nth(longest).click()
+    page.wait_for_selector("#steps li.step")
+    assert page.evaluate("document.documentElement.scrollHeight > 2 * innerHeight")  # a long episode
+    page.keyboard.press("End")  # steps to the last message, scrolling the page down to it
+    page.wait_for_function("scrollY > innerHeight")
+    assert in_viewport(page, "#steps li.step.current")
+    # The list, its filters and the selected row are still on screen.
+    for selector in ("#list-pane", "#filters", "#episodes tbody tr.selected"):
+        assert in_viewport(page, selector), selector
+    # Back up to the first step with the wheel over the episode: the page scrolls, the list stays.
+    page.mouse.move(1000, 500)
+    page.mouse.wheel(0, -200_000)
+    page.wait_for_function("scrollY === 0")
+    page.mouse.wheel(0, 200_000)
+    page.wait_for_function("innerHeight + scrollY >= document.documentElement.scrollHeight - 2")
+    for selector in ("#list-pane", "#filters", "#episodes tbody tr.selected"):
+        assert in_viewport(page, selector), selector
+    page.close()
+
+
 def test_viewer_shows_world_diffs_and_restores_state_from_the_address(browser, viewer_url):
     url, inputs = viewer_url
     rs = inputs.runset()

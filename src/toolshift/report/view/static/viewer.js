@@ -341,10 +341,11 @@ function setup() {
   $("show-all").addEventListener("change", () => showStep(state.step, false));
   document.addEventListener("keydown", (e) => {
     if (e.target.matches("input:not([type=checkbox]), select, textarea")) return; // typing, not stepping
-    if (e.key === "ArrowRight" || e.key === "j") showStep(state.step + 1);
-    else if (e.key === "ArrowLeft" || e.key === "k") showStep(state.step - 1);
-    else if (e.key === "Home") showStep(0);
-    else if (e.key === "End") showStep(state.steps - 1);
+    const to = { ArrowRight: state.step + 1, j: state.step + 1, ArrowLeft: state.step - 1, k: state.step - 1,
+      Home: 0, End: state.steps - 1 }[e.key];
+    if (to === undefined || !state.steps) return;
+    e.preventDefault(); // a step key steps (and scrolls to the step), it does not also scroll the list
+    showStep(to);
   });
   const wanted = state.row;
   Promise.all([loadRuns(), loadPage()])
