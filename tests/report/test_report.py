@@ -204,3 +204,32 @@ def test_demo_step_reports_the_runs_the_demo_kept(tmp_path, eco_runs):
     ids = parse(path).sections
     assert {"inputs", "runs", "benchmark-1"} <= set(ids)
     assert "airline_results.json" in path.read_text(encoding="utf-8")  # the τ²-bench example is in it
+
+
+def test_runs_section_shows_pass_k_as_agents_results_computes_it(tmp_path):
+    from toolshift.agents.results import summarize
+    from toolshift.traces.episode import Outcome
+
+    # Two tasks × three trials: t1 succeeds 3 of 3, t2 2 of 3 → pass^2 (1 + 1/3) / 2, pass^3 (1 + 0) / 2.
+    wins = {"t1": [True, True, True], "t2": [True, False, True]}
+    episodes = [
+        make_episode(0).model_copy(
+            update={
+                "id": f"{task}-{trial}",
+                "task_id": task,
+                "trial": trial,
+                "domain": "d",
+                "outcome": Outcome(success=won),
+            }
+        )
+        for task, results in wins.items()
+        for trial, won in enumerate(results)
+    ]
+    write_episodes(tmp_path / "runs" / "a.episodes.jsonl", episodes)
+    out = tmp_path / "report.html"
+    build_report([tmp_path / "runs"], out, options=FAST)
+    text = "".join(parse(out).text)
+    expected = summarize(episodes, trials=3).pass_k
+    assert f"{100 * expected[2].mean:.1f}" == "66.7" and f"{100 * expected[3].mean:.1f}" == "50.0"
+    assert "pass^k % (95% CI)" in text
+    assert "pass^2 66.7 [" in text and "pass^3 50.0 [" in text

@@ -63,11 +63,12 @@ def test_the_runs_section_shows_strict_success_beside_success(store, tmp_path):
     rows = re.findall(r"<tr>(.*?)</tr>", html.split("By agent")[1].split("By domain")[0])
     cells = {r[0]: r for r in ([c for c in re.findall(r"<td[^>]*>([^<]*)</td>", row)] for row in rows) if r}
     head = ["agent", "model", "harness", "domains", "episodes", "tasks", "judged", "success % (95% CI)",
-            "strict success % (95% CI)", "strict unknown", "collateral / episode"]  # fmt: skip
+            "strict success % (95% CI)", "pass^k % (95% CI)", "strict unknown", "collateral / episode"]  # fmt: skip
     greedy = dict(zip(head, cells["greedy"], strict=False))
     assert greedy["episodes"] == "2" and greedy["success % (95% CI)"] == "100.0 [100.0, 100.0]"
     assert greedy["strict success % (95% CI)"] == "0.0 [0.0, 0.0]" and greedy["strict unknown"] == "1"
     assert greedy["collateral / episode"] == "1.00 (n=1)"
+    assert greedy["pass^k % (95% CI)"] == "pass^2 100.0 [100.0, 100.0]"  # its two trials of one task
     careful = dict(zip(head, cells["careful"], strict=False))
     assert careful["strict success % (95% CI)"] == "100.0 [100.0, 100.0]"
     assert careful["collateral / episode"] == "0.00 (n=1)"

@@ -6,7 +6,10 @@ else a reward of 1); unjudged episodes (WorkBench's, or those charged to the har
 and left out of the rate. Beside it, strict success (success and no collateral write, from the episode's
 `outcome.info.strict_success`; a failure is never strict; a success recorded without the field is counted
 as unknown and left out of that rate, never taken as clean) and the mean collateral changes per episode
-where known. Intervals are 95% percentile bootstraps over tasks (`report.intervals`).
+where known. pass^k (k = 2 up to the most trials a task has) is `toolshift agents results`' own: per task
+(and ecosystem version) τ-bench's chance that k of its trials drawn without replacement all succeed,
+averaged over the tasks with at least k judged trials. Intervals are 95% percentile bootstraps over tasks
+(`report.intervals`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections import Counter
 
 import numpy as np
 
+from toolshift.agents.results import pass_hat_k
 from toolshift.report.episode_index import RunSet
 from toolshift.report.intervals import Interval, bootstrap_mean
 from toolshift.report.page import Section, esc, figure, figure_png, pyplot, table
@@ -27,6 +31,7 @@ HEADER = [
     "judged",
     "success % (95% CI)",
     "strict success % (95% CI)",
+    "pass^k % (95% CI)",
     "strict unknown",
     "collateral / episode",
     "unjudged",
@@ -46,6 +51,16 @@ def _groups(rs: RunSet, keys: tuple[str, ...]) -> dict[tuple[str, ...], np.ndarr
         first = rows[0]
         out[tuple(rs.values[k][rs.codes[k][first]] for k in keys)] = rows
     return dict(sorted(out.items()))
+
+
+def pass_k_cell(task_successes: dict[str, list[bool]], resamples: int) -> str:
+    """`pass^2 40.0 [20.0, 60.0]; pass^3 …` over the tasks with at least k trials, or a dash for one trial."""
+    trials = max((len(v) for v in task_successes.values()), default=0)
+    parts = []
+    for k in range(2, trials + 1):
+        values = [pass_hat_k(sum(v), len(v), k) for v in task_successes.values() if len(v) >= k]
+        parts.append(f"pass^{k} {bootstrap_mean(values, resamples=resamples).percent()}")
+    return "; ".join(parts) if parts else "– (1 trial)"
 
 
 def _row(
@@ -68,6 +83,11 @@ def _row(
         groups=[t for t, k in zip(tasks, known, strict=True) if k],
         resamples=resamples,
     )
+    versions = [rs.values["version"][v] or "" for v in rs.codes["version"][rows]]
+    trials: dict[str, list[bool]] = {}
+    for task, version, j, o in zip(tasks, versions, judged, outcome, strict=True):
+        if j:
+            trials.setdefault(f"{task}\0{version}", []).append(o == "success")
     collateral = rs.numeric("collateral")[rows][judged]
     counted = collateral[collateral >= 0]
     ends = Counter(rs.values["termination"][c] or "—" for c in rs.codes["termination"][rows])
@@ -78,6 +98,7 @@ def _row(
         int(judged.sum()),
         iv.percent(),
         strict_iv.percent(),
+        pass_k_cell(trials, resamples),
         int((verdicts == "unknown").sum()),
         f"{counted.mean():.2f} (n={counted.size})" if counted.size else "unknown",
         int((~judged).sum()),
@@ -124,7 +145,9 @@ def render(ctx: Context) -> list[Section]:
         "unjudged episodes are left out of the rate. Strict success is success with no collateral write (no "
         "change outside Δgold under the judge's renaming); successes recorded without that verdict are "
         "counted as strict unknown and left out of its rate. Collateral / episode: mean collateral changes "
-        "over the judged episodes that record them. Intervals: 95% percentile bootstrap over tasks.</p>",
+        "over the judged episodes that record them. pass^k: the chance that k trials of a task (and version) "
+        "all succeed, as `toolshift agents results` computes it, over tasks with at least k judged trials. "
+        "Intervals: 95% percentile bootstrap over tasks.</p>",
         "<h3>By agent</h3>",
         table(["agent", "model", "harness", "domains", *HEADER], rows, left=3),
     ]
