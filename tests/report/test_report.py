@@ -233,3 +233,33 @@ def test_runs_section_shows_pass_k_as_agents_results_computes_it(tmp_path):
     assert f"{100 * expected[2].mean:.1f}" == "66.7" and f"{100 * expected[3].mean:.1f}" == "50.0"
     assert "pass^k % (95% CI)" in text
     assert "pass^2 66.7 [" in text and "pass^3 50.0 [" in text
+
+
+class _TableParents(HTMLParser):
+    """The class of the element each table opens in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.parents: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.parents.append(self.stack[-1] if self.stack else "")
+        if tag not in ("img", "br", "meta", "link", "hr", "input"):
+            self.stack.append(f"{tag}.{dict(attrs).get('class') or ''}")
+
+    def handle_endtag(self, tag):
+        while self.stack:
+            if self.stack.pop().split(".")[0] == tag:
+                break
+
+
+def test_every_table_scrolls_inside_its_card(tmp_path, eco_runs, tau_runs):
+    build, runs = eco_runs
+    out = tmp_path / "report.html"
+    build_report([build, runs, tau_runs], out, options=FAST)
+    p = _TableParents()
+    p.feed(out.read_text(encoding="utf-8"))
+    assert len(p.parents) >= 5
+    assert set(p.parents) == {"div.table-scroll"}, p.parents

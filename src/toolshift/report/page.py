@@ -22,7 +22,8 @@ nav a{margin-right:16px;color:#2a4d8f;text-decoration:none}
 main{padding:8px 28px 40px;max-width:1400px}
 section{margin:26px 0;padding:16px 20px;background:#fff;border:1px solid #e1e5ec;border-radius:6px}
 section h2{margin:0 0 10px;font-size:18px}section h3{font-size:15px;margin:18px 0 6px}
-table{border-collapse:collapse;margin:8px 0 14px;font-size:13px}
+.table-scroll{max-width:100%;overflow-x:auto;margin:8px 0 14px}
+table{border-collapse:collapse;margin:0;font-size:13px}
 th,td{border:1px solid #dfe3ea;padding:4px 8px;text-align:right;vertical-align:top;white-space:nowrap}
 th{background:#f3f5f8;font-weight:600}td.l,th.l{text-align:left;white-space:normal}
 figure{margin:10px 0}figure img{max-width:100%;border:1px solid #eceff4}
@@ -53,7 +54,8 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, left: int = 1
     head = "".join(cell("th", k, h) for k, h in enumerate(header))
     body = "".join("<tr>" + "".join(cell("td", k, v) for k, v in enumerate(row)) + "</tr>" for row in rows)
     cls = f' class="{css}"' if css else ""
-    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    table_html = f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="table-scroll">{table_html}</div>'  # a wide table scrolls inside its card
 
 
 def png_uri(data: bytes) -> str:
