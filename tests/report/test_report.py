@@ -263,3 +263,30 @@ def test_every_table_scrolls_inside_its_card(tmp_path, eco_runs, tau_runs):
     p.feed(out.read_text(encoding="utf-8"))
     assert len(p.parents) >= 5
     assert set(p.parents) == {"div.table-scroll"}, p.parents
+
+
+def test_per_version_plots_tick_whole_versions(tmp_path, eco_runs, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from toolshift.bench.ecosystem.paths import drift, drift_figure, load_references
+    from toolshift.report.sections import benchmark
+
+    build, runs = eco_runs
+    # The drift figure's per-version panel (it ticked 1.0, 1.5 … 3.0 before).
+    _, records = load_references(build)
+    fig = drift_figure(drift(records, 3))
+    panel = fig.axes[2]
+    assert panel.get_xticks().tolist() == [1, 2, 3]
+    assert [t.get_text() for t in panel.get_xticklabels()] == ["v1", "v2", "v3"]
+    plt.close(fig)
+    # The benchmark section's SR / P-R-F1 curves, captured as the report draws them.
+    ticks: list[list[float]] = []
+    real = benchmark.figure_png
+
+    def capture(f, **kw):
+        ticks.extend(ax.get_xticks().tolist() for ax in f.axes)
+        return real(f, **kw)
+
+    monkeypatch.setattr(benchmark, "figure_png", capture)
+    build_report([build, runs], tmp_path / "report.html", options=FAST)
+    assert ticks and all(t == [1, 2, 3] for t in ticks), ticks

@@ -291,6 +291,17 @@ def drift(records: list[ReferenceRecord], versions: int) -> list[dict[str, Any]]
 
 def plot_drift(rows: list[dict[str, Any]], out: Path) -> Path:
     """The seed's Figure 8: share of tasks whose reference weight fell / stayed / rose per transition."""
+    import matplotlib.pyplot as plt
+
+    fig = drift_figure(rows)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=120, format=Path(out).suffix.lstrip(".") or "png")
+    plt.close(fig)
+    return Path(out)
+
+
+def drift_figure(rows: list[dict[str, Any]]) -> Any:
+    """plot_drift's figure (open; the caller closes it); versions are whole-number ticks v1, v2 …"""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -323,11 +334,9 @@ def plot_drift(rows: list[dict[str, Any]], out: Path) -> Path:
     versions = [r["version"] for r in rows]
     axes[2].plot(versions, [r["mean_step"] for r in rows], marker="o", label="mean reference steps")
     axes[2].plot(versions, [r["mean_cost"] for r in rows], marker="s", label="mean reference cost")
+    axes[2].set_xticks(versions, [f"v{v}" for v in versions])  # whole versions, never 1.5
     axes[2].set_xlabel("version")
     axes[2].set_title("Mean reference weight per version")
     axes[2].legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=8, frameon=False)
     fig.tight_layout()
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=120, format=Path(out).suffix.lstrip(".") or "png")
-    plt.close(fig)
-    return out
+    return fig
