@@ -24,13 +24,9 @@ THETAS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 MAX_DETOURS = 0.6
 
 
-@dataclass(frozen=True)
-class CrossvalRow:
-    """One candidate's figures summed over the folds."""
+class SavingFigures:
+    """Share of the read-only ceiling saved and detours per episode, from the summed counts of a candidate."""
 
-    decider: str
-    walk_ranks: int
-    theta: float
     saved: int
     ceiling: int
     detours: int
@@ -43,6 +39,19 @@ class CrossvalRow:
     @property
     def detours_per_episode(self) -> float:
         return self.detours / self.episodes if self.episodes else 0.0
+
+
+@dataclass(frozen=True)
+class CrossvalRow(SavingFigures):
+    """One candidate's figures summed over the folds."""
+
+    decider: str
+    walk_ranks: int
+    theta: float
+    saved: int
+    ceiling: int
+    detours: int
+    episodes: int
 
 
 @dataclass

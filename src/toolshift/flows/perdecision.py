@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from toolshift.errors import BadInputError
 from toolshift.flows.calibration import SiteCalibrator, choose_min_count, fit_site_calibrator, site_key
 from toolshift.flows.ceiling import anatomy
+from toolshift.flows.crossval import SavingFigures
 from toolshift.flows.decide import DECIDERS, Decider
 from toolshift.flows.learn import learn_flow
 from toolshift.flows.model import Flow
@@ -42,7 +43,7 @@ def log_rows(log: Sequence[WeighedLookup]) -> list[tuple[str, str, float, bool]]
 
 
 @dataclass(frozen=True)
-class Candidate:
+class Candidate(SavingFigures):
     decider: str
     family: str
     value: float
@@ -53,14 +54,6 @@ class Candidate:
     ceiling: int
     detours: int
     episodes: int
-
-    @property
-    def share_of_ceiling(self) -> float:
-        return self.saved / self.ceiling if self.ceiling else 0.0
-
-    @property
-    def detours_per_episode(self) -> float:
-        return self.detours / self.episodes if self.episodes else 0.0
 
 
 @dataclass
