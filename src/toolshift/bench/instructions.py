@@ -16,7 +16,7 @@ from toolshift.models import UserInstruction
 from toolshift.world.spec import DomainSpec
 
 if TYPE_CHECKING:
-    from toolshift.bench.synthesis import Draft
+    from toolshift.bench.drafts import Draft
 
 _MOTIVATIONS = (
     "A colleague is waiting on this before they can carry on.",
