@@ -24,7 +24,7 @@ from toolshift.bench.instructions import missing_facts, paraphrase
 from toolshift.bench.synthesis import Synthesizer
 from toolshift.errors import BadInputError
 from toolshift.models import covers
-from toolshift.world.world import World
+from toolshift.world.state.world import World
 
 DOMAINS = ["customer_support", "payroll", "clinic"]
 PER_DOMAIN = 15
@@ -386,7 +386,7 @@ def test_add_fact_never_overwrites_a_different_value(pairs):
 
 def test_managed_fields_come_from_action_bodies():
     from toolshift.bench.values import managed_fields
-    from toolshift.world.registry import load_domain
+    from toolshift.world.state.registry import load_domain
 
     managed = managed_fields(load_domain("customer_support").spec)
     assert managed["order"] == {"status"}

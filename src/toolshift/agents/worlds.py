@@ -68,7 +68,7 @@ def in_process(domain: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
 
     @asynccontextmanager
     async def open_world() -> AsyncIterator[InProcessSession]:
-        from toolshift.world.serve import WorldServer
+        from toolshift.world.mcp.serve import WorldServer
 
         world = World(compiled)
         try:
@@ -148,7 +148,7 @@ class TaskWorlds:
 @asynccontextmanager
 async def _open_external(name: str) -> AsyncIterator[ExternalSession]:
     from toolshift.world.external import open_world
-    from toolshift.world.serve import WorldServer
+    from toolshift.world.mcp.serve import WorldServer
 
     world = open_world(name)
     before = world.snapshot()

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from toolshift.models import UserInstruction
-from toolshift.world.spec import DomainSpec
+from toolshift.world.language.spec import DomainSpec
 
 if TYPE_CHECKING:
     from toolshift.bench.drafts import Draft

@@ -20,10 +20,10 @@ from toolshift.bench.instructions import (
     identified_phrase,
     row_value_text,
 )
-from toolshift.world.spec import DomainSpec, EntitySpec
+from toolshift.world.language.spec import DomainSpec, EntitySpec
 
 if TYPE_CHECKING:
-    from toolshift.world.world import World
+    from toolshift.world.state.world import World
 
 MAX_DEPTH = 3
 PAGE = 20

@@ -48,8 +48,8 @@ from toolshift.bench.instructions import (
 from toolshift.bench.reaching import Reaching
 from toolshift.bench.values import WriteValues, canonical, generated_values, managed_fields
 from toolshift.models import GoldCall, RowChange, Task, UserInstruction, covers
-from toolshift.world.spec import DomainSpec, EntitySpec
-from toolshift.world.world import World
+from toolshift.world.language.spec import DomainSpec, EntitySpec
+from toolshift.world.state.world import World
 
 MAX_DEPTH = 3
 CANDIDATES_PER_WRITE = 14

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from toolshift.bench.graph import Param
 from toolshift.models import RowChange
-from toolshift.world.spec import DomainSpec, EntitySpec
+from toolshift.world.language.spec import DomainSpec, EntitySpec
 
 if TYPE_CHECKING:
-    from toolshift.world.world import World
+    from toolshift.world.state.world import World
 
 _NAMES = ("Alex Morgan", "Sam Patel", "Jordan Lee", "Riley Chen", "Casey Novak", "Robin Okafor")
 _NOTES = (

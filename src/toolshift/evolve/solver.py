@@ -187,7 +187,7 @@ def world_with_setup(domain: str, setup: list[tuple[str, dict[str, Any]]]) -> Ca
     from mcp import Client
 
     from toolshift.world import World, load_domain
-    from toolshift.world.serve import WorldServer
+    from toolshift.world.mcp.serve import WorldServer
 
     compiled = load_domain(domain)
 

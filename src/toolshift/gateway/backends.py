@@ -58,7 +58,7 @@ class Backend:
         """For build backends: `<ecosystem id>/v<n>`, as bench's evaluation reads it from an episode."""
         if config.world is not None:
             from toolshift.world import load_domain
-            from toolshift.world.serve import WorldServer
+            from toolshift.world.mcp.serve import WorldServer
 
             compiled = load_domain(config.world)
             self._served = WorldServer(compiled, idle_timeout=None, max_sessions=None)
@@ -108,7 +108,7 @@ def _version_server(config: BackendConfig) -> tuple[Any, str]:
     """One ecosystem version of a bench build, served as `toolshift bench serve` serves it."""
     from toolshift.bench.ecosystem.store import load_ecosystem, version_world
     from toolshift.errors import BadInputError
-    from toolshift.world.serve import WorldServer
+    from toolshift.world.mcp.serve import WorldServer
 
     assert config.build is not None and config.domain is not None and config.version is not None
     eco = load_ecosystem(config.build)

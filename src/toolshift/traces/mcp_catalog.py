@@ -61,7 +61,7 @@ async def catalog_of_world(domain: str) -> ToolCatalog:
 
 
 WORLD_SERVER_PREFIX = "toolshift-"
-"""A toolshift world names itself `toolshift-<domain>` in `serverInfo` (toolshift.world.serve)."""
+"""A toolshift world names itself `toolshift-<domain>` in `serverInfo` (toolshift.world.mcp.serve)."""
 
 
 async def catalog_from_mcp_server(

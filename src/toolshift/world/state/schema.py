@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolshift.world.spec import DomainSpec, EntitySpec, FieldSpec
+from toolshift.world.language.spec import DomainSpec, EntitySpec, FieldSpec
 
 WORLD_FORMAT = "toolshift.world/1"
 
