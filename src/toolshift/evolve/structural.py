@@ -9,7 +9,7 @@ Operators come from the seed's feature taxonomy, each with an inverse:
 | `add_follow_on`: a second change to the same record (or one it refers to) | multi-step | `drop_step`: the last added change (or a seed's second clause) is dropped |
 | `add_filter`: the same change for every sibling record sharing an attribute | constraint & filter | `remove_filter` |
 | `add_distractor`: the opening names another record of the same kind | distractor | `remove_distractor` |
-| `add_derived_value`: a number or date is given as a computation | reasoning | `state_value` |
+| `add_derived_value`: a number or date is given relative to the record's current one | reasoning | `state_value` |
 
 Every operator works on the live world (rows, relations, policy checks through real calls), writes new
 ground-truth calls, and returns an `Edit`; the child is then rendered, parsed and verified like any
@@ -26,6 +26,7 @@ from typing import Any
 
 from toolshift.bench.instructions import _intent_clause, entity_noun, field_words, row_value_text
 from toolshift.bench.synthesis import Draft, Rejected, Synthesizer
+from toolshift.errors import BadInputError
 from toolshift.evolve.edits import Edit, EditError, PlacedCall, Replacement, apply_edit, undo
 from toolshift.evolve.program import CallSpec, TaskSpec
 from toolshift.evolve.scene import (
@@ -33,9 +34,9 @@ from toolshift.evolve.scene import (
     SENTENCE_SPLIT,
     Scene,
     canon,
-    derive,
     free_name,
     mention,
+    relative,
     user_text,
 )
 from toolshift.models import Task
@@ -131,14 +132,14 @@ class StructuralProposer:
         for op in order:
             try:
                 made = getattr(self, op)(scene, task, spec, lineage, rng)
-            except (EditError, Rejected) as exc:
-                tried.append(f"{op}: {exc}")
+                if made is None:
+                    tried.append(f"{op}: does not apply")
+                    continue
+                edit, description = made
+                child = apply_edit(spec, edit)
+            except (EditError, Rejected, BadInputError) as exc:  # BadInputError: the world's graph cannot
+                tried.append(f"{op}: {exc}")  # synthesise this (a τ² world has no query-type start)
                 continue
-            if made is None:
-                tried.append(f"{op}: does not apply")
-                continue
-            edit, description = made
-            child = apply_edit(spec, edit)
             if known is not None and known(child):
                 tried.append(f"{op}: makes a program the archive holds")
                 continue
@@ -550,7 +551,12 @@ class StructuralProposer:
         touched = {c.key for c in task.expected_changes if c.table == ent}
         world = scene.world_after(list(spec.initial_state))
         try:
-            others = [r for r in world.runtime.find(ent)[:80] if str(r[e.key]) not in touched]
+            # a record a person can name: not a composite key (τ²'s `user/payment` rows)
+            others = [
+                r
+                for r in world.runtime.find(ent)[:80]
+                if str(r[e.key]) not in touched and "/" not in str(r[e.key])
+            ]
         finally:
             world.close()
         if not others:
@@ -561,10 +567,11 @@ class StructuralProposer:
         label = e.label or (e.lookup[0] if e.lookup else e.key)
         value = str(other[e.key]) if by_id or not other.get(label) else row_value_text(other[label])
         noun = entity_noun(ent)
+        # a plain sentence of the request, as a person marks off a record that looks alike (no aside)
         templates = (
-            f" (I also asked about {noun} {value} last week, but that one is fine.)",
             f" Please leave {noun} {value} as it is.",
-            f" A colleague looks after {noun} {value}; that one is not part of this.",
+            f" It is not {noun} {value}; that one stays as it is.",
+            f" {noun[:1].upper()}{noun[1:]} {value} needs no change.",
         )
         sentence = templates[rng.randrange(len(templates))]
         if sentence in spec.public_request:
@@ -585,28 +592,49 @@ class StructuralProposer:
     def add_derived_value(
         self, scene: Scene, task: Task, spec: TaskSpec, lineage: Lineage, rng: random.Random
     ):
-        facts = spec.instruction.facts
+        """A value the change sets, given relative to the record's current one ("5.00 more than it is
+        now"): the agent reads the record and works the value out; the user states the change, a value."""
+        facts, calls = spec.instruction.facts, spec.ground_truth_calls
         options = []
-        for c in spec.ground_truth_calls:
-            if c.tool not in scene.writes:
+        for i, c in enumerate(calls):
+            sig = scene.sigs.get(c.tool)
+            if c.tool not in scene.writes or sig is None or not sig.key_params:
                 continue
-            for v in c.arguments.values():
-                if isinstance(v, bool) or not isinstance(v, int | float | str):
+            kp = sig.key_params[0]
+            if not isinstance(c.arguments.get(kp.name), str):
+                continue
+            for pname, v in c.arguments.items():
+                if pname == kp.name or isinstance(v, bool) or not isinstance(v, int | float | str):
                     continue
                 for k, fv in facts.items():
-                    if fv in (str(v), row_value_text(v)) and (expr := derive(v, rng)) is not None:
-                        options.append((k, fv, expr))
-        if not options:
-            return None
-        k, fv, expr = options[rng.randrange(len(options))]
-        reps = [
-            Replacement(field=fld, old=fv, new=expr)  # type: ignore[arg-type]
-            for fld, text in (("intent", spec.instruction.intent), ("public_request", spec.public_request))
-            if fv in text
-        ]
-        return Edit(
-            replacements=reps, facts_removed={k: fv}, facts_added={k: expr}
-        ), f"{k} {fv} is now given as {expr}"
+                    if fv in (str(v), row_value_text(v)) and fv in spec.instruction.intent:
+                        options.append(
+                            (i, kp.vtype.removeprefix("key:"), c.arguments[kp.name], pname, v, k, fv)
+                        )
+        rng.shuffle(options)
+        for i, ent, key, pname, v, k, fv in options[:4]:
+            world = scene.world_after([*spec.initial_state, *calls[:i]])
+            try:
+                row = world.runtime.get(ent, key)
+            finally:
+                world.close()
+            made = relative(row.get(pname), v) if row else None
+            if made is None:
+                continue
+            phrase, amount = made
+            reps = [
+                Replacement(field=fld, old=fv, new=phrase)  # type: ignore[arg-type]
+                for fld, text in (
+                    ("intent", spec.instruction.intent),
+                    ("public_request", spec.public_request),
+                )
+                if fv in text
+            ]
+            name = free_name({kk: x for kk, x in facts.items() if kk != k}, f"change in {k}", amount)
+            return Edit(replacements=reps, facts_removed={k: fv}, facts_added={name: amount}), (
+                f"{k} {fv} is now given as {phrase} (the user states the change, {amount})"
+            )
+        return None
 
     def state_value(self, scene: Scene, task: Task, spec: TaskSpec, lineage: Lineage, rng: random.Random):
         return self._undo("state_value", spec, lineage)
