@@ -95,7 +95,10 @@ def sales(tmp_path_factory):
 
 def test_add_derived_value_gives_the_value_against_the_records_own_and_the_user_states_a_value(sales):
     parent, _spec, child, edit, _ = _first("add_derived_value", sales)
-    (name, was), (new_name, now) = next(iter(edit.facts_removed.items())), next(iter(edit.facts_added.items()))
+    (name, was), (new_name, now) = (
+        next(iter(edit.facts_removed.items())),
+        next(iter(edit.facts_added.items())),
+    )
     assert name not in child.instruction.facts and child.instruction.facts[new_name] == now
     assert was not in child.instruction.intent and "than it is now" in child.instruction.intent
     assert arithmetic_facts(child.instruction.facts) == []  # a change is stated as a value, never as a sum

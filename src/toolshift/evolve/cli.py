@@ -35,6 +35,9 @@ def seeds_cmd(
         "agentdojo[:suite] (repeatable).",
     ),
     per_world: int = typer.Option(4, "--per-world", min=1, help="Tasks sampled per --world."),
+    world_calls: str = typer.Option(
+        "", "--world-calls", help="Only --world tasks of these ground-truth lengths (default: --calls)."
+    ),
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Write a seed task set: the built-in worlds' tasks, a sample of a benchmark build, other benchmarks' tasks."""
@@ -48,8 +51,9 @@ def seeds_cmd(
         tasks += sample_build(build, per_domain, domains=wanted, seed=seed, calls=lengths)
     elif calls and not world:
         raise BadInputError("--calls selects tasks of a --build or a --world", field="calls")
+    world_lengths = parse_calls(world_calls) if world_calls else lengths
     for name in world:
-        tasks += world_seeds(name, per_world, seed=seed, calls=lengths)
+        tasks += world_seeds(name, per_world, seed=seed, calls=world_lengths)
     if not tasks:
         raise BadInputError("no seed tasks: give --builtin, --build or --world", field="seeds")
     write_tasks(out, tasks)

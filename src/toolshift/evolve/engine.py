@@ -57,6 +57,8 @@ def content_fingerprint(v: VerifiedTask) -> str:
         "gold": [(c.tool, c.arguments) for c in t.gold_path],
         "expected": [c.model_dump(mode="json") for c in t.expected_changes],
     }
+    if t.turns:  # a BFCL child may differ from its parent only in how the turns are grouped
+        body["turns"] = [(x.text, x.gold_calls) for x in t.turns]
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -217,7 +219,7 @@ class Engine:
     # --- the loop ---------------------------------------------------------------------------------
 
     def seed_record(self, task: Task, known: dict[str, str]) -> ProgramRecord:
-        spec = spec_from_task(task.public_request, task.instruction, task.gold_path)
+        spec = spec_from_task(task.public_request, task.instruction, task.gold_path, turns=task.turns)
         program = render_program(task.domain, spec)
         return self.evaluate(
             task.id, task.id, task.domain, program, Mutation(proposer="seed", kind="seed"),
@@ -241,6 +243,8 @@ class Engine:
         base = dict(step=step, root=root, parent=parent.id, parent_why=why,
                     inspirations=[r.id for r, _ in inspirations])  # fmt: skip
         started = time.perf_counter()
+        if parent.domain == "bfcl" and parent.task is not None:
+            return self._propose_turns(base, parent, archive, rng, started)
         if is_external_domain(parent.domain):
             mutation = Mutation(proposer="structural", kind="structural", description="no change")
             return ProposalRecord(**base, mutation=mutation, cost=Cost(seconds=time.perf_counter() - started),
@@ -300,6 +304,29 @@ class Engine:
             diff=response if kind == "diff" else _recorded_diff(parent.program, program),
         )  # fmt: skip
         return ProposalRecord(**base, program=program, mutation=mutation, cost=cost)
+
+    def _propose_turns(self, base: dict, parent: ProgramRecord, archive: list[ProgramRecord], rng: random.Random,
+                       started: float) -> ProposalRecord:  # fmt: skip
+        """A BFCL child: the entry's turns regrouped (`toolshift.evolve.turns`), whatever the proposer."""
+        from toolshift.evolve.turns import propose_turns
+
+        root = self.roots[parent.root]
+        held = {r.program for r in archive if r.program}
+        try:
+            _, spec = parse_program(parent.program)
+            made = propose_turns(
+                spec, root, parent.completion if parent.feasible else None, rng,
+                known=lambda child: render_program(parent.domain, child) in held,
+            )  # fmt: skip
+        except (EditError, ProgramError) as exc:
+            mutation = Mutation(proposer="structural", kind="structural", description="no change")
+            return ProposalRecord(**base, error=str(exc), mutation=mutation,
+                                  cost=Cost(seconds=time.perf_counter() - started))  # fmt: skip
+        program = render_program(parent.domain, made.spec)
+        mutation = Mutation(proposer="structural", kind="structural", operator=made.operator,
+                            description=made.description, diff=_recorded_diff(parent.program, program))  # fmt: skip
+        return ProposalRecord(**base, program=program, mutation=mutation,
+                              cost=Cost(seconds=time.perf_counter() - started))  # fmt: skip
 
     def run_step(
         self, step: int, roots: list[str], archive: list[ProgramRecord], known: dict[str, str]

@@ -30,6 +30,7 @@ from toolshift.evolve.analysis import (
     tsne,
 )
 from toolshift.evolve.archive import ProgramRecord
+from toolshift.evolve.evidence import evolved_only, lineage_lines, rubric_lines
 from toolshift.evolve.feedback import FAILURE_MODES
 from toolshift.evolve.select import read_selection
 from toolshift.evolve.store import RunStore, generation_stats
@@ -52,7 +53,9 @@ class RunData:
         self.seeds = [r for r in self.records if r.step is None and r.evaluated]
         selection = read_selection(folder)
         kept = [i for root in selection.roots for i in root.kept] if selection else []
-        self.final = [self.by_id[i] for i in kept if i in self.by_id]
+        self.final_all = [self.by_id[i] for i in kept if i in self.by_id]
+        # "final" figures count only what evolved: seeds kept unchanged are reported apart
+        self.final, self.unchanged = evolved_only(self.final_all)
         self.selection = selection
 
 
@@ -92,7 +95,9 @@ def _bars(
     fig, ax = plt.subplots(figsize=(9, 4))
     x = np.arange(len(labels))
     ax.bar(x - 0.2, before, 0.4, label="seed tasks (before)", color="#f28e2b")
-    ax.bar(x + 0.2, after, 0.4, label="evolved final tasks (after)", color="#4e79a7")
+    ax.bar(
+        x + 0.2, after, 0.4, label="evolved final tasks (after; unchanged seeds excluded)", color="#4e79a7"
+    )
     ax.set_xticks(x, labels, rotation=30 if len(labels) > 6 and max(map(len, labels)) > 4 else 0, ha="right")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -254,12 +259,14 @@ def write_report(
         "",
         *([note, ""] if note else []),
         "",
-        "Before = each run's seed tasks as its solver did on them; after = its final dataset (per seed, the "
-        "programs with the highest completion-rate variance, ties kept, after the trivial-failure judge).",
+        "Before = each run's seed tasks as its solver did on them; after = the evolved tasks of its final dataset "
+        "(per seed, the programs with the highest completion-rate variance, ties kept, after the trivial-failure "
+        "judge). A seed the selection kept unchanged is not an evolved task: it is listed apart (Lineages) and "
+        "counted in no final-task figure.",
         "",
         "## Runs",
         "",
-        "| run | seeds | generations | solver (N attempts) | proposer | programs | evaluated | rejected (by stage) | final tasks |",
+        "| run | seeds | generations | solver (N attempts) | proposer | programs | evaluated | rejected (by stage) | final tasks: evolved (+ unchanged seeds) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
     for run in runs:
@@ -268,7 +275,7 @@ def write_report(
         rej = ", ".join(f"{k} {v}" for k, v in stages.most_common()) or "none"
         lines.append(
             f"| `{run.folder.name}` | {len(run.seeds)} | {c.generations} | {c.solver.model} ({c.solver.attempts}) | "
-            f"{c.proposer} | {len(run.records)} | {sum(r.evaluated for r in run.records)} | {rej} | {len(run.final)} |"
+            f"{c.proposer} | {len(run.records)} | {sum(r.evaluated for r in run.records)} | {rej} | {len(run.final)} (+ {len(run.unchanged)}) |"
         )
     lines += [
         "",
@@ -287,12 +294,14 @@ def write_report(
         "| completion rate | " + " | ".join(f"{b:.1f}" for b in BINS) + " | in 30–70% | in 40–60% |",
         "|---|" + "---|" * (len(BINS) + 2),
         f"| seed tasks (n={sum(hb)}) | " + " | ".join(map(str, hb)) + f" | {_pct(share_between(before, 0.3, 0.7))} | {_pct(share_between(before, 0.4, 0.6))} |",
-        f"| final tasks (n={sum(ha)}) | " + " | ".join(map(str, ha)) + f" | {_pct(share_between(after, 0.3, 0.7))} | {_pct(share_between(after, 0.4, 0.6))} |",
+        f"| evolved final tasks (n={sum(ha)}) | " + " | ".join(map(str, ha)) + f" | {_pct(share_between(after, 0.3, 0.7))} | {_pct(share_between(after, 0.4, 0.6))} |",
         "",
         SEED_PAPER,
         "",
     ]  # fmt: skip
     lines += [*strict_lines(before, after), ""]
+    lines += lineage_lines(before, [r for run in runs for r in run.final_all])
+    lines += rubric_lines(before, after, [r for run in runs for r in run.records])
     goal = share_between(after, 0.3, 0.7)
     lines.append(
         f"Goal (≥ 80% of the final tasks within 30–70%): **{_pct(goal)} — {'met' if goal >= 0.8 else 'not met'}**"

@@ -5,8 +5,9 @@ operators, verification and the solver work on them alike. A τ² task is judged
 (`tau2-evaluator`): a seed keeps its own evaluation criteria; a child's are the seed's carried over to
 its new ground truth (`tau2_child_criteria`). BFCL multi-turn and AgentDojo tasks each run in their own
 object world (`bfcl:<entry>`, `agentdojo:<suite>.<task>`) and are judged by those benchmarks' checkers
-against the entry's own ground truth, so a lineage of theirs is evaluated as given (its seed); the
-structural operators do not edit them (no child could be judged by the benchmark's own rules).
+against the entry's own ground truth: a BFCL child regroups its entry's turns (`toolshift.evolve.turns`)
+and is judged by BFCL's checker on the regrouped entry; an AgentDojo task's utility check is code written
+for that task, so its lineage is evaluated as given (its seed), with no children.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from toolshift.evolve.program import TaskSpec
 from toolshift.models import ExpectedAction, GoldCall, JudgeCriteria, Task
 
 TAU2_DOMAINS = {"tau2_airline": "tau2-airline", "tau2_retail": "tau2-retail"}
@@ -31,7 +33,7 @@ def external_world(task: Task) -> str:
     family = JUDGES.get(task.judge or "")
     if family is None:
         raise ValueError(f"task {task.id!r} has no external judge")
-    return f"{family}:{task.id}"
+    return f"{family}:{task.difficulty.get('bfcl_entry') or task.id}"
 
 
 def write_tools(domain: str, root: Task | None = None) -> set[str]:
@@ -86,29 +88,41 @@ def carry_judge(task: Task, root: Task | None, *, is_seed: bool) -> Task:
     return task.model_copy(update={"judge": TAU2_JUDGE, "criteria": criteria})
 
 
-def verify_external(task_id: str, root: Task) -> tuple[Task, list[str]]:
-    """A BFCL or AgentDojo seed replayed on a fresh object world of its own: every gold call must succeed
-    and leave the changes recorded. Returns the task (its gold results from this replay) and the world's
-    writing tools. `ValueError` says why not."""
+def verify_external(task_id: str, root: Task, spec: TaskSpec | None = None) -> Task:
+    """A BFCL or AgentDojo task replayed on a fresh object world of its seed's: every gold call must
+    succeed, and a seed's recorded changes be made again. A seed is its benchmark's task as given; a
+    BFCL child regroups its entry's turns (`toolshift.evolve.turns`). `ValueError` says why not."""
     from toolshift.world.external import load_external
     from toolshift.world.external.objects import ObjectWorld
 
-    domain = load_external(external_world(root))
-    world = ObjectWorld(domain)
+    if task_id == root.id:
+        task, calls = root, [(c.tool, dict(c.arguments)) for c in root.gold_path]
+    elif root.judge == "bfcl-multi-turn-checker" and spec is not None:
+        from toolshift.evolve.turns import turns_child
+
+        task, calls = turns_child(task_id, root, spec)
+    else:
+        raise ValueError(
+            f"{root.domain} tasks are judged by AgentDojo's code for the task as given (no children)"
+        )
+    world = ObjectWorld(load_external(external_world(root)))
     before = world.snapshot()
     gold: list[GoldCall] = []
-    for i, c in enumerate(root.gold_path):
-        res = world.call(c.tool, dict(c.arguments))
+    for i, (tool, args) in enumerate(calls):
+        res = world.call(tool, args)
         if not res.ok:
             err = res.error or {}
-            raise ValueError(
-                f"ground truth step {i} {c.tool} failed: {err.get('code')}: {err.get('message')}"
-            )
-        gold.append(GoldCall(tool=c.tool, arguments=dict(c.arguments), result=res.result, function=c.tool))
+            raise ValueError(f"ground truth step {i} {tool} failed: {err.get('code')}: {err.get('message')}")
+        gold.append(GoldCall(tool=tool, arguments=dict(args), result=res.result, function=tool))
     changes = world.changes_since(before)
+    if task_id != root.id:
+        if not changes:
+            raise ValueError("the ground truth changes nothing (tasks are judged by the state they leave)")
+        return task.model_copy(
+            update={"gold_path": gold, "base_functions": [c.tool for c in gold], "expected_changes": changes}
+        )
     # AgentDojo keeps only the changes a second replay reproduces, so the recorded ones are a subset
     made = {(c.table, c.key, c.field) for c in changes}
     if not {(c.table, c.key, c.field) for c in root.expected_changes} <= made:
         raise ValueError("a replay of the ground truth does not make the task's recorded changes")
-    task = root.model_copy(update={"id": task_id, "gold_path": gold})
-    return task, sorted(t.name for t in domain.tools if t.effect == "write")
+    return task.model_copy(update={"gold_path": gold})
