@@ -238,9 +238,8 @@ def revise(spec: TaskSpec, rewrite: Callable[[str], str] | None = None) -> tuple
     if rewrite is not None:
         from toolshift.bench.instructions import paraphrase
 
-        manual = UserInstruction(
-            intent=instruction.intent, motivation=instruction.motivation, facts=dict(instruction.facts)
-        )
+        said = {k: v for k, v in instruction.facts.items() if v in instruction.intent}  # what it must keep
+        manual = UserInstruction(intent=instruction.intent, motivation=instruction.motivation, facts=said)
         try:
             para, refused = paraphrase(manual, rewrite)
         except Exception as exc:  # a model that fails keeps the template's words, and says so

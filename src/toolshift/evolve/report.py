@@ -30,7 +30,7 @@ from toolshift.evolve.analysis import (
     tsne,
 )
 from toolshift.evolve.archive import ProgramRecord
-from toolshift.evolve.evidence import evolved_only, lineage_lines, rubric_lines
+from toolshift.evolve.evidence import evolved_only, lineage_lines, rubric_lines, source_of
 from toolshift.evolve.feedback import FAILURE_MODES
 from toolshift.evolve.select import read_selection
 from toolshift.evolve.store import RunStore, generation_stats
@@ -379,13 +379,28 @@ def write_report(
     ]
     lines += [f"| {op} | {n} | {e} | {d:+.2f} | {_pct(b)} |" for op, n, e, d, b in _operators(runs)]
     lines += ["", "## Lineage examples", ""]
-    for seed, evolved in _descendant_pairs(runs)[:4]:
+    pairs = _descendant_pairs(runs)
+    firsts = list({source_of(seed): (seed, evolved) for seed, evolved in reversed(pairs)}.values())[::-1]
+    shown_pairs = (firsts + [p for p in pairs if p not in firsts])[
+        : max(4, len(firsts))
+    ]  # one per source first
+    for seed, evolved in shown_pairs:
         run = next(r for r in runs if evolved.id in r.by_id)
         chain, node = [], evolved
         while node is not None and node.parent:
-            chain.append(node.mutation.operator or node.mutation.proposer)
+            chain.append(node.mutation)
             node = run.by_id.get(node.parent)
-        lines += [f"- **{seed.id}** (c = {seed.completion:.1f}) → **{evolved.id}** (c = {evolved.completion:.1f}) by "
-                  f"{' → '.join(reversed(chain))}", f"  - before: {instruction(seed)[:300]}", f"  - after: {instruction(evolved)[:400]}"]  # fmt: skip
+        ops = " → ".join(m.operator or m.proposer for m in reversed(chain))
+        b, a = instruction(seed), instruction(evolved)
+        same = next((i for i, (x, y) in enumerate(zip(b, a, strict=False)) if x != y), min(len(a), len(b)))
+        start = max(0, same - 60)
+        after = ("…" if start else "") + a[start : start + 360].replace("\n", " ")
+        lines += [f"- **{seed.id}** ({source_of(seed)}, c = {seed.completion:.1f}) → **{evolved.id}** "
+                  f"(c = {evolved.completion:.1f}) by {ops}",
+                  *[f"  - {m.operator}: {m.description}" for m in reversed(chain)],
+                  f"  - before: {b[:240].replace(chr(10), ' ')}", f"  - after: {after}"]  # fmt: skip
+        if evolved.task is not None and seed.task is not None and seed.task.turns:
+            lines.append(f"  - turns: {len(seed.task.turns)} → {len(evolved.task.turns)}; ground-truth calls "
+                         f"{len(seed.task.gold_path)} → {len(evolved.task.gold_path)}")  # fmt: skip
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out
