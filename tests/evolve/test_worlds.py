@@ -153,3 +153,17 @@ def test_a_bfcl_child_that_changes_the_entrys_text_or_calls_is_rejected(bfcl_see
     )
     with pytest.raises(Rejected, match="consecutive"):
         verify(f"{root.id}.s0002", root.domain, skipped, root=root)
+
+
+def test_an_agentdojo_seed_is_judged_by_its_utility_check_and_proposes_no_children(tmp_path):
+    pytest.importorskip("agentdojo", reason="agentdojo is not installed (make extras)")
+    seeds = world_seeds("agentdojo:banking", 2, seed=0)
+    root = seeds[0]
+    assert root.judge == "agentdojo-utility" and root.domain == "agentdojo-banking"
+    e = _engine(tmp_path, seeds)
+    record = e.seed_record(root, {})
+    assert record.evaluated and record.completion == 1.0, record.reason
+    episodes = list(iter_episodes(e.store.episodes_path(record.id)))
+    assert episodes and all(ep.outcome.judged_by == "agentdojo-utility" for ep in episodes)
+    proposal = e.propose(0, root.id, [record])
+    assert proposal.program is None and "no children" in (proposal.error or "")

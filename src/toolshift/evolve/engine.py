@@ -248,8 +248,8 @@ class Engine:
         if is_external_domain(parent.domain):
             mutation = Mutation(proposer="structural", kind="structural", description="no change")
             return ProposalRecord(**base, mutation=mutation, cost=Cost(seconds=time.perf_counter() - started),
-                                  error=f"{parent.domain} tasks are judged against their benchmark's own ground "
-                                  "truth, so they are evaluated as given (no children)")  # fmt: skip
+                                  error=f"{parent.domain} tasks are judged by a check the benchmark wrote for the "
+                                  "task as given, so they are evaluated as given (no children)")  # fmt: skip
         if self.config.proposer == "structural":
             by_id = {r.id: r for r in archive}
             favoured = Counter(r.mutation.operator for r, _ in inspirations if r.mutation.operator)
