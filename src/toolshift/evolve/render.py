@@ -35,7 +35,7 @@ RULES = (*BENCH_RULES, *USER_RULES)
 
 DETERMINERS = frozenset(
     ("a", "an", "the", "my", "our", "your", "his", "her", "their", "its", "this", "that", "these", "those",
-     "some", "every", "all", "each", "one", "two", "three", "another", "any", "several", "both")
+     "some", "every", "all", "each", "one", "two", "three", "another", "any", "several", "both", "no")
 )  # fmt: skip
 PRONOUNS = frozenset(
     ("it", "them", "him", "her", "us", "me", "you", "everything", "something", "anything", "nothing",
