@@ -44,7 +44,8 @@ def test_seeds_run_resume_select_report(tmp_path: Path):
     _ok("evolve", "report", str(out), "--out", str(md), "--embeddings", "tfidf")
     text = md.read_text()
     assert "Made by: `toolshift evolve report" in text and "## Completion rates before and after" in text
-    for png in ("completion", "features", "heatmap", "embedding", "cooccurrence"):
+    assert "## Lineages: before and after" in text and "## Naturalness rubric" in text
+    for png in ("completion", "features", "heatmap", "embedding", "cooccurrence", "lineages"):
         assert (md.parent / f"evolve-{png}.png").stat().st_size > 1000
 
 

@@ -30,7 +30,7 @@ from toolshift.evolve.analysis import (
     tsne,
 )
 from toolshift.evolve.archive import ProgramRecord
-from toolshift.evolve.evidence import evolved_only, lineage_lines, rubric_lines, source_of
+from toolshift.evolve.evidence import evolved_only, lineage_lines, lineages, rubric_lines, source_of
 from toolshift.evolve.feedback import FAILURE_MODES
 from toolshift.evolve.select import read_selection
 from toolshift.evolve.store import RunStore, generation_stats
@@ -127,6 +127,29 @@ def _heatmaps(
                     ax.text(j, i, f"{100 * m[i, j]:.0f}", ha="center", va="center", fontsize=6)
         ax.set_title(t, fontsize=9)
     fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _lineage_plot(path: Path, ls: list) -> None:  # type: ignore[type-arg]
+    """Each lineage's seed completion (orange) and its evolved final tasks' mean (blue), by source; a
+    lineage without evolved final tasks shows its seed alone."""
+    plt = _plt()
+    ls = sorted(ls, key=lambda x: (source_of(x.root), x.root.completion or 0.0, x.root.id))
+    fig, ax = plt.subplots(figsize=(9, 0.28 * len(ls) + 1.6))
+    ax.axvspan(0.3, 0.7, color="#59a14f", alpha=0.12, label="30–70%")
+    for y, x in enumerate(ls):
+        b = x.root.completion or 0.0
+        ax.scatter([b], [y], color="#f28e2b", zorder=3, s=28)
+        if x.after is not None:
+            ax.annotate("", xy=(x.after, y), xytext=(b, y), arrowprops={"arrowstyle": "->", "color": "#888"})
+            ax.scatter([x.after], [y], color="#4e79a7", zorder=4, s=16)
+    ax.set_yticks(range(len(ls)), [f"{x.root.id} ({source_of(x.root)})" for x in ls], fontsize=7)
+    ax.set_xlim(-0.05, 1.05)
+    ax.set_xlabel("completion rate: seed (orange) → mean of its evolved final tasks (blue)")
+    ax.set_title("Per lineage, before and after (unchanged seeds excluded from after)")
+    ax.legend(loc="lower right", fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -300,7 +323,10 @@ def write_report(
         "",
     ]  # fmt: skip
     lines += [*strict_lines(before, after), ""]
-    lines += lineage_lines(before, [r for run in runs for r in run.final_all])
+    finals = [r for run in runs for r in run.final_all]
+    _lineage_plot(out.with_name(f"{stem}-lineages.png"), lineages(before, finals))
+    lines += lineage_lines(before, finals)
+    lines += [f"![lineages before and after]({stem}-lineages.png)", ""]
     lines += rubric_lines(before, after, [r for run in runs for r in run.records])
     goal = share_between(after, 0.3, 0.7)
     lines.append(
