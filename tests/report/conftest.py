@@ -106,3 +106,28 @@ def add_corrupt_files(folder: Path) -> dict[str, Path]:
     lines = one_bad.read_text(encoding="utf-8").splitlines(keepends=True)
     one_bad.write_text("".join([*lines[:2], '{"id": "half", "task_id": \n', *lines[2:]]), encoding="utf-8")
     return {"headless": headless, "catalog": catalog, "one_bad": one_bad}
+
+
+@pytest.fixture(scope="session")
+def chromium(eco_runs, tau_runs):
+    """One headless Chromium for every browser test of the session (contexts are made per use).
+
+    It asks for the session's runs first: Playwright's sync API keeps an event loop running in this thread
+    while the browser is open, and making the runs calls `asyncio.run`, which refuses to run inside one."""
+    from .pages import launch_chromium
+
+    p, browser = launch_chromium()
+    yield browser
+    browser.close()
+    p.stop()
+
+
+@pytest.fixture(scope="session")
+def browser(chromium):
+    """A context of the session's Chromium with the page's CSP bypassed (Playwright evaluates its waits)."""
+    from .pages import TIMEOUT_MS, VIEWPORT
+
+    context = chromium.new_context(viewport=VIEWPORT, bypass_csp=True)
+    context.set_default_timeout(TIMEOUT_MS)
+    yield context
+    context.close()
