@@ -5,8 +5,10 @@ the judged episodes with a 95% percentile bootstrap clustered by task (domain ×
 over the episodes whose strict verdict is known (a failure is never strict; a success recorded without the
 strict fields is counted apart as unknown); pass^k for k = 2 up to the most judged trials a task has,
 `agents.results.pass_hat_k` per domain × task id × ecosystem version, averaged over the tasks with at
-least k judged trials and bootstrapped over them (`toolshift.intervals.bootstrap_mean`). Drawn from the
-episode index alone.
+least k judged trials and bootstrapped over them (`toolshift.intervals.bootstrap_mean`). The report computes
+it within one agent's row; a filtered set may hold several agents, so here a task's trials are one
+agent's (and model's): two agents on a task are two tasks of their own trials, never one task of both.
+Drawn from the episode index alone.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def aggregate(rs: RunSet, rows: np.ndarray, resamples: int = RESAMPLES) -> dict[
     outcome = np.asarray(rs.values["outcome"], dtype=object)[rs.codes["outcome"][rows]]
     judged = outcome != "unjudged"
     task = _keys(rs, rows, ("domain", "task_id"))
-    instance = _keys(rs, rows, ("domain", "task_id", "version"))
+    instance = _keys(rs, rows, ("agent", "model", "domain", "task_id", "version"))
     ok = outcome == "success"
     success = bootstrap_mean(ok[judged].astype(float), groups=task[judged].tolist(), resamples=resamples)
     verdicts = np.asarray(rs.values["strict"], dtype=object)[rs.codes["strict"][rows]]

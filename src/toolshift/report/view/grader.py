@@ -98,12 +98,45 @@ def _path_record(record: Any) -> dict[str, Any] | None:
             "calls": [{"tool": t, "arguments": a} for t, a in record.calls], "replay_ok": record.replay_ok}  # fmt: skip
 
 
+def _actions(raw: Any) -> list[dict[str, Any]]:
+    out = []
+    for a in raw if isinstance(raw, list) else ():
+        if isinstance(a, dict):
+            out.append({"name": a.get("name"), "arguments": a.get("arguments", a.get("kwargs"))})
+    return out
+
+
+def recorded_task(episode: Episode) -> dict[str, Any] | None:
+    """The task as a converted episode carries it: τ²-bench's `Results.tasks` entry, τ-bench's instruction
+    and gold actions; None when it carries none."""
+    info = episode.outcome.info if episode.outcome is not None else {}
+    tau2 = episode.source.get("tau2_task")
+    if isinstance(tau2, dict):
+        scenario = tau2.get("user_scenario") if isinstance(tau2.get("user_scenario"), dict) else {}
+        criteria = (
+            tau2.get("evaluation_criteria") if isinstance(tau2.get("evaluation_criteria"), dict) else {}
+        )
+        return {"from": "τ²-bench Results.tasks", "instruction": scenario.get("instructions"),
+                "description": tau2.get("description"), "expected_actions": _actions(criteria.get("actions")),
+                "communicate": criteria.get("communicate_info") or [], "nl_assertions": criteria.get("nl_assertions") or []}  # fmt: skip
+    if "instruction" in info or "gold_actions" in info:
+        return {"from": f"the {episode.outcome.judged_by if episode.outcome else ''} record".replace("  ", " "),
+                "instruction": info.get("instruction"), "expected_actions": _actions(info.get("gold_actions")),
+                "communicate": info.get("outputs") or [], "nl_assertions": []}  # fmt: skip
+    return None
+
+
 def task_panel(episode: Episode, book: TaskBook) -> dict[str, Any]:
-    """`{found, …}`: the task's request, instruction, facts, Δgold, gold path and the version's reference path."""
+    """`{found, …}`: the task's request, instruction, facts, Δgold, gold path and the version's reference path;
+    for a task no build holds, what the episode recorded of it (`recorded`)."""
     found = book.task(episode.domain, episode.task_id)
     if found is None:
         why = "no benchmark build among the inputs" if not book.builds else "not in the builds given"
-        return {"found": False, "reason": f"task {episode.task_id} of {episode.domain}: {why}"}
+        out: dict[str, Any] = {"found": False, "reason": f"task {episode.task_id} of {episode.domain}: {why}"}
+        recorded = recorded_task(episode)
+        if recorded is not None:
+            out["recorded"] = recorded
+        return out
     task, build = found
     fingerprint = episode.source.get("task_fingerprint")
     version = version_number(episode.ecosystem_version)
@@ -162,6 +195,15 @@ def _tau2(reward_info: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _taubench(reward_info: dict[str, Any]) -> dict[str, Any]:
+    """τ-bench v1's reward: `r_actions` (the final database's hash equals the gold actions' replay) and,
+    where the task asks for outputs, `r_outputs` (each was said to the user)."""
+    info = reward_info.get("info") if isinstance(reward_info.get("info"), dict) else {}
+    return {"kind": "taubench", "reward": reward_info.get("reward"), "r_actions": info.get("r_actions"),
+            "r_outputs": info.get("r_outputs"), "outputs": info.get("outputs"),
+            "gold_actions": _actions(reward_info.get("actions"))}  # fmt: skip
+
+
 def _delta(episode: Episode, task: Task | None) -> dict[str, Any]:
     """Δgold vs Δagent: judged afresh where the task and the world diff are known, else as recorded."""
     info = episode.outcome.info if episode.outcome is not None else {}
@@ -198,7 +240,9 @@ def grader(episode: Episode, book: TaskBook) -> dict[str, Any]:
     found = book.task(episode.domain, episode.task_id)
     task = found[0] if found else None
     checks: list[dict[str, Any]] = []
-    if isinstance(info.get("reward_info"), dict):
+    if judge == "tau-bench-v1" and isinstance(info.get("reward_info"), dict):
+        checks.append(_taubench(info["reward_info"]))
+    elif isinstance(info.get("reward_info"), dict):
         checks.append(_tau2(info["reward_info"]))
     if judge.startswith("bfcl"):
         checks.append({"kind": "bfcl", "valid": outcome.success, "error_type": info.get("error_type"),

@@ -3,7 +3,7 @@
 "use strict";
 
 const LONG_CHARS = 1500;
-const LONG_LINES = 24;
+const LONG_LINES = 60;
 
 const $ = (id) => document.getElementById(id);
 
@@ -87,6 +87,27 @@ function tau2Check(c) {
   return box;
 }
 
+function passed(r) {
+  return r === null || r === undefined ? null : r >= 1;
+}
+
+function taubenchCheck(c) {
+  const box = el("div", { class: "grader-check taubench" }, el("h4", { text: "τ-bench reward " + c.reward }));
+  const list = el("ul");
+  if (c.r_actions !== null && c.r_actions !== undefined) list.append(checkLine("database after the run equals the gold actions' (r_actions)", passed(c.r_actions), "r_actions " + c.r_actions));
+  if (c.r_outputs !== null && c.r_outputs !== undefined) {
+    list.append(checkLine("outputs said to the user (r_outputs)", passed(c.r_outputs), "r_outputs " + c.r_outputs));
+    for (const [output, said] of Object.entries(c.outputs || {})) list.append(checkLine("output " + JSON.stringify(output), said));
+  }
+  if (!list.children.length) list.append(el("li", { class: "note", text: "no check was recorded" }));
+  box.append(list);
+  if (c.gold_actions.length) {
+    box.append(el("div", { class: "note", text: "gold actions (replayed for the hash, not matched one by one):" }),
+      el("ol", { class: "path" }, ...c.gold_actions.map((a) => el("li", {}, el("span", { class: "call-name", text: a.name }), " " + json(a.arguments)))));
+  }
+  return box;
+}
+
 function deltaCheck(c) {
   const box = el("div", { class: "grader-check delta" }, el("h4", { text: "Δgold vs Δagent (" + c.from + ")" }));
   if (c.missing !== undefined) {
@@ -112,6 +133,7 @@ function graderPanel(g) {
   box.replaceChildren(el("h3", { text: "Grader: " + (g.judged_by || "not judged") + (g.reward !== null && g.reward !== undefined ? ", reward " + g.reward : "") }));
   for (const c of g.checks || []) {
     if (c.kind === "tau2") box.append(tau2Check(c));
+    else if (c.kind === "taubench") box.append(taubenchCheck(c));
     else if (c.kind === "delta") box.append(deltaCheck(c));
     else if (c.kind === "bfcl") {
       box.append(el("div", { class: "grader-check bfcl" }, el("h4", { text: "BFCL multi-turn checker" }),
@@ -133,6 +155,19 @@ function taskPanel(t) {
   if (!t || !t.found) {
     $("task-title").textContent = "Task";
     body.append(el("div", { class: "note", text: t ? t.reason : "not known" }));
+    const r = t && t.recorded;
+    if (r) {
+      body.append(el("h4", { text: "as recorded in " + r.from }));
+      const dl = el("dl", { class: "task-fields" });
+      const text = (v) => (typeof v === "string" ? v : JSON.stringify(v, null, 1));
+      if (r.description) dl.append(el("dt", { text: "description" }), el("dd", { text: text(r.description) }));
+      if (r.instruction) dl.append(el("dt", { text: "instruction" }), el("dd", { class: "instruction", text: text(r.instruction) }));
+      body.append(dl);
+      body.append(el("h4", { text: "expected actions (" + r.expected_actions.length + ")" }));
+      body.append(el("ol", { class: "path expected-actions" }, ...r.expected_actions.map((a) => el("li", {}, el("span", { class: "call-name", text: a.name }), " " + json(a.arguments)))));
+      if (r.communicate.length) body.append(el("div", { text: "to communicate: " + json(r.communicate) }));
+      if (r.nl_assertions.length) body.append(el("div", { text: "NL assertions: " + json(r.nl_assertions) }));
+    }
     return;
   }
   $("task-title").textContent = "Task " + t.id + (t.split ? " (" + t.split + ")" : "") + ", judged by " + t.judge;

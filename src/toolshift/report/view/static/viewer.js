@@ -152,7 +152,7 @@ async function loadFigures() {
   for (const [k, iv] of Object.entries(a.pass_k)) line.append(figureText("pass^" + k, iv));
   for (const [k, iv] of Object.entries(a.strict_pass_k)) line.append(figureText("strict pass^" + k, iv));
   box.append(line);
-  box.append(el("div", { class: "note", text: "% with 95% bootstrap intervals over tasks; pass^k as `agents results` (per task and version)" +
+  box.append(el("div", { class: "note", text: "% with 95% bootstrap intervals over tasks; pass^k as `agents results` (one agent's trials of a task and version)" +
     (Object.keys(a.pass_k).length ? "" : "; pass^k needs 2+ trials of a task") }));
   box.dataset.episodes = a.episodes;
 }
