@@ -83,6 +83,11 @@ class TaskBook:
             self._tasks = tasks
             return tasks
 
+    def warm(self) -> None:
+        """Read the builds' tasks and reference paths in the background (a large build takes seconds)."""
+        if self.builds:
+            threading.Thread(target=self._load, name="toolshift-view-tasks", daemon=True).start()
+
     def task(self, domain: str, task_id: str) -> tuple[Task, Path] | None:
         return self._load().get((domain, task_id)) if self.builds else None
 

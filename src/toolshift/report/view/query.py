@@ -66,18 +66,29 @@ def file_texts(index: FileIndex) -> list[str]:
     return texts
 
 
-def text_mask(rs: RunSet, keep: np.ndarray, needle: str) -> np.ndarray:
-    """Of the rows in `keep`, those whose messages contain `needle` (already lower-cased)."""
-    hit = np.zeros(rs.size, dtype=bool)
-    rows = np.nonzero(keep)[0]
-    if not rows.size:
-        return hit
+HITS_KEPT = 16
+"""Searches whose row masks a run set keeps: a page, its facets and its figures share one."""
+
+
+def text_hits(rs: RunSet, needle: str) -> np.ndarray:
+    """Every row whose id, task id or message text contains `needle` (lower-cased), once per run set."""
+    with _LOCK:
+        kept: dict[str, np.ndarray] = rs.__dict__.setdefault(
+            "_view_hits", {}
+        )  # lives and dies with the run set
+        found = kept.get(needle)
+    if found is not None:
+        return found
+    hit = rs.mask({}, text=needle)
     for k, f in enumerate(rs.files):
-        mine = rows[rs.file_of[rows] == k]
-        if not mine.size:
-            continue
-        texts = file_texts(f)
-        hit[mine] = [needle in texts[int(r)] for r in rs.row_of[mine]]
+        mine = np.nonzero((rs.file_of == k) & ~hit)[0]
+        if mine.size:
+            texts = file_texts(f)
+            hit[mine] = [needle in texts[int(r)] for r in rs.row_of[mine]]
+    with _LOCK:
+        while len(kept) >= HITS_KEPT:
+            kept.pop(next(iter(kept)))
+        kept[needle] = hit
     return hit
 
 
@@ -85,10 +96,7 @@ def search_mask(rs: RunSet, filters: dict[str, str], text: str, *, without: str 
     """Rows matching the filters and, when `text` is given, matching it in id, task or message text."""
     keep = rs.mask(filters, without=without)
     needle = text.strip().lower()
-    if not needle:
-        return keep
-    named = rs.mask({}, text=needle) & keep
-    return named | text_mask(rs, keep & ~named, needle)
+    return keep & text_hits(rs, needle) if needle else keep
 
 
 def facets(rs: RunSet, filters: dict[str, str], text: str, limit: int = 200) -> dict[str, list[list[Any]]]:

@@ -126,6 +126,7 @@ class Viewer:
         self._lock = threading.Lock()
         self._seen = signature(self.paths) if self.paths else ()
         self.book = TaskBook([f.path for f in self.inputs.of("bench-build")])
+        self.book.warm()
 
     def refresh(self) -> dict[str, Any]:
         """Re-open the inputs if a file under `paths` changed since the last look; the generation counts changes."""
@@ -143,6 +144,7 @@ class Viewer:
                     builds = [f.path for f in inputs.of("bench-build")]
                     if builds != self.book.builds:
                         self.book = TaskBook(builds)
+                        self.book.warm()
         return {"generation": self.generation, "episodes": self.runs.size, "live": bool(self.paths)}
 
     def _selection(self, query: dict[str, str]) -> tuple[Any, dict[str, str], str, np.ndarray]:
