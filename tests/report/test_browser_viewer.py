@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -282,9 +283,21 @@ def test_live_refresh_picks_up_episodes_a_run_appends(browser, tmp_path):
         page.close()
 
 
-def test_export_opens_from_a_file_with_its_selection_and_no_server(chromium, served, tmp_path):
-    _, inputs, _ = served
-    query = parse_select("#agent=gpt-4o&q=Mia Li&sort=turns&desc=1")
+def test_export_opens_from_a_file_with_its_selection_and_no_server(browser, chromium, served, tmp_path):
+    url, inputs, _ = served
+    # The set is found in the viewer, and the page says how to export it.
+    finder = open_page(browser, url)
+    finder.select_option("#f-agent", "gpt-4o")
+    finder.fill("#f-q", "Mia Li")
+    finder.click("#episodes th[data-sort='turns']")
+    finder.click("#episodes th[data-sort='turns']")
+    finder.wait_for_selector("#episodes th[data-sort='turns'][aria-sort='descending']")
+    finder.click("#export-hint summary")
+    command = shlex.split(finder.text_content("#export-command"))
+    finder.close()
+    assert command[:5] == ["toolshift", "view", "RUNS", "--export", "DIR"] and command[5] == "--select"
+    query = parse_select(command[6])
+    assert query == {"agent": "gpt-4o", "q": "Mia Li", "sort": "turns", "desc": "1"}
     viewer = Viewer(inputs)
     page_path, n = export(viewer, query, tmp_path / "export")
     chosen = [r for r, e in every_episode(inputs) if e.agent == "gpt-4o" and says(e, "Mia Li")]

@@ -41,6 +41,10 @@ function writeHash() {
   if (state.row !== null) q.set("row", state.row);
   const hash = q.toString();
   history.replaceState(null, "", hash ? "#" + hash : location.pathname);
+  q.delete("offset");
+  q.delete("row");
+  const select = q.toString();
+  $("export-command").textContent = "toolshift view RUNS --export DIR" + (select ? " --select '" + select.replace(/'/g, "'\\''") + "'" : "");
 }
 
 function readHash() {
@@ -93,6 +97,7 @@ async function loadRuns() {
   }
   if (state.generation === null) state.generation = info.generation;
   $("live").textContent = info.live ? "live: new episodes appear as the run writes" : (info.exported ? "static export" : "");
+  $("export-hint").hidden = Boolean(info.exported);
   const problems = info.problems;
   $("problems").hidden = !problems.length;
   if (problems.length) {
