@@ -108,12 +108,13 @@ def add_corrupt_files(folder: Path) -> dict[str, Path]:
     return {"headless": headless, "catalog": catalog, "one_bad": one_bad}
 
 
-@pytest.fixture(scope="session")
-def chromium(eco_runs, tau_runs):
-    """One headless Chromium for every browser test of the session (contexts are made per use).
+@pytest.fixture(scope="module")
+def chromium():
+    """One headless Chromium for a module's browser tests (contexts are made per use).
 
-    It asks for the session's runs first: Playwright's sync API keeps an event loop running in this thread
-    while the browser is open, and making the runs calls `asyncio.run`, which refuses to run inside one."""
+    Per module, not per session: Playwright's sync API keeps an event loop marked running in this thread
+    while the browser is open, so any later test that calls `asyncio.run` (building runs, serving worlds)
+    would be refused; a module's end closes it. Session fixtures (the runs) are made before it."""
     from .pages import launch_chromium
 
     p, browser = launch_chromium()
@@ -122,9 +123,9 @@ def chromium(eco_runs, tau_runs):
     p.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium):
-    """A context of the session's Chromium with the page's CSP bypassed (Playwright evaluates its waits)."""
+    """A context of the module's Chromium with the page's CSP bypassed (Playwright evaluates its waits)."""
     from .pages import TIMEOUT_MS, VIEWPORT
 
     context = chromium.new_context(viewport=VIEWPORT, bypass_csp=True)

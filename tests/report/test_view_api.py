@@ -49,3 +49,19 @@ def test_refresh_counts_changes_and_keeps_the_last_inputs_when_a_folder_goes(fol
     shutil.rmtree(folder)
     gone = viewer.refresh()
     assert gone["generation"] == 1 and gone["episodes"] == 10 and "no such file or folder" in gone["error"]
+
+
+def test_search_after_an_append_reads_only_the_new_lines(folder, monkeypatch):
+    from toolshift.report.view import query
+    from toolshift.traces.store import EpisodeWriter
+
+    viewer = Viewer(discover([folder]), paths=[folder])
+    assert viewer.page({"q": "request 12 with"})["total"] == 0
+    read = []
+    parse = query.message_text
+    monkeypatch.setattr(query, "message_text", lambda doc: read.append(doc["id"]) or parse(doc))
+    with EpisodeWriter(folder / "a.episodes.jsonl", append=True) as w:
+        w.write(make_episode(12, agent="a"))
+    assert viewer.refresh()["generation"] == 1
+    assert [r["id"] for r in viewer.page({"q": "request 12 with"})["rows"]] == ["ep-12"]
+    assert read == ["ep-12"]  # the six earlier lines of a.episodes.jsonl were not read again

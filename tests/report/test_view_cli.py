@@ -125,3 +125,24 @@ def test_export_refuses_a_bad_or_empty_selection(tmp_path, tau2_results, select,
     )  # fmt: skip
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert not (tmp_path / "x" / "index.html").exists()
+
+
+def test_an_exported_episode_that_says_script_stays_text(tmp_path):
+    """Data never runs code: a message holding `</script><script>…` cannot end the bundle or start a script."""
+    from toolshift.traces.episode import Message
+    from toolshift.traces.store import write_episodes
+
+    from .episodes import make_episode
+
+    hostile = make_episode(0)
+    hostile.messages.append(Message(role="user", content="</script><script>alert(1)</script><!-- \u2028"))
+    store = tmp_path / "x.episodes.jsonl"
+    write_episodes(store, [hostile])
+    out = tmp_path / "export"
+    result = subprocess.run([sys.executable, "-m", "toolshift", "view", str(store), "--export", str(out)],
+                            capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert page.count("<script") == 2  # the bundle and the viewer's own script, nothing from the data
+    data = bundle_of(page)
+    assert data["episodes"][0]["episode"]["messages"][-1]["content"].startswith("</script><script>alert(1)")

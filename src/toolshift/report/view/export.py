@@ -60,7 +60,7 @@ def _sha(text: str) -> str:
 
 def bundle(viewer: Viewer, query: dict[str, str]) -> dict[str, Any]:
     """The selection's data: its rows renumbered 0…n-1, every episode as the API answers it, its figures."""
-    runs, _, _, rows = viewer._selection(query)
+    runs, _, _, rows = viewer.selection(query)
     if query.get("sort"):
         rows = sort_rows(runs, rows, query["sort"], descending=query.get("desc") == "1")
     if rows.size == 0:

@@ -2,8 +2,8 @@
 
 Search matches, case-insensitively, an episode's id, its task id, or the text of its messages (contents,
 the names and arguments of tool calls, tool results). The message text of a file is read once, on the
-first search that needs it, and kept in memory per version of the file (its index cache key), so a
-second search costs one pass over strings, not over the file. Sorting is by one list column, ascending
+first search that needs it, and kept in memory (one entry per file; a file grown by appends has only its
+new lines read), so a second search costs one pass over strings, not over the file. Sorting is by one list column, ascending
 or descending, ties kept in row order.
 """
 
@@ -17,14 +17,15 @@ import numpy as np
 
 from toolshift.errors import BadInputError
 from toolshift.fileio import loads_json
-from toolshift.report.episode_index import FileIndex, RunSet, cache_key
+from toolshift.report.episode_index import FileIndex, RunSet
 
 SORTS = {"id": "id", "task": "task_id", "agent": "agent", "version": "version", "outcome": "outcome",
          "collateral": "collateral", "turns": "turns", "calls": "calls", "domain": "domain",
          "trial": "trial", "strict": "strict"}  # fmt: skip
 """Sort keys the list accepts, by the name the page sends, and the column each reads."""
 
-_TEXTS: dict[str, list[str]] = {}
+_TEXTS: dict[str, tuple[np.ndarray, list[str]]] = {}
+"""Per file read: its rows' byte offsets when its text was read, and that text (one entry per file)."""
 _LOCK = threading.Lock()
 
 
@@ -45,16 +46,25 @@ def message_text(doc: Any) -> str:
 
 
 def file_texts(index: FileIndex) -> list[str]:
-    """The lower-cased message text of every episode of a file, read once per version of the file."""
-    key = cache_key(index.read_from, "texts")
+    """The lower-cased message text of every episode of a file, read once per version of the file.
+
+    One entry per file is kept; when the file grew by appends (a run still writing: every earlier line
+    where it was), only the new lines are read."""
+    path = str(index.read_from.resolve())
+    offsets = index.columns["offset"]
     with _LOCK:
-        found = _TEXTS.get(key)
-    if found is not None and len(found) == index.episodes:
-        return found
-    texts = []
+        kept = _TEXTS.get(path)
+    texts: list[str] = []
+    if kept is not None:
+        old_offsets, old_texts = kept
+        n = old_offsets.size
+        if n <= offsets.size and np.array_equal(old_offsets, offsets[:n]):
+            if n == offsets.size:
+                return old_texts
+            texts = list(old_texts)
     with index.read_from.open("rb") as fh:
         for offset, length in zip(
-            index.columns["offset"].tolist(), index.columns["length"].tolist(), strict=True
+            offsets[len(texts) :].tolist(), index.columns["length"][len(texts) :].tolist(), strict=True
         ):
             fh.seek(offset)
             try:
@@ -62,7 +72,7 @@ def file_texts(index: FileIndex) -> list[str]:
             except BadInputError:
                 texts.append("")  # the index took the line; a line it cannot parse now has no text
     with _LOCK:
-        _TEXTS[key] = texts
+        _TEXTS[path] = (offsets.copy(), texts)
     return texts
 
 

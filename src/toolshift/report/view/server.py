@@ -147,7 +147,8 @@ class Viewer:
                         self.book.warm()
         return {"generation": self.generation, "episodes": self.runs.size, "live": bool(self.paths)}
 
-    def _selection(self, query: dict[str, str]) -> tuple[Any, dict[str, str], str, np.ndarray]:
+    def selection(self, query: dict[str, str]) -> tuple[Any, dict[str, str], str, np.ndarray]:
+        """(run set, filters, search text, matching rows) for a query, from one snapshot of the run set."""
         runs = self.runs  # one snapshot for the whole answer: a refresh swaps it whole
         filters = {FILTERS[k]: v for k, v in query.items() if k in FILTERS and v != "*"}
         text = query.get("q", "").strip()
@@ -181,7 +182,7 @@ class Viewer:
             limit = min(MAX_LIMIT, max(1, int(query.get("limit", "50"))))
         except ValueError as exc:
             raise BadInputError("offset and limit are integers", field="offset") from exc
-        runs, filters, text, rows = self._selection(query)
+        runs, filters, text, rows = self.selection(query)
         if query.get("sort"):
             rows = sort_rows(runs, rows, query["sort"], descending=query.get("desc") == "1")
         shown = rows[offset : offset + limit]
@@ -195,7 +196,7 @@ class Viewer:
         }
 
     def aggregate(self, query: dict[str, str]) -> dict[str, Any]:
-        runs, _, _, rows = self._selection(query)
+        runs, _, _, rows = self.selection(query)
         return aggregate(runs, rows)
 
     def episode(self, query: dict[str, str]) -> dict[str, Any]:
