@@ -227,6 +227,9 @@ def test_task_panel_shows_the_task_and_the_reference_path_of_the_episodes_versio
         "#task-body ol.gold-path li .call-name", "ns => ns.map(n => n.textContent)"
     )
     assert gold == [g.tool for g in task.gold_path]
+    # The run's configuration, from its file's header, one click away.
+    assert page.is_visible("#run-panel summary")
+    assert json.loads(page.text_content("#run-meta"))["baseline"] == "oracle"
     page.close()
 
 

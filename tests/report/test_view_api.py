@@ -65,3 +65,10 @@ def test_search_after_an_append_reads_only_the_new_lines(folder, monkeypatch):
     assert viewer.refresh()["generation"] == 1
     assert [r["id"] for r in viewer.page({"q": "request 12 with"})["rows"]] == ["ep-12"]
     assert read == ["ep-12"]  # the six earlier lines of a.episodes.jsonl were not read again
+
+
+def test_an_episode_comes_with_its_files_run_configuration(tmp_path):
+    store = tmp_path / "run.episodes.jsonl"
+    write_episodes(store, [make_episode(0)], meta={"command": "toolshift agents run …", "max_turns": 40})
+    answer = Viewer(discover([store])).episode({"row": "0"})
+    assert answer["run"] == {"command": "toolshift agents run …", "max_turns": 40}

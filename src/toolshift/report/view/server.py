@@ -14,7 +14,8 @@ needs an explicit `allow_remote`. Bound to loopback, it answers only requests wh
     GET /api/aggregate?…                SR, strict SR, pass^k with intervals for the same filters
     GET /api/episode?row=N              one episode in full, its index row, its verdict (strict
                                         success, the collateral and the missing rows), the grader
-                                        breakdown, its task (from a build among the inputs), the flow's marks
+                                        breakdown, its task (from a build among the inputs), its file's
+                                        run configuration (the store header's meta), the flow's marks
     GET /api/poll                       the inputs' generation: it grows when a run folder changed (a
                                         run still writing), and the page then reloads its list
 
@@ -218,6 +219,7 @@ class Viewer:
             out["raw"] = {
                 str(k): v for k, v in tau2_raw(index.source, episode.id, len(episode.messages)).items()
             }
+        out["run"] = dict(index.meta)
         out["grader"] = grader(episode, self.book)
         out["task"] = task_panel(episode, self.book)
         if self.marker is not None:

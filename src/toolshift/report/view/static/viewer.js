@@ -223,6 +223,9 @@ async function openEpisode(row) {
   if (ep.agent_cost !== undefined) field(dl, "agent cost", "$" + ep.agent_cost.toFixed(4));
   if (data.grader) graderPanel(data.grader);
   taskPanel(data.task);
+  const run = data.run || {};
+  $("run-panel").hidden = !Object.keys(run).length;
+  $("run-meta").textContent = JSON.stringify(run, null, 1);
   const marks = data.marks;
   if (marks) {
     note.hidden = false;
