@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from toolshift.agents.results import pass_hat_k
-from toolshift.report.episode_index import RunSet
 from toolshift.intervals import Interval, bootstrap_mean
+from toolshift.report.episode_index import RunSet
 
 RESAMPLES = 1000
 
