@@ -131,8 +131,8 @@ class Viewer:
 
     def refresh(self) -> dict[str, Any]:
         """Re-open the inputs if a file under `paths` changed since the last look; the generation counts changes."""
-        if self.paths:
-            with self._lock:
+        if self.paths and self._lock.acquire(blocking=False):  # a look already under way answers for this one
+            try:
                 now = signature(self.paths)
                 if now != self._seen:
                     try:
@@ -146,6 +146,8 @@ class Viewer:
                     if builds != self.book.builds:
                         self.book = TaskBook(builds)
                         self.book.warm()
+            finally:
+                self._lock.release()
         return {"generation": self.generation, "episodes": self.runs.size, "live": bool(self.paths)}
 
     def selection(self, query: dict[str, str]) -> tuple[Any, dict[str, str], str, np.ndarray]:

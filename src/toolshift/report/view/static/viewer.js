@@ -322,7 +322,9 @@ function setup() {
   const wanted = state.row;
   Promise.all([loadRuns(), loadPage()])
     .then(([info]) => {
-      if (info.live) setInterval(() => poll().catch(showError), POLL_MS);
+      // One poll at a time: the next is asked for only once the last has been answered.
+      const tick = () => poll().catch(showError).finally(() => setTimeout(tick, POLL_MS));
+      if (info.live) setTimeout(tick, POLL_MS);
       if (wanted !== null) return openEpisode(wanted);
     })
     .catch(showError);
