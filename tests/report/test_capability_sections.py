@@ -84,3 +84,24 @@ def test_a_corrupt_steward_results_file_is_named_and_the_rest_drawn(steward_resu
     assert result.exit_code == 0, result.output
     html = out.read_text()
     assert str(bad) in html and "evolve-1" in _sections(html)
+
+
+def test_the_evolve_heatmap_numbers_are_legible_at_the_cards_width(evolve_run, tmp_path):
+    import base64
+    import struct
+
+    from toolshift.evolve.report import HEATMAP_DPI, HEATMAP_NUMBER_PT
+
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["report", "html", str(evolve_run), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    evolve = _sections(out.read_text())["evolve-1"]
+    found = re.search(r'<img alt="Feature × failure mode" src="data:image/png;base64,([^"]+)"', evolve)
+    assert found, "no feature × failure heatmap in the evolve section"
+    png = base64.b64decode(found.group(1))
+    width, height = struct.unpack(">II", png[16:24])
+    card = 1400 - 2 * 28 - 2 * 20  # main's max width, its padding and a card's
+    shown = min(1.0, card / width)
+    # a cell number's height on the page, in CSS pixels: it was 6 pt in two panels side by side (8 px)
+    assert HEATMAP_NUMBER_PT * HEATMAP_DPI / 72 * shown >= 12, (width, height)
+    assert height > width / 2  # the seed and final panels one above the other

@@ -60,9 +60,9 @@ def test_the_runs_section_shows_strict_success_beside_success(store, tmp_path):
     assert "strict success % (95% CI)" in html and "strict unknown" in html and "collateral / episode" in html
     # by agent: greedy (its two episodes, one recorded before the verdict) succeeds in both, strict in
     # neither known one, one unknown, one collateral change over the one that records it; careful is clean
-    rows = re.findall(r"<tr>(.*?)</tr>", html.split("By agent")[1].split("By domain")[0])
-    cells = {r[0]: r for r in ([c for c in re.findall(r"<td[^>]*>([^<]*)</td>", row)] for row in rows) if r}
-    head = ["agent", "model", "harness", "domains", "episodes", "tasks", "judged", "success % (95% CI)",
+    rows = re.findall(r"<tr>(.*?)</tr>", html.split("By world and agent")[1].split("By domain")[0])
+    cells = {r[1]: r for r in ([c for c in re.findall(r"<td[^>]*>([^<]*)</td>", row)] for row in rows) if r}
+    head = ["world", "agent", "model", "harness", "domains", "episodes", "tasks", "judged", "success % (95% CI)",
             "strict success % (95% CI)", "pass^k % (95% CI)", "strict unknown", "collateral / episode"]  # fmt: skip
     greedy = dict(zip(head, cells["greedy"], strict=False))
     assert greedy["episodes"] == "2" and greedy["success % (95% CI)"] == "100.0 [100.0, 100.0]"

@@ -24,7 +24,13 @@ def seeds_cmd(
     builtin: bool = typer.Option(True, "--builtin/--no-builtin", help="The built-in worlds' short tasks."),
     build: Path = typer.Option(None, "--build", help="A `toolshift bench build` folder to sample."),
     per_domain: int = typer.Option(1, "--per-domain", min=1, help="Tasks sampled per build domain."),
-    domains: str = typer.Option("", "--domains", help="Comma-separated build domains (default: all)."),
+    domains: str = typer.Option(
+        "",
+        "--domains",
+        "--domain",
+        help="Comma-separated domains the tasks keep, built-in and build alike (default: all); one domain "
+        "makes a task file `toolshift run --world DOMAIN` takes.",
+    ),
     calls: str = typer.Option(
         "", "--calls", help="Only build tasks whose ground truth has this many calls, e.g. 1,5-9."
     ),
@@ -44,20 +50,25 @@ def seeds_cmd(
     from toolshift.evolve.seeds import builtin_world_tasks, parse_calls, sample_build, world_seeds
     from toolshift.taskfile import write_tasks
 
+    wanted = [d.strip() for d in domains.split(",") if d.strip()] or None
     tasks = builtin_world_tasks() if builtin else []
     lengths = parse_calls(calls) if calls else None
     if build is not None:
-        wanted = [d for d in domains.split(",") if d] or None
         tasks += sample_build(build, per_domain, domains=wanted, seed=seed, calls=lengths)
     elif calls and not world:
         raise BadInputError("--calls selects tasks of a --build or a --world", field="calls")
     world_lengths = parse_calls(world_calls) if world_calls else lengths
     for name in world:
         tasks += world_seeds(name, per_world, seed=seed, calls=world_lengths)
+    if wanted is not None:
+        tasks = [t for t in tasks if t.domain in wanted]
     if not tasks:
+        if wanted is not None:
+            raise BadInputError(f"no seed task of domain {', '.join(wanted)}", field="domains")
         raise BadInputError("no seed tasks: give --builtin, --build or --world", field="seeds")
     write_tasks(out, tasks)
-    console.print(f"{len(tasks)} seed tasks over {len({t.domain for t in tasks})} domains → {out}")
+    n = len({t.domain for t in tasks})
+    console.print(f"{len(tasks)} seed tasks over {n} domain{'' if n == 1 else 's'} → {out}")
 
 
 def _mark(episode) -> str:  # type: ignore[no-untyped-def]

@@ -107,16 +107,29 @@ def _bars(
     plt.close(fig)
 
 
+HEATMAP_DPI = 110
+HEATMAP_NUMBER_PT = 10
+"""The cell numbers' size: with panels stacked one above the other, the feature × failure map is about 1,100 px
+wide, so a report card (1,300 px) shows it unscaled and its numbers about 15 px high (they were 6 pt in two
+side-by-side panels shrunk to the card: 8 px)."""
+
+
+def heatmap_figsize(rows: int, cols: int, panels: int) -> tuple[float, float]:
+    """Inches for `panels` heatmaps of rows × cols stacked vertically: 0.85 in a column, 0.5 in a row."""
+    return max(6.0, 0.85 * cols + 3.0), panels * (0.5 * rows + 2.6)
+
+
 def _heatmaps(
     path: Path, mats: list[np.ndarray], titles: list[str], rows: list[str], cols: list[str], title: str
 ) -> None:
     plt = _plt()
-    fig, axes = plt.subplots(1, len(mats), figsize=(6.5 * len(mats), 0.45 * len(rows) + 3))
+    fig, axes = plt.subplots(len(mats), 1, figsize=heatmap_figsize(len(rows), len(cols), len(mats)))
     top = max(float(m.max()) for m in mats) or 1.0
+    number_pt = HEATMAP_NUMBER_PT if len(cols) <= 16 else HEATMAP_NUMBER_PT - 2
     for ax, m, t in zip(np.atleast_1d(axes), mats, titles, strict=True):
         ax.imshow(m, cmap="Blues", vmin=0, vmax=top, aspect="auto")
-        ax.set_xticks(range(len(cols)), cols, rotation=60, ha="right", fontsize=7)
-        ax.set_yticks(range(len(rows)), rows, fontsize=7)
+        ax.set_xticks(range(len(cols)), cols, rotation=40, ha="right", fontsize=9)
+        ax.set_yticks(range(len(rows)), rows, fontsize=9)
         for i in range(len(rows)):
             for j in range(len(cols)):
                 if m[i, j] == 0:
@@ -124,11 +137,13 @@ def _heatmaps(
                         plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="#e15759", lw=0.6)
                     )
                 else:
-                    ax.text(j, i, f"{100 * m[i, j]:.0f}", ha="center", va="center", fontsize=6)
-        ax.set_title(t, fontsize=9)
+                    dark = m[i, j] > 0.6 * top
+                    ax.text(j, i, f"{100 * m[i, j]:.0f}", ha="center", va="center", fontsize=number_pt,
+                            color="white" if dark else "#1d2330")  # fmt: skip
+        ax.set_title(t, fontsize=11)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=HEATMAP_DPI)
     plt.close(fig)
 
 

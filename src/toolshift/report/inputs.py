@@ -295,10 +295,29 @@ def discover(paths: Sequence[Path | str], *, cache: Path | None = None, progress
     return Inputs(files, cache)
 
 
+KIND_NAMES: dict[str, tuple[str, str]] = {
+    "episodes": ("episode store", "episode stores"),
+    "tau2-results": ("τ²-bench result", "τ²-bench results"),
+    "catalog": ("catalog", "catalogs"),
+    "flow": ("flow", "flows"),
+    "decision-log": ("decision log", "decision logs"),
+    "bench-build": ("benchmark build", "benchmark builds"),
+    "run-config": ("run configuration", "run configurations"),
+    "run-results": ("run summary", "run summaries"),
+    "steward-results": ("steward result", "steward results"),
+    "evolve-run": ("evolve run", "evolve runs"),
+}
+"""How the report's subtitle names one and several files of each kind."""
+
+
 def describe_kinds(files: Iterable[ResultFile]) -> str:
-    """`3 episodes, 1 catalog, 2 not read`: a one-line count of what was found."""
+    """`3 episode stores, 1 catalog, 2 not read`: a one-line count of what was found, each noun in its number."""
     counts: dict[str, int] = {}
     for f in files:
         key = "not read" if f.kind in (None, "unreadable") else str(f.kind)
         counts[key] = counts.get(key, 0) + 1
-    return ", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing"
+    parts = []
+    for kind, n in counts.items():
+        one, many = KIND_NAMES.get(kind, (kind, kind))
+        parts.append(f"{n} {one if n == 1 else many}")
+    return ", ".join(parts) or "nothing"

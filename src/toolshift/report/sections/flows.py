@@ -1,7 +1,9 @@
 """The flows section: per tool catalog, the read-only ceiling, the turns a flow saves, its detours, its calibration.
 
-For each catalog among the inputs (or that a τ²-bench result brought), the episodes of its domain are
-turned into timelines (`toolshift.flows.timeline`). The ceiling counts every episode. The replay uses a
+For each distinct catalog among the inputs (or that a τ²-bench result brought; copies with the same domain
+and tools, as every agent run keeps one, make one section), the episodes of its domain are turned into
+timelines (`toolshift.flows.timeline`); when a domain has several different catalogs, each reads the episode
+files in its copies' folders. The ceiling counts every episode. The replay uses a
 flow given for that catalog, on the chosen tasks (`--flow-tasks`, default the held-out test split); with
 none, a flow is learned on the training split and replayed on the test split, as `toolshift flows`
 does. Both deciders run at θ; every lookup weighed is logged, which gives the reliability diagram.
@@ -10,7 +12,11 @@ Decision logs given as inputs (`flows replay --explore 0 --log`) get their own d
 
 from __future__ import annotations
 
+import hashlib
+import json
 import tempfile
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,18 +55,58 @@ REPLAY_HEADER = [
 ]
 
 
-def _catalogs(ctx: Context) -> list[tuple[str, Any]]:
-    """(where it came from, ToolCatalog) for each catalog input and each a τ²-bench result brought."""
+@dataclass
+class CatalogGroup:
+    """One flows section: a domain's tools as one or more identical catalog files, and the episodes it reads."""
+
+    catalog: Any
+    """The ToolCatalog."""
+    wheres: list[str]
+    """Where each identical copy came from (a catalog file, or a τ²-bench result's tools)."""
+    folders: list[Path]
+    """The folders of those copies (their episodes, when the domain has several different catalogs)."""
+    distinct: int = 1
+    """How many different catalogs of this domain the inputs hold."""
+
+    @property
+    def label(self) -> str:
+        if len(self.wheres) == 1:
+            return self.wheres[0]
+        return f"{self.wheres[0]} (and {len(self.wheres) - 1} more with the same tools)"
+
+    def reads(self, source: ResultFile) -> bool:
+        """Whether this section reads an episode file: every one of its domain, unless the domain has several
+        different catalogs; then those in a copy's folder or below it."""
+        if self.distinct == 1:
+            return True
+        return any(source.path.resolve().is_relative_to(folder) for folder in self.folders)
+
+
+def _tools_key(catalog: Any) -> str:
+    """The catalog's domain and tools (not its free-text source): equal for copies of one catalog."""
+    body = json.dumps([t.model_dump(mode="json") for t in catalog.tools], sort_keys=True)
+    return f"{catalog.domain}\0{hashlib.sha256(body.encode()).hexdigest()}"
+
+
+def _catalogs(ctx: Context) -> list[CatalogGroup]:
+    """One group per distinct catalog (domain and tools) among the catalog inputs and the τ²-bench results:
+    agent runs keep a copy of their world's catalog each, and six copies make one section, not six."""
     from toolshift.traces.catalog import load_catalog
 
-    out = [(str(f.path), f.extra["catalog"]) for f in ctx.inputs.of("catalog")]
-    seen = {c.domain for _, c in out}
+    found = [(str(f.path), f.path.parent.resolve(), f.extra["catalog"]) for f in ctx.inputs.of("catalog")]
     for f in ctx.inputs.of("tau2-results"):
         for domain, path in sorted(f.extra.get("catalogs", {}).items()):
-            if domain not in seen:
-                out.append((f"{f.path} (τ²-bench's {domain} tools)", load_catalog(path)))
-                seen.add(domain)
-    return out
+            folder = (f.path if f.path.is_dir() else f.path.parent).resolve()
+            found.append((f"{f.path} (τ²-bench's {domain} tools)", folder, load_catalog(path)))
+    groups: dict[str, CatalogGroup] = {}
+    for where, folder, catalog in found:
+        group = groups.setdefault(_tools_key(catalog), CatalogGroup(catalog, [], []))
+        group.wheres.append(where)
+        group.folders.append(folder)
+    per_domain = Counter(g.catalog.domain for g in groups.values())
+    for g in groups.values():
+        g.distinct = per_domain[g.catalog.domain]
+    return list(groups.values())
 
 
 def _episodes(sources: list[ResultFile], domain: str, problems: list[str]) -> list[Any]:
@@ -140,7 +186,7 @@ def _reliability(series: dict[str, tuple[list[float], list[bool]]], title: str) 
     return table(["decider", "weighed", "used", "ECE", "Brier", "AUC"], rows), fig
 
 
-def _catalog_section(ctx: Context, where: str, tool_catalog: Any, number: int) -> Section | None:
+def _catalog_section(ctx: Context, group: CatalogGroup, number: int) -> Section | None:
     from toolshift.flows.ceiling import anatomy
     from toolshift.flows.decide import Decider
     from toolshift.flows.inputs import select
@@ -150,14 +196,16 @@ def _catalog_section(ctx: Context, where: str, tool_catalog: Any, number: int) -
     from toolshift.flows.statistics import saved_share, share_of_ceiling
     from toolshift.flows.timeline import Catalog
 
-    catalog = Catalog.of(tool_catalog)
+    catalog = Catalog.of(group.catalog)
+    where = group.label
     problems: list[str] = []
-    episodes = _episodes(ctx.inputs.episode_sources(), catalog.domain, problems)
+    sources = [f for f in ctx.inputs.episode_sources() if group.reads(f)]
+    episodes = _episodes(sources, catalog.domain, problems)
     if not episodes:
         return None
     ctx.progress(f"flows: {catalog.domain}")
     chosen = select(episodes, catalog, "all", source=where)
-    sid, title = f"flows-{number}", f"Flows: {catalog.domain}"
+    sid, title = f"flows-{number}", _title(group)
     if not chosen.timelines:
         return Section(
             sid, title, f'<p class="note">No episode of {esc(catalog.domain)} is usable.</p>', problems
@@ -180,7 +228,8 @@ def _catalog_section(ctx: Context, where: str, tool_catalog: Any, number: int) -
         ),
     ]
     body = [
-        f'<p class="note">Catalog {esc(where)}; {len(chosen.timelines)} episodes of {esc(catalog.domain)}; '
+        f'<p class="note">Catalog {esc(where)}; {len(chosen.timelines)} episodes of {esc(catalog.domain)}'
+        f"{_which_episodes(group, sources)}; "
         f"{esc(chosen.unlisted.describe())}.</p>",
         "<h3>Turn anatomy and the read-only ceiling (all episodes)</h3>",
         table(ANATOMY_HEADER, [a], left=0),
@@ -289,13 +338,28 @@ def _log_section(log: ResultFile, number: int) -> Section:
     )
 
 
+def _title(group: CatalogGroup) -> str:
+    if group.distinct == 1:
+        return f"Flows: {group.catalog.domain}"
+    return f"Flows: {group.catalog.domain} ({group.folders[0].name})"
+
+
+def _which_episodes(group: CatalogGroup, sources: list[ResultFile]) -> str:
+    if group.distinct == 1:
+        return ""
+    return (
+        f" from the {len(sources)} episode files beside this catalog ({group.distinct} different catalogs of "
+        f"{group.catalog.domain} are among the inputs, each read with the runs kept beside it)"
+    )
+
+
 def render(ctx: Context) -> list[Section]:
     out: list[Section] = []
-    for k, (where, catalog) in enumerate(_catalogs(ctx), start=1):
+    for k, group in enumerate(_catalogs(ctx), start=1):
         try:
-            section = _catalog_section(ctx, where, catalog, k)
+            section = _catalog_section(ctx, group, k)
         except ToolshiftError as exc:
-            section = Section(f"flows-{k}", f"Flows: {catalog.domain}", "", [str(exc)])
+            section = Section(f"flows-{k}", _title(group), "", [str(exc)])
         if section is not None:
             out.append(section)
     out += [_log_section(log, k) for k, log in enumerate(ctx.inputs.of("decision-log"), start=1)]

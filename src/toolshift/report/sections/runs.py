@@ -8,12 +8,15 @@ and left out of the rate. Beside it, strict success (success and no collateral w
 as unknown and left out of that rate, never taken as clean) and the mean collateral changes per episode
 where known. pass^k (k = 2 up to the most trials a task has) is `toolshift agents results`' own: per task
 (and ecosystem version) τ-bench's chance that k of its trials drawn without replacement all succeed,
-averaged over the tasks with at least k judged trials. Intervals are 95% percentile bootstraps over tasks
-(`toolshift.intervals`).
+averaged over the tasks with at least k judged trials. Rows are by world (an agent run's world, a
+baseline's ecosystem, a converter: the file header's) and agent, never pooling worlds. Intervals are 95%
+percentile bootstraps over tasks (`toolshift.intervals`), seeded by the row's key, so a run's interval does
+not depend on what else the report holds.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections import Counter
 
 import numpy as np
@@ -41,30 +44,63 @@ HEADER = [
 ]
 
 
-def _groups(rs: RunSet, keys: tuple[str, ...]) -> dict[tuple[str, ...], np.ndarray]:
+def world_of(meta: dict) -> str:
+    """What an episode file's runs were made on, from its header: the world of an agent run, the ecosystem of
+    a benchmark baseline, the gateway's domain, or the converter of published runs."""
+    if meta.get("world"):
+        return str(meta["world"])
+    if meta.get("ecosystem"):
+        return f"ecosystem {meta['ecosystem']}"
+    if meta.get("recorded_by") == "toolshift gateway":
+        return f"gateway {meta.get('domain', '')}".strip()
+    if meta.get("converter"):
+        return f"{meta['converter']} (converted)"
+    return "—"
+
+
+def _worlds(rs: RunSet) -> tuple[list[str], np.ndarray]:
+    """The world label of every row, as (values, codes), like a RunSet's category columns."""
+    labels = [world_of(f.meta) for f in rs.files]
+    values = sorted(set(labels))
+    per_file = np.array([values.index(w) for w in labels] or [0], dtype=np.int32)
+    return values, per_file[rs.file_of] if rs.size else np.zeros(0, np.int32)
+
+
+def _groups(
+    rs: RunSet, keys: tuple[str, ...], extra: dict[str, tuple[list[str], np.ndarray]] | None = None
+) -> dict[tuple[str, ...], np.ndarray]:
+    """Rows by the values of `keys` (RunSet columns, or `extra`'s (values, codes) columns), in key order."""
+    columns = {k: (rs.values[k], rs.codes[k]) for k in keys if k in rs.codes} | (extra or {})
     combo = np.zeros(rs.size, dtype=np.int64)
     for name in keys:
-        combo = combo * (len(rs.values[name]) + 1) + rs.codes[name]
+        values, codes = columns[name]
+        combo = combo * (len(values) + 1) + codes
     out: dict[tuple[str, ...], np.ndarray] = {}
     for value in np.unique(combo):
         rows = np.nonzero(combo == value)[0]
         first = rows[0]
-        out[tuple(rs.values[k][rs.codes[k][first]] for k in keys)] = rows
+        out[tuple(columns[k][0][columns[k][1][first]] for k in keys)] = rows
     return dict(sorted(out.items()))
 
 
-def pass_k_cell(task_successes: dict[str, list[bool]], resamples: int) -> str:
+def row_seed(key: tuple[str, ...]) -> int:
+    """The bootstrap seed of one table row, from what the row is (its world, agent, model …): a run's interval
+    is a function of its own episodes, the same whatever else the report holds."""
+    return zlib.crc32("\0".join(key).encode())
+
+
+def pass_k_cell(task_successes: dict[str, list[bool]], resamples: int, seed: int = 0) -> str:
     """`pass^2 40.0 [20.0, 60.0]; pass^3 …` over the tasks with at least k trials, or a dash for one trial."""
     trials = max((len(v) for v in task_successes.values()), default=0)
     parts = []
     for k in range(2, trials + 1):
         values = [pass_hat_k(sum(v), len(v), k) for v in task_successes.values() if len(v) >= k]
-        parts.append(f"pass^{k} {bootstrap_mean(values, resamples=resamples).percent()}")
+        parts.append(f"pass^{k} {bootstrap_mean(values, resamples=resamples, seed=seed).percent()}")
     return "; ".join(parts) if parts else "– (1 trial)"
 
 
 def _row(
-    rs: RunSet, rows: np.ndarray, turns: np.ndarray, calls: np.ndarray, resamples: int
+    rs: RunSet, rows: np.ndarray, turns: np.ndarray, calls: np.ndarray, resamples: int, seed: int
 ) -> tuple[list, Interval]:
     outcome = np.asarray(rs.values["outcome"], dtype=object)[rs.codes["outcome"][rows]]
     judged = outcome != "unjudged"
@@ -74,7 +110,7 @@ def _row(
     ]
     success = (outcome[judged] == "success").astype(float)
     iv = bootstrap_mean(
-        success, groups=[t for t, j in zip(tasks, judged, strict=True) if j], resamples=resamples
+        success, groups=[t for t, j in zip(tasks, judged, strict=True) if j], resamples=resamples, seed=seed
     )
     verdicts = np.asarray(rs.values["strict"], dtype=object)[rs.codes["strict"][rows]]
     known = (verdicts == "strict") | (verdicts == "collateral") | (verdicts == "failure")
@@ -82,6 +118,7 @@ def _row(
         (verdicts[known] == "strict").astype(float),
         groups=[t for t, k in zip(tasks, known, strict=True) if k],
         resamples=resamples,
+        seed=seed,
     )
     versions = [rs.values["version"][v] or "" for v in rs.codes["version"][rows]]
     trials: dict[str, list[bool]] = {}
@@ -98,7 +135,7 @@ def _row(
         int(judged.sum()),
         iv.percent(),
         strict_iv.percent(),
-        pass_k_cell(trials, resamples),
+        pass_k_cell(trials, resamples, seed),
         int((verdicts == "unknown").sum()),
         f"{counted.mean():.2f} (n={counted.size})" if counted.size else "unknown",
         int((~judged).sum()),
@@ -131,14 +168,17 @@ def render(ctx: Context) -> list[Section]:
         return [Section("runs", "Runs", '<p class="note">No episode could be read from the inputs.</p>')]
     turns, calls = rs.numeric("turns"), rs.numeric("calls")
     resamples = ctx.options.resamples
-    by_agent = _groups(rs, ("agent", "model", "harness"))
+    worlds = {"world": _worlds(rs)}
+    by_agent = _groups(rs, ("world", "agent", "model", "harness"), worlds)
     rows, labels, ivs = [], [], []
-    for (agent, model, harness), idx in by_agent.items():
-        cells, iv = _row(rs, idx, turns, calls, resamples)
+    for key, idx in by_agent.items():
+        world, agent, model, harness = key
+        cells, iv = _row(rs, idx, turns, calls, resamples, row_seed(key))
         domains = len(set(rs.codes["domain"][idx].tolist()))
-        rows.append([agent or "—", model or "—", harness or "—", domains, *cells])
+        rows.append([world, agent or "—", model or "—", harness or "—", domains, *cells])
         if iv.n:
-            labels.append(agent if agent == model or not model else f"{agent} ({model})")
+            name = agent if agent == model or not model else f"{agent} ({model})"
+            labels.append(f"{name} · {world}" if len(worlds["world"][0]) > 1 else name)
             ivs.append(iv)
     body = [
         f'<p class="note">{rs.size} episodes in {len(rs.files)} files. Success is the episode\'s own verdict; '
@@ -147,9 +187,12 @@ def render(ctx: Context) -> list[Section]:
         "counted as strict unknown and left out of its rate. Collateral / episode: mean collateral changes "
         "over the judged episodes that record them. pass^k: the chance that k trials of a task (and version) "
         "all succeed, as `toolshift agents results` computes it, over tasks with at least k judged trials. "
-        "Intervals: 95% percentile bootstrap over tasks.</p>",
-        "<h3>By agent</h3>",
-        table(["agent", "model", "harness", "domains", *HEADER], rows, left=3),
+        "Rows are by world (an agent run's world, a baseline's ecosystem, the converter of published runs) as "
+        "well as agent, so runs on different worlds are never pooled. Intervals: 95% percentile bootstrap over "
+        "tasks, seeded by the row (its world, agent, model, harness), so a run's interval is the same whatever "
+        "else the report holds.</p>",
+        "<h3>By world and agent</h3>",
+        table(["world", "agent", "model", "harness", "domains", *HEADER], rows, left=4),
     ]
     if ivs and len(ivs) <= 40:
         body.append(
@@ -157,12 +200,13 @@ def render(ctx: Context) -> list[Section]:
                 _chart(labels, ivs), "Success per agent with 95% intervals over tasks", "success per agent"
             )
         )
-    by_domain = _groups(rs, ("domain", "agent"))
+    by_domain = _groups(rs, ("world", "domain", "agent"), worlds)
     drows = []
-    for (domain, agent), idx in list(by_domain.items())[:MAX_ROWS]:
-        cells, _ = _row(rs, idx, turns, calls, resamples)
-        drows.append([domain, agent or "—", *cells])
-    body += ["<h3>By domain and agent</h3>", table(["domain", "agent", *HEADER], drows, left=2)]
+    for key, idx in list(by_domain.items())[:MAX_ROWS]:
+        world, domain, agent = key
+        cells, _ = _row(rs, idx, turns, calls, resamples, row_seed(key))
+        drows.append([world, domain, agent or "—", *cells])
+    body += ["<h3>By domain and agent</h3>", table(["world", "domain", "agent", *HEADER], drows, left=3)]
     if len(by_domain) > MAX_ROWS:
         body.append(f'<p class="note">{len(by_domain) - MAX_ROWS} more domain × agent groups not shown.</p>')
     versions = [v for v in rs.values["version"] if v]
