@@ -67,3 +67,53 @@ def test_tables_keep_extras_in_square_brackets():
     done = _toolshift("agents", "models")
     assert done.returncode == 0, done.stderr
     assert "toolshift[anthropic]" in done.stdout
+
+
+def _commands(group, path=()):
+    for name, sub in sorted(group.commands.items()):
+        if getattr(sub, "commands", None):
+            yield from _commands(sub, (*path, name))
+        else:
+            yield (*path, name)
+
+
+def test_no_help_shows_a_type_beside_a_flag():
+    """Every command's help: a flag takes no value, so no `<bool>`; an option still names its type."""
+    import typer
+    from typer.testing import CliRunner
+
+    from toolshift.cli import app
+
+    runner = CliRunner()
+    commands = [(), *_commands(typer.main.get_command(app))]
+    assert ("world", "call") in commands and ("steward", "show") in commands and len(commands) > 40
+    for path in commands:
+        shown = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200"}).output
+        assert "<bool>" not in shown, (path, shown)
+    seed = runner.invoke(app, ["world", "call", "--help"], env={"COLUMNS": "200"}).output
+    assert "<int>" in seed and "--json" in seed
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("agents", "results"),
+        ("world", "domains"),
+        ("world", "tools"),
+        ("world", "call"),
+        ("bench", "stats"),
+        ("steward", "show"),
+        ("traces", "stats"),
+    ],
+)
+def test_json_is_one_flag_everywhere(command):
+    """D159: `--json` is a flag printing one JSON document on stdout; files are `--json-out PATH`."""
+    from typer.testing import CliRunner
+
+    from toolshift.cli import app
+
+    shown = " ".join(CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "200"}).output.split())
+    assert "--json " in shown and "--json <path>" not in shown, shown
+    for writes in (("flows", "replay"), ("bench", "eval")):
+        text = CliRunner().invoke(app, [*writes, "--help"], env={"COLUMNS": "200"}).output
+        assert "--json-out" in text and "--json " not in text.replace("--json-out", "")

@@ -15,6 +15,25 @@ from rich.markup import escape
 from toolshift import terminal
 from toolshift.errors import ToolshiftError
 
+
+def _flags_show_no_type() -> None:
+    """Help names an option's value type (`<int>`, `<path>`), never `<bool>` beside a flag, which takes no
+    value (typer 0.29 prints one for every flag). Other typer versions, without the hook, are left as they are."""
+    import typer.core
+
+    option = getattr(typer.core, "TyperOption", None)
+    shown = getattr(option, "display_type_rich", None)
+    if option is None or shown is None or getattr(shown, "_toolshift", False):
+        return
+
+    def display_type_rich(self: typer.core.TyperOption, ctx: object) -> str | None:
+        return None if getattr(self, "is_flag", False) else shown(self, ctx)
+
+    display_type_rich._toolshift = True  # type: ignore[attr-defined]
+    option.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_show_no_type()
 _app = typer.Typer(
     name="toolshift",
     help="Tool-using LLM agents in tool ecosystems that keep changing.",

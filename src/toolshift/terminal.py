@@ -1,7 +1,8 @@
-"""The rich consoles every command prints through: the terminal's width, or a wide one when piped."""
+"""The rich consoles every command prints through (the terminal's width, or a wide one when piped) and `--json`'s printer."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -25,3 +26,13 @@ def piped_width(stream: object) -> int | None:
 def console(*, stderr: bool = False) -> Console:
     """A console on stdout (or stderr), as wide as `piped_width` says."""
     return Console(stderr=stderr, width=piped_width(sys.stderr if stderr else sys.stdout))
+
+
+JSON_HELP = "Print the result as one JSON document on stdout, and nothing else there (D159)."
+"""The one `--json` rule: a flag, never a path; a command that also keeps its JSON in a file says `--json-out`."""
+
+
+def print_json(value: object) -> None:
+    """`value` as indented JSON on stdout, not through rich (no highlighting, no wrapping at any width)."""
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
+    sys.stdout.flush()

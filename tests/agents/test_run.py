@@ -6,6 +6,8 @@ import asyncio
 import json
 import re
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -183,6 +185,21 @@ def test_results_command_reprints_a_run_folder(tasks_file, tmp_path):
     assert result.exit_code == 0, result.output
     (config,) = [p for p in out.glob("run-*.json") if not p.name.endswith(".results.json")]
     assert json.loads(config.read_text())["key"] in result.output and "oracle on clinic" in result.output
+    as_json = subprocess.run(
+        [sys.executable, "-m", "toolshift", "agents", "results", str(out), "--episodes", "--json"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert as_json.returncode == 0, as_json.stderr
+    (run,) = json.loads(as_json.stdout)["runs"]  # stdout: one JSON document, nothing else
+    assert run["key"] == json.loads(config.read_text())["key"] and (run["model"], run["world"]) == (
+        "oracle",
+        "clinic",
+    )
+    assert run["results"]["format"] == "toolshift.run-results/1"
+    assert run["results"]["invalid_tasks"] == ["impossible"]  # the oracle cannot solve it: not scored
+    rows = {e["task"]: e for e in run["episodes"]}
+    assert rows["demo-cancel"]["success"] is True and rows["demo-cancel"]["strict_success"] is True
+    assert rows["demo-cancel"]["collateral_changes"] == 0 and rows["impossible"]["success"] is False
     empty = _invoke("agents", "results", str(tmp_path))
     assert isinstance(empty.exception, BadInputError)
     config.write_text('{"key": ')  # a torn configuration file is named, not a traceback

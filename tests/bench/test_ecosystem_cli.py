@@ -47,7 +47,7 @@ def test_evolve_reference_baseline_eval(small_build, tmp_path):
     assert (runs / "oracle.episodes.jsonl").is_file()
     res = tmp_path / "baselines.md"
     js = tmp_path / "baselines.json"
-    ok("bench", "eval", str(runs), "--build", str(small_build), "--markdown", str(res), "--json", str(js))
+    ok("bench", "eval", str(runs), "--build", str(small_build), "--markdown", str(res), "--json-out", str(js))
     body = json.loads(js.read_text())
     assert body["agents"]["oracle"]["all"]["Strict-SR"]["mean"] == 1.0
     assert body["agents"]["oracle"]["all"]["Collateral"]["mean"] == 0.0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -267,6 +269,14 @@ def test_cli_build_then_stats(tmp_path: Path):
     assert (out / "stats.png").read_bytes()[:4] == b"\x89PNG"
     text = md.read_text()
     assert "| library |" in text and "**total (1 domains)**" in text
+    proc = subprocess.run([sys.executable, "-m", "toolshift", "bench", "stats", str(out), "--json"],
+                          capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    body = json.loads(proc.stdout)  # stdout is the JSON alone; the histogram's note went to stderr
+    assert proc.returncode == 0 and "histogram" in proc.stderr
+    (library,) = body["domains"]
+    assert library["domain"] == "library" and library["tasks"] == 10 == library["train"] + library["test"]
+    assert len(library["path_lengths"]) == 10 and body["quality"]["tasks"] == 10
+    assert any(m["measure"] == "policy conflicts" for m in body["quality"]["measures"])
     res = runner.invoke(app, ["bench", "verify", str(out)])
     assert res.exit_code == 0 and "every task replays" in res.output, res.output
     path = out / "domains/library/tasks.jsonl"

@@ -43,7 +43,7 @@ def test_learn_replay_ceiling_calibrate_price_repeats(files):
     log = tmp / "log.jsonl"
     summary = tmp / "summary.json"
     r = run("replay", str(episodes), "--catalog", str(catalog), "--flow", str(flow), "--tasks", "test",
-            "--explore", "0", "--log", str(log), "--json", str(summary))  # fmt: skip
+            "--explore", "0", "--log", str(log), "--json-out", str(summary))  # fmt: skip
     assert r.exit_code == 0, r.output
     out = json.loads(summary.read_text())
     assert out["reach"]["saved_turns"] > 0 and out["reach"]["saved_turns"] <= out["ceiling"]
@@ -76,7 +76,7 @@ def test_crossval_then_learn_with_the_chosen_walk_ranks(files):
     )
     summary = tmp / "summary.json"
     r = run("replay", str(episodes), "--catalog", str(catalog), "--flow", str(flow), "--tasks", "test",
-            "--json", str(summary))  # fmt: skip
+            "--json-out", str(summary))  # fmt: skip
     assert r.exit_code == 0, r.output
     assert json.loads(summary.read_text())["reach"]["lookups_made"] > 0
 
@@ -146,7 +146,7 @@ def test_price_chooses_a_rule_on_training_tasks_and_replay_applies_it(files, mon
     )
     out = tmp / "summary.json"
     r = run("replay", str(episodes), "--catalog", str(catalog), "--flow", str(flow), "--tasks", "test",
-            "--rule", str(rule), "--json", str(out))  # fmt: skip
+            "--rule", str(rule), "--json-out", str(out))  # fmt: skip
     assert r.exit_code == 0, r.output
     assert set(json.loads(out.read_text())) == {"reach", "ceiling"}
     log = tmp / "rule-log.jsonl"

@@ -38,7 +38,7 @@ def _learn_and_replay(tmp_path: Path, learn: Path, replay: Path, domain: str) ->
     for catalog in (replay / f"{domain}.catalog.json", learn / f"{domain}.catalog.json"):
         out = tmp_path / "replay.json"
         _ok("flows", "replay", str(replay / f"{domain}.episodes.jsonl"), "--catalog", str(catalog),
-            "--flow", str(flow), "--json", str(out))  # fmt: skip
+            "--flow", str(flow), "--json-out", str(out))  # fmt: skip
         summaries[catalog.parent.name] = json.loads(out.read_text())
     return summaries
 

@@ -95,7 +95,7 @@ def test_a_flow_from_one_agents_workbench_runs_replays_another_agents_runs(share
     claude_episodes = sum(1 for _ in iter_episodes(claude / "analytics.episodes.jsonl"))
     for catalog in (claude / "analytics.catalog.json", gpt / "analytics.catalog.json"):
         replayed = runner.invoke(app, ["flows", "replay", str(claude / "analytics.episodes.jsonl"), "--catalog",
-                                       str(catalog), "--flow", str(flow), "--json", str(tmp_path / "r.json")])  # fmt: skip
+                                       str(catalog), "--flow", str(flow), "--json-out", str(tmp_path / "r.json")])  # fmt: skip
         assert replayed.exit_code == 0, replayed.output
         summary = json.loads((tmp_path / "r.json").read_text())
         assert {k: s["episodes"] for k, s in summary.items() if k != "ceiling"} == {

@@ -150,7 +150,7 @@ def test_the_cli_learns_words_replays_with_a_picker_and_reads_the_request(tmp_pa
     assert json.loads(flow.read_text())["format"] == 4
     summary = tmp_path / "s.json"
     r = runner.invoke(app, ["flows", "replay", *common, "--flow", str(flow), "--tasks", "test",
-                            "--picker", "pattern", "--json", str(summary)])  # fmt: skip
+                            "--picker", "pattern", "--json-out", str(summary)])  # fmt: skip
     assert r.exit_code == 0, r.output
     assert json.loads(summary.read_text())["reach"]["saved_turns"] == 4  # every held-out episode's lookup
     r = runner.invoke(app, ["flows", "read-request", *common, "--picker", "pattern"], env={"COLUMNS": "200"})

@@ -3,6 +3,7 @@ Skills folder imports; bad input is one line and exit 2."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -86,11 +87,21 @@ def test_show_counts_each_versions_edits_by_operation(tmp_path):
     done = _toolshift("steward", "show", str(tmp_path / "a.sqlite"))
     assert done.returncode == 0, done.stderr
     assert "no edits" not in done.stdout
-    assert "v1 initialise: 1 successful episodes, 1 distilled, 1 edits (add 1)" in _out(done)
-    assert "v2 incremental: 0 successful episodes, 0 distilled, 1 edits (deactivate 1)" in _out(done)
+    assert "v1 initialise: 1 successful episode, 1 distilled, 1 edit (add 1)" in _out(done)
+    assert "v2 incremental: 0 successful episodes, 0 distilled, 1 edit (deactivate 1)" in _out(done)
+    shown = _toolshift("steward", "show", str(tmp_path / "a.sqlite"), "--json")
+    body = json.loads(shown.stdout)
+    assert shown.returncode == 0 and body["edits"] == {"add": 1, "deactivate": 1}
+    assert [(w["catalog_version"], w["mode"], w["edits"], w["by_op"]) for w in body["work"]] == [
+        (1, "initialise", 1, {"add": 1}),
+        (2, "incremental", 1, {"deactivate": 1}),
+    ]
+    assert body["skills"]["planning"] == {"active": 0, "inactive": 1}
     Library.create(tmp_path / "empty.sqlite").close()
     done = _toolshift("steward", "show", str(tmp_path / "empty.sqlite"))
     assert done.returncode == 0 and "edits: none" in done.stdout
+    empty = json.loads(_toolshift("steward", "show", str(tmp_path / "empty.sqlite"), "--json").stdout)
+    assert empty["edits"] == {} and empty["work"] == []
 
 
 def test_export_leaves_inactive_skills_out_unless_asked_and_then_marks_them(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -136,7 +137,11 @@ def _call(tool: str, args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=900,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+        env={
+            "COLUMNS": "200",
+            "PATH": "/usr/bin:/bin",
+            **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ},
+        },
     )
 
 

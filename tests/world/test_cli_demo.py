@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -19,21 +21,43 @@ def _toolshift(*args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=900,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+        env={
+            "COLUMNS": "200",
+            "PATH": "/usr/bin:/bin",
+            **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ},
+        },
     )
 
 
-def test_call_prints_result_and_diff():
+def test_call_prints_the_result_as_json_on_stdout_and_the_diff_on_stderr():
     proc = _toolshift("call", "clinic", "cancel_appointment", "--args", '{"appointment_id": "APT-00003"}')
     assert proc.returncode == 0, proc.stderr
-    assert (
-        '"status": "cancelled"' in proc.stdout and "State diff" in proc.stdout and "scheduled" in proc.stdout
+    assert json.loads(proc.stdout)["status"] == "cancelled"  # stdout is the result, JSON only
+    assert proc.stderr.startswith("ok cancel_appointment") and "State diff" in proc.stderr
+    assert "scheduled" in proc.stderr
+
+
+def test_call_json_is_one_document_with_the_result_and_the_diff():
+    proc = _toolshift(
+        "call", "clinic", "cancel_appointment", "--args", '{"appointment_id": "APT-00003"}', "--json"
     )
+    assert proc.returncode == 0 and proc.stderr == ""
+    body = json.loads(proc.stdout)
+    assert body["tool"] == "cancel_appointment" and body["ok"] is True
+    assert body["result"]["status"] == "cancelled"
+    assert body["changes"] == [
+        {"table": "appointment", "key": "APT-00003", "field": "status", "op": "update",
+         "before": "scheduled", "after": "cancelled"}
+    ]  # fmt: skip
 
 
 def test_call_failing_precondition_exits_1_without_changes():
     proc = _toolshift("call", "library", "return_copy", "--args", '{"loan_id": "LN-000002"}')
-    assert proc.returncode == 1 and "already_returned" in proc.stdout and "no state change" in proc.stdout
+    assert proc.returncode == 1 and json.loads(proc.stdout)["code"] == "already_returned"
+    assert "no state change" in proc.stderr
+    failed = _toolshift("call", "library", "return_copy", "--args", '{"loan_id": "LN-000002"}', "--json")
+    body = json.loads(failed.stdout)
+    assert failed.returncode == 1 and body["ok"] is False and body["changes"] == []
 
 
 def test_call_bad_json_args_exit_2():
@@ -64,6 +88,18 @@ def test_tools_and_domains_tables():
     domains = _toolshift("domains", "--world-only")
     assert domains.returncode == 0
     assert all(name in domains.stdout for name in ("clinic", "library", "freight_depot"))
+
+
+def test_tools_and_domains_json():
+    tools = json.loads(_toolshift("tools", "freight_depot", "--json").stdout)
+    assign = next(t for t in tools["tools"] if t["name"] == "depot_assign_dock")
+    assert tools["domain"] == "freight_depot" and assign["effect"] == "write"
+    assert set(assign["required"]) <= set(assign["params"])
+    assert any(t["destructive"] for t in tools["tools"])  # the table's "write (destructive)"
+    domains = json.loads(_toolshift("domains", "--world-only", "--json").stdout)
+    by_name = {d["domain"]: d for d in domains["domains"]}
+    assert {"clinic", "library", "freight_depot"} <= set(by_name) and by_name["clinic"]["tools"] > 0
+    assert {f["family"] for f in domains["families"]} == {"bfcl", "agentdojo"}
 
 
 def test_compile_writes_the_file(tmp_path):

@@ -62,11 +62,12 @@ def results(
     episodes_too: bool = typer.Option(
         False, "--episodes", help="Also list every episode: success, strict success, collateral rows."
     ),
+    as_json: bool = typer.Option(False, "--json", help=terminal.JSON_HELP),
 ) -> None:
     """Print the results table of every run in a folder, recomputed from its episodes: success and strict
     success (no collateral write), pass^k and strict pass^k, collateral writes."""
     from toolshift.agents.config import RUN_FORMAT
-    from toolshift.agents.results import episodes_table, results_table, summarize
+    from toolshift.agents.results import episode_rows, episodes_table, results_table, summarize
     from toolshift.agents.runner import read_finished
     from toolshift.fileio import read_json
     from toolshift.taskfile import read_tasks
@@ -77,6 +78,7 @@ def results(
     configs = [c for c in configs if not c.name.endswith(".results.json")]
     if not configs:
         raise BadInputError("no run-<key>.json files here", source=str(folder))
+    found: list[dict] = []
     for path in configs:
         run_info = read_json(path, what="run configuration")
         try:
@@ -102,9 +104,18 @@ def results(
                 ) from None
         trials = 1 + max((e.trial for e in episodes), default=0)
         summary = summarize(episodes, trials=trials, invalid_tasks=invalid, tasks=by_id)
+        if as_json:
+            run_json = {"key": key, "model": config["model"], "world": config["world"], "config": config,
+                        "episodes_file": str(episodes_path), "results": summary.as_dict()}  # fmt: skip
+            if episodes_too:
+                run_json["episodes"] = episode_rows(episodes, by_id)
+            found.append(run_json)
+            continue
         console.print(results_table(label, summary))
         if episodes_too:
             console.print(episodes_table(f"{key}: episodes", episodes, by_id))
+    if as_json:
+        terminal.print_json({"folder": str(folder), "runs": found})
 
 
 def run(

@@ -246,6 +246,30 @@ def collateral_cell(verdict: Collateral | None, judged: bool) -> str:
     return f"{verdict.changes}: {rows}"
 
 
+def episode_rows(episodes: list[Episode], tasks: Mapping[str, Task] | None = None) -> list[dict[str, Any]]:
+    """`episodes_table`'s rows as data (`agents results --episodes --json`): one dict per episode."""
+    out = []
+    for e in sorted(episodes, key=lambda e: (e.task_id, e.trial)):
+        info = e.outcome.info if e.outcome else {}
+        verdict = episode_collateral(e, tasks)
+        out.append(
+            {
+                "task": e.task_id,
+                "trial": e.trial,
+                "success": e.outcome.success if e.outcome else None,
+                "strict_success": None if verdict is None else verdict.strict_success,
+                "collateral_changes": None if verdict is None else verdict.changes,
+                "collateral_rows": None if verdict is None else list(verdict.rows),
+                "turns": info.get("turns"),
+                "calls": info.get("tool_calls"),
+                "failed_calls": info.get("failed_calls"),
+                "tokens": episode_tokens(e),
+                "termination": e.termination_reason,
+            }
+        )
+    return out
+
+
 def episodes_table(title: str, episodes: list[Episode], tasks: Mapping[str, Task] | None = None) -> Table:
     """One row per episode: task, trial, success, strict success, collateral writes, turns, calls, tokens,
     termination."""

@@ -153,6 +153,7 @@ def stats_cmd(
         help="Also score each intent's naturalness with this model (embedded, openai:<name>, anthropic:<name>); "
         "scores are cached in DIR/naturalness.json. Without it the rubric is scored by rules.",
     ),
+    as_json: bool = typer.Option(False, "--json", help=terminal.JSON_HELP),
 ) -> None:
     """Per-domain counts (tools, tasks, splits, path lengths, functions per task), task quality (policy
     conflicts, duplicate Δgold, routed references, reordered creates, naturalness); writes a PNG."""
@@ -175,15 +176,18 @@ def stats_cmd(
             raise BadInputError(f"{judge!r} is not a language model", field="--judge")
         scorer = (judge, model_judge(judge))
     stats = build_stats(build_dir)
+    out = terminal.console(stderr=True) if as_json else console  # --json: stdout holds the JSON alone
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        console=console,
+        console=out,
         transient=True,
     ) as bar:
         job = bar.add_task("auditing tasks", total=sum(s.tasks for s in stats))
         quality = quality_stats(build_dir, scorer, progress=lambda: bar.advance(job))
+    if as_json:
+        _print_stats_json(build_dir, stats, quality)
     table = Table(title=f"bench build {build_dir}")
     cols = ("domain", "tools", "tasks", "train", "test", "path mean", "path min–max", "functions/task")
     for col in cols:
@@ -206,15 +210,17 @@ def stats_cmd(
         "total", str(sum(s.tools for s in stats)), str(sum(s.tasks for s in stats)),
         str(sum(s.train for s in stats)), str(sum(s.test for s in stats)), "", "", "",
     )  # fmt: skip
-    console.print(table)
+    if not as_json:
+        console.print(table)
     qtable = Table(title="task quality")
     for col in ("measure", "value"):
         qtable.add_column(col)
     for measure, value, _ in quality_rows(quality):
         qtable.add_row(measure, value)
-    console.print(qtable)
+    if not as_json:
+        console.print(qtable)
     path = histogram_png(stats, png or build_dir / "stats.png", quality)
-    console.print(f"histogram → {path}")
+    out.print(f"histogram → {path}")
     if markdown_out:
         markdown_out.parent.mkdir(parents=True, exist_ok=True)
         from toolshift.bench.build import load_manifest
@@ -233,7 +239,32 @@ def stats_cmd(
         if png:
             text += f"\n![functions per task and path length]({png.name})\n"
         write_text_atomic(markdown_out, text)
-        console.print(f"markdown → {markdown_out}")
+        out.print(f"markdown → {markdown_out}")
+
+
+def _print_stats_json(build_dir: Path, stats: list, quality: object) -> None:
+    """`bench stats --json`: per domain the table's counts (and the path lengths), and the quality audit."""
+    from dataclasses import asdict
+
+    from toolshift.bench.stats import distribution, quality_rows
+
+    domains = [
+        {"domain": s.name, "status": s.status, "tools": s.tools, "used_tools": s.used_tools, "tasks": s.tasks,
+         "train": s.train, "test": s.test, "mean_path": s.mean_path,
+         "path_min": min(s.path_lengths, default=0), "path_max": max(s.path_lengths, default=0),
+         "path_lengths": s.path_lengths, "functions_per_task": distribution(s.functions)}
+        for s in stats
+    ]  # fmt: skip
+
+    def keyed(value: object) -> object:  # Counters keyed by (entity, reason) pairs: "entity/reason"
+        if isinstance(value, dict):
+            return {"/".join(map(str, k)) if isinstance(k, tuple) else k: keyed(v) for k, v in value.items()}
+        return [keyed(v) for v in value] if isinstance(value, list) else value
+
+    audit = keyed(asdict(quality))  # type: ignore[call-overload]
+    assert isinstance(audit, dict)
+    audit["measures"] = [{"measure": m, "value": v, "meaning": w} for m, v, w in quality_rows(quality)]  # type: ignore[arg-type]
+    terminal.print_json({"build": str(build_dir), "domains": domains, "quality": audit})
 
 
 @app.command("verify")

@@ -182,7 +182,9 @@ def replay(
             "--chain-prior/--no-chain-prior", help="Score a chained lookup by its parent's score too."
         ),
     ] = True,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the summary as JSON.")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json-out", help="Also write the summary as JSON here.")
+    ] = None,
     picker: Annotated[
         str | None,
         typer.Option("--picker", help="Read format-4 arguments from the user's words: pattern or embedded."),

@@ -7,7 +7,6 @@ except the seed's reference figures, which are quoted as such.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,10 +43,10 @@ COMMAND = "toolshift flows report --out docs/results/flows.md"
 
 
 def default_data_dir() -> Path:
-    shared = os.environ.get("TOOLSHIFT_SHARED")
-    if shared:
-        return Path(shared) / "data"
-    return Path(__file__).resolve().parents[4] / "shared" / "data"
+    """`data/` of the shared folder (`toolshift.shared.shared_root`)."""
+    from toolshift.shared import shared_root
+
+    return shared_root() / "data"
 
 
 def pct(x: float, digits: int = 1) -> str:

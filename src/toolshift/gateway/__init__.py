@@ -1,7 +1,7 @@
 """The gateway: one MCP server in front of MCP backends, with a chain of middleware (record, flows).
 
 `build_gateway(config)` makes the `Gateway` (backends + chain); `GatewayServer` serves it over stdio,
-streamable HTTP or in-memory. See docs/formats.md (`toolshift.gateway/1`) and README (`toolshift gateway`).
+streamable HTTP or in-memory. See docs/formats.md (`toolshift.gateway/1`) and docs/usage.md (`toolshift gateway`).
 """
 
 from toolshift.gateway.build import build_gateway

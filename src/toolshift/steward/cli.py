@@ -59,9 +59,11 @@ def _episodes(ctx, files: list[Path]):
 
 def _work_line(w) -> str:
     ops = ", ".join(f"{k} {v}" for k, v in sorted(w.by_op.items()))
+    episodes = "episode" if w.episodes == 1 else "episodes"
     return (
-        f"v{w.catalog_version} {w.mode}: {w.episodes} successful episodes, {w.distilled} distilled, "
-        f"{w.edits} edits{f' ({ops})' if ops else ''}, {w.seconds:.2f} CPU s, {w.tokens} tokens"
+        f"v{w.catalog_version} {w.mode}: {w.episodes} successful {episodes}, {w.distilled} distilled, "
+        f"{w.edits} edit{'' if w.edits == 1 else 's'}{f' ({ops})' if ops else ''}, {w.seconds:.2f} CPU s, "
+        f"{w.tokens} tokens"
     )
 
 
@@ -138,26 +140,40 @@ def maintain_cmd(
 
 
 @app.command("show")
-def show_cmd(library: Annotated[Path, typer.Argument(help="A library file.")]) -> None:
+def show_cmd(
+    library: Annotated[Path, typer.Argument(help="A library file.")],
+    as_json: Annotated[bool, typer.Option("--json", help=terminal.JSON_HELP)] = False,
+) -> None:
     """Skills per level and state, edits per operation, work per version."""
     from collections import Counter
+    from dataclasses import asdict
 
     from toolshift.steward.library import LEVELS, Library
 
     with Library.open(library) as lib:
-        table = Table(title=f"{library} (catalog version {lib.catalog_version})")
-        for col in ("level", "active", "inactive"):
-            table.add_column(col, justify="left" if col == "level" else "right")
+        levels = {}
         for level in (*LEVELS, "foreign"):
             active, inactive = len(lib.skills(level, active=True)), len(lib.skills(level, active=False))
             if level != "foreign" or active + inactive:
-                table.add_row(level, str(active), str(inactive))
-        console.print(table)
+                levels[level] = {"active": active, "inactive": inactive}
         edits = lib.edits()
         ops = Counter(e.op for e in edits)
-        console.print("edits: " + (", ".join(f"{k} {v}" for k, v in sorted(ops.items())) or "none"))
-        for w in lib.work():  # the work table keeps counts only: the operations come from the edit log
+        work = lib.work()
+        for w in work:  # the work table keeps counts only: the operations come from the edit log
             w.by_op = dict(Counter(e.op for e in edits if e.catalog_version == w.catalog_version))
+        if as_json:
+            terminal.print_json({"library": str(library), "catalog_version": lib.catalog_version,
+                                 "skills": levels, "edits": dict(sorted(ops.items())),
+                                 "work": [asdict(w) for w in work]})  # fmt: skip
+            return
+        table = Table(title=f"{library} (catalog version {lib.catalog_version})")
+        for col in ("level", "active", "inactive"):
+            table.add_column(col, justify="left" if col == "level" else "right")
+        for level, n in levels.items():
+            table.add_row(level, str(n["active"]), str(n["inactive"]))
+        console.print(table)
+        console.print("edits: " + (", ".join(f"{k} {v}" for k, v in sorted(ops.items())) or "none"))
+        for w in work:
             console.print(_work_line(w))
 
 

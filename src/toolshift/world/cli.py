@@ -21,6 +21,7 @@ console = terminal.console()
 
 DomainArg = Annotated[str, typer.Argument(help="A built-in domain name or a path to a domain spec YAML.")]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="Re-seed the world (default: the spec's seed).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help=terminal.JSON_HELP)]
 
 
 class Transport(StrEnum):
@@ -62,15 +63,18 @@ def domains(
     world_only: Annotated[
         bool, typer.Option("--world-only", help="Only the hand-written world domains.")
     ] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Table of built-in domains with entity, tool and row counts."""
     from toolshift.world.language.datasets import DataUnavailable
+    from toolshift.world.external import family_status
     from toolshift.world.state.registry import builtin_domains, load_domain
 
     table = Table(title="Built-in domains")
     for col in ("domain", "entities", "tools", "rows", "from"):
         table.add_column(col, justify="left" if col in ("domain", "from") else "right")
     unavailable: list[tuple[str, str]] = []
+    listed: list[dict[str, Any]] = []
     for name, path in builtin_domains().items():
         origin = path.parent.parent.name
         if world_only and origin != "world":
@@ -80,22 +84,41 @@ def domains(
         except DataUnavailable as exc:  # an imported world whose data is not on this machine
             table.add_row(name, "–", "–", "–", f"{origin} [yellow](unavailable)[/]")
             unavailable.append((name, str(exc)))
+            listed.append({"domain": name, "from": origin, "available": False, "why": str(exc)})
             continue
-        table.add_row(
-            name, str(len(d.spec.entities)), str(len(d.tools)), str(sum(d.row_counts().values())), origin
+        counts = (len(d.spec.entities), len(d.tools), sum(d.row_counts().values()))
+        table.add_row(name, *map(str, counts), origin)
+        listed.append({"domain": name, "from": origin, "available": True,
+                       "entities": counts[0], "tools": counts[1], "rows": counts[2]})  # fmt: skip
+    families = family_status()
+    if as_json:
+        terminal.print_json(
+            {
+                "domains": listed,
+                "families": [
+                    {
+                        "family": f.family,
+                        "worlds": f.worlds,
+                        "available": f.available,
+                        "extra": f.extra,
+                        "title": f.title,
+                        "note": f.note,
+                    }
+                    for f in families
+                ],
+            }
         )
+        return
     console.print(table)
     for name, why in unavailable:
         console.print(
             f"[yellow]{escape(name)}[/] unavailable: {escape(why)}", highlight=False, soft_wrap=True
         )
-    from toolshift.world.external import family_status
-
     external = Table(title="Other benchmarks' worlds (one per task; their own checks judge)")
     for col in ("family", "worlds", "available", "names", "about"):
         external.add_column(col, overflow="fold")
     names = {"bfcl": "bfcl:<entry id>", "agentdojo": "agentdojo:<suite>.<user task>"}
-    for f in family_status():
+    for f in families:
         external.add_row(
             *map(
                 escape,
@@ -133,9 +156,27 @@ def compile_cmd(
 
 
 @app.command("tools")
-def tools_cmd(domain: DomainArg) -> None:
+def tools_cmd(domain: DomainArg, as_json: JsonOpt = False) -> None:
     """Table of a world's tools: name, effect, parameters (* = required)."""
     d = _world(domain)
+    if as_json:
+        terminal.print_json(
+            {
+                "domain": d.domain.spec.name,
+                "title": d.domain.spec.title,
+                "tools": [
+                    {
+                        "name": t.name,
+                        "effect": t.effect,
+                        "destructive": bool(t.destructive),
+                        "params": list(t.params),
+                        "required": list(t.required),
+                    }
+                    for t in d.tools
+                ],
+            }
+        )
+        return
     table = Table(title=f"{d.domain.spec.title}: {len(d.tools)} tools")
     table.add_column("tool")
     table.add_column("effect")
@@ -154,10 +195,16 @@ def call_cmd(
     tool: Annotated[str, typer.Argument(help="The tool to call.")],
     args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
     seed: SeedOpt = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the call, its result and the state diff as one JSON document."),
+    ] = False,
 ) -> None:
     """Call one tool on a fresh world; print the result or error and the state diff.
 
-    An unknown tool or arguments its schema rejects exit 2; a domain error (a failed precondition) exits 1.
+    stdout carries JSON only: the tool's result (or, with --json, the call, its result and the diff in one
+    document); the ok/error line and the diff table go to stderr. An unknown tool or arguments its schema
+    rejects exit 2; a domain error (a failed precondition) exits 1.
     """
     from toolshift.world.toolerror import ToolError
 
@@ -173,14 +220,17 @@ def call_cmd(
         raise BadInputError(exc.message, source=world.domain.spec.name, field=field) from None
     before = world.snapshot()
     result = world.call(tool, parsed)
-    style = "green" if result.ok else "red"
-    console.print(f"[bold {style}]{'ok' if result.ok else 'error'}[/] {tool}")
-    console.print_json(json.dumps(result.payload(), ensure_ascii=False, default=str))
     diff = world.changes_since(before)
-    if diff:
-        console.print(changes_table(diff))
+    if as_json:
+        changes = [{"table": c.table, "key": c.key, "field": c.field, "op": c.op, "before": c.before,
+                    "after": c.after} for c in diff]  # fmt: skip
+        terminal.print_json({"tool": tool, "ok": result.ok, "result": result.payload(), "changes": changes})
     else:
-        console.print("[dim]no state change[/]")
+        notes = terminal.console(stderr=True)
+        style = "green" if result.ok else "red"
+        notes.print(f"[bold {style}]{'ok' if result.ok else 'error'}[/] {escape(tool)}")
+        terminal.print_json(result.payload())
+        notes.print(changes_table(diff) if diff else "[dim]no state change[/]")
     if not result.ok and result.error is not None:
         raise ToolshiftError(f"{tool} returned error {result.error['code']!r}")
 

@@ -1,4 +1,4 @@
-"""The bounds a world and its MCP server enforce, in one place (docs/formats.md and the README cite them)."""
+"""The bounds a world and its MCP server enforce, in one place (docs/formats.md and docs/usage.md cite them)."""
 
 from __future__ import annotations
 

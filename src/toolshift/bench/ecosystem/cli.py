@@ -207,7 +207,9 @@ def baseline(
     ] = None,
     setting: Annotated[
         str,
-        typer.Option(help="standard, domain-tools, task-tools, oracle-tools or oracle-path (README, bench)."),
+        typer.Option(
+            help="standard, domain-tools, task-tools, oracle-tools or oracle-path (docs/usage.md, bench)."
+        ),
     ] = "standard",
     user: Annotated[
         str, typer.Option(help="User simulator: scripted, embedded, openai:<model> or anthropic:<model>.")
@@ -243,7 +245,9 @@ def evaluate(
     runs: Annotated[list[Path], typer.Argument(help="Episode files or folders of *.episodes.jsonl.")],
     build: Annotated[Path, typer.Option(help="The bench build the runs were recorded on.")],
     markdown: Annotated[Path | None, typer.Option(help="Write the tables as markdown here.")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the metrics as JSON here.")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json-out", help="Also write the metrics as JSON here.")
+    ] = None,
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 1000,
 ) -> None:
     """Score recorded episodes: SR, Strict-SR, tool P/R/F1, Step-/Cost-SPE, IDR, DAR and collateral writes

@@ -54,7 +54,7 @@ class AgentEval:
         return [s for s in self.scores if s.collateral_changes]
 
     def collateral_dicts(self) -> list[dict[str, object]]:
-        """Those instances as the JSON output lists them (docs/formats.md, `bench eval --json`)."""
+        """Those instances as the JSON output lists them (docs/formats.md, `bench eval --json-out`)."""
         return [
             {"task_id": s.task_id, "version": s.version, "success": s.success,
              "collateral_changes": s.collateral_changes, "collateral_rows": list(s.collateral_rows)}
@@ -322,6 +322,6 @@ def results_markdown(eco: EcosystemManifest, evals: list[AgentEval], command: st
                 for s in hurt[:MAX_LISTED]
             ]
             if len(hurt) > MAX_LISTED:
-                lines.append(f"- … {len(hurt) - MAX_LISTED} more (all in `--json`)")
+                lines.append(f"- … {len(hurt) - MAX_LISTED} more (all in `--json-out`)")
             lines.append("")
     return "\n".join(lines)

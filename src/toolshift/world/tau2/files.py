@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,11 +92,11 @@ FILES: dict[str, DataFile] = {
 
 
 def shared_root() -> Path:
-    """The shared folder: `TOOLSHIFT_SHARED`, else `shared/` beside the repository."""
-    env = os.environ.get("TOOLSHIFT_SHARED")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[5] / "shared"
+    """The shared folder (`toolshift.shared.shared_root`: `TOOLSHIFT_SHARED`, else `shared/` beside the
+    repository, else a per-user folder for an installed wheel)."""
+    from toolshift.shared import shared_root as root
+
+    return root()
 
 
 def locate(path: str) -> Path:
