@@ -203,7 +203,17 @@ def test_demo_step_reports_the_runs_the_demo_kept(tmp_path, eco_runs):
     assert "toolshift view" in said
     ids = parse(path).sections
     assert {"inputs", "runs", "benchmark-1"} <= set(ids)
-    assert "airline_results.json" in path.read_text(encoding="utf-8")  # the τ²-bench example is in it
+    html = path.read_text(encoding="utf-8")
+    assert "airline_results.json" in html  # the τ²-bench example is in it
+    # the demo's runs by world: the baselines on their ecosystem, the τ²-bench example on its own row
+    part = html.split("By world and agent")[1].split("By domain and agent")[0]
+    worlds = {re.findall(r"<td[^>]*>([^<]*)</td>", row)[0] for row in re.findall(r"<tr>(.*?)</tr>", part, re.S)
+              if "<td" in row}  # fmt: skip
+    assert "tau2 (converted)" in worlds and any(w.startswith("ecosystem eco-") for w in worlds), worlds
+    subtitle = re.search(r"<header>.*?</header>", html, re.S).group(0)
+    assert "1 τ²-bench result" in subtitle and not re.search(
+        r"\b1 (episodes|catalogs|benchmark builds)\b", subtitle
+    )
 
 
 def test_runs_section_shows_pass_k_as_agents_results_computes_it(tmp_path):
