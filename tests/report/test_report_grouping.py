@@ -88,7 +88,8 @@ def test_different_catalogs_of_one_domain_each_read_the_runs_beside_them(oracle_
     out = tmp_path / "report.html"
     build_report([runs / "a", runs / "b"], out, options=FAST)
     html = out.read_text(encoding="utf-8")
-    assert "<h2>Flows: clinic (a)</h2>" in html and "<h2>Flows: clinic (b)</h2>" in html
+    assert "<h2>Flows: clinic (a/clinic.catalog.json)</h2>" in html
+    assert "<h2>Flows: clinic (b/clinic.catalog.json)</h2>" in html
     assert html.count("3 episodes of clinic from the 1 episode files beside this catalog") == 2
 
 

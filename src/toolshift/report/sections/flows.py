@@ -341,7 +341,8 @@ def _log_section(log: ResultFile, number: int) -> Section:
 def _title(group: CatalogGroup) -> str:
     if group.distinct == 1:
         return f"Flows: {group.catalog.domain}"
-    return f"Flows: {group.catalog.domain} ({group.folders[0].name})"
+    first = Path(group.wheres[0].split(" (τ²-bench's ")[0])
+    return f"Flows: {group.catalog.domain} ({first.parent.name}/{first.name})"
 
 
 def _which_episodes(group: CatalogGroup, sources: list[ResultFile]) -> str:
