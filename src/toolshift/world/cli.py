@@ -66,8 +66,8 @@ def domains(
     as_json: JsonOpt = False,
 ) -> None:
     """Table of built-in domains with entity, tool and row counts."""
-    from toolshift.world.language.datasets import DataUnavailable
     from toolshift.world.external import family_status
+    from toolshift.world.language.datasets import DataUnavailable
     from toolshift.world.state.registry import builtin_domains, load_domain
 
     table = Table(title="Built-in domains")
