@@ -49,6 +49,16 @@ def wait_page(page, needle: str) -> None:
     )
 
 
+def wait_in_viewport(page, selector: str, timeout_ms: int = 60_000) -> None:
+    """Wait until the element is wholly on screen: a scroll (smooth, or behind a busy machine) settles first."""
+    page.wait_for_function(
+        """s => { const e = document.querySelector(s); if (!e) return false;
+                  const r = e.getBoundingClientRect(); return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight; }""",
+        arg=selector,
+        timeout=timeout_ms,
+    )
+
+
 def in_viewport(page, selector: str) -> bool:
     return page.eval_on_selector(
         selector,

@@ -16,7 +16,7 @@ from toolshift.report.view.marks import FlowMarker
 from toolshift.report.view.server import Viewer, serving
 
 from .conftest import add_corrupt_files
-from .pages import in_viewport, png_size, rows, visible_box, wait_page
+from .pages import in_viewport, png_size, rows, visible_box, wait_in_viewport, wait_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared]
 
@@ -92,7 +92,7 @@ def test_viewer_keeps_the_episode_list_in_view_while_a_long_episode_scrolls(brow
     assert page.evaluate("document.documentElement.scrollHeight > 2 * innerHeight")  # a long episode
     page.keyboard.press("End")  # steps to the last message, scrolling the page down to it
     page.wait_for_function("scrollY > innerHeight")
-    assert in_viewport(page, "#steps li.step.current")
+    wait_in_viewport(page, "#steps li.step.current")  # the scroll has settled with the current step on screen
     # The list, its filters and the selected row are still on screen.
     for selector in ("#list-pane", "#filters", "#episodes tbody tr.selected"):
         assert in_viewport(page, selector), selector
