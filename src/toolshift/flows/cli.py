@@ -116,6 +116,10 @@ def crossval(
     max_detours: Annotated[
         float, typer.Option("--max-detours", help="The detour budget per episode a choice must keep.")
     ] = 0.6,
+    folds: Annotated[
+        int | None,
+        typer.Option("--folds", help="k-fold cross-validation by task (default: leave one task out)."),
+    ] = None,
 ) -> None:
     """Choose walk ranks and each decider's θ by leave-one-task-out over the training tasks only."""
     from rich.progress import track
@@ -131,7 +135,7 @@ def crossval(
     n_tasks = len({t.task_id for t in inputs.timelines})
     steps = iter(track(range(n_tasks), description="folds", console=console, transient=True))
     cv = run_crossval(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, max_detours=max_detours,
-                      progress=lambda: next(steps, None))  # fmt: skip
+                      folds=folds, progress=lambda: next(steps, None))  # fmt: skip
     table = Table(title=f"leave-one-task-out over {cv.folds} tasks ({cv.episodes} episodes): share of the "
                   "ceiling / detours per episode")  # fmt: skip
     table.add_column("decider")
@@ -402,6 +406,10 @@ def price(
         bool,
         typer.Option("--learn-from-all", help="With --choose-rule: learn the folds' flows from every run."),
     ] = False,
+    folds: Annotated[
+        int | None,
+        typer.Option("--folds", help="k-fold cross-validation by task (default: leave one task out)."),
+    ] = None,
 ) -> None:
     """θ* = δ/(β+δ) from the domain's average detour and saved turn, and a θ sweep with utility; with
     --choose-rule, the rule (one θ or a threshold per decision) chosen on training tasks only."""
@@ -419,7 +427,7 @@ def price(
         raise BadInputError(f"--sweep takes numbers, not {sweep!r}", field="sweep") from exc
     if choose_rule is not None:
         _choose_rule(episodes, catalog, flow, decider, rate, tasks, choose_rule, walk_ranks, max_detours,
-                     learn_from_all)  # fmt: skip
+                     learn_from_all, folds)  # fmt: skip
         return
     inputs = load_inputs(episodes, catalog, _tasks(tasks))
     learned = load_flow(flow, inputs.catalog)
@@ -440,7 +448,8 @@ def price(
 
 
 def _choose_rule(episodes: list[Path], catalog: Path, flow: Path, decider: str, rate: object, tasks: str,
-                 out: Path, walk_ranks: int, max_detours: float, learn_from_all: bool) -> None:  # fmt: skip
+                 out: Path, walk_ranks: int, max_detours: float, learn_from_all: bool,
+                 folds: int | None = None) -> None:  # fmt: skip
     from toolshift.flows.inputs import load_inputs
     from toolshift.flows.model import load_flow
     from toolshift.flows.perdecision import FAMILIES, choose_rule
@@ -455,9 +464,10 @@ def _choose_rule(episodes: list[Path], catalog: Path, flow: Path, decider: str, 
     inputs = load_inputs(episodes, catalog, tasks)
     load_flow(flow, inputs.catalog)  # the flow must be this catalog's; the folds learn their own
     choice = choose_rule(inputs.timelines, inputs.catalog, walk_ranks=walk_ranks, price=rate,  # type: ignore[arg-type]
-                         deciders=(decider,), max_detours=max_detours, learn_from_all=learn_from_all)  # fmt: skip
+                         deciders=(decider,), max_detours=max_detours, learn_from_all=learn_from_all,
+                         folds=folds)  # fmt: skip
     table = Table(
-        title=f"leave-one-task-out over {choice.folds} tasks: share of the ceiling / detours per episode"
+        title=f"cross-validation over {choice.folds} folds by task: share of the ceiling / detours per episode"
     )
     for col in ("rule", "value", "re-reads", "share", "detours/episode"):
         table.add_column(col)
@@ -466,7 +476,11 @@ def _choose_rule(episodes: list[Path], catalog: Path, flow: Path, decider: str, 
         table.add_row(c.family, f"{c.value:g}", "yes" if c.reread else "no", _pct(c.share_of_ceiling),
                       f"{c.detours_per_episode:.2f}{mark}")  # fmt: skip
     console.print(table)
-    family = FAMILIES[-1] if (decider, FAMILIES[-1]) in choice.best else "θ"
+    # The family whose chosen candidate saves the largest share of the training ceiling within the budget
+    # (ties: fewer detours, then the earlier, simpler family); one θ when none is within it.
+    within = [(f, choice.best[(decider, f)]) for f in FAMILIES if (decider, f) in choice.best]
+    family = min(within, key=lambda fc: (-fc[1].share_of_ceiling, fc[1].detours_per_episode,
+                                         FAMILIES.index(fc[0])))[0] if within else "θ"  # fmt: skip
     rule = choice.rule(decider, family)
     best = choice.best.get((decider, family))
     note = (f"{family}: {_pct(best.share_of_ceiling)} of the ceiling at {best.detours_per_episode:.2f} detours an "
@@ -498,11 +512,18 @@ def report(
     data: Annotated[
         Path | None, typer.Option("--data", help="The shared data folder (default ../shared/data).")
     ] = None,
+    bfcl: Annotated[
+        Path | None,
+        typer.Option(
+            "--bfcl",
+            help="A checkout of github.com/bbrowning/bfcl-vllm-results: adds the cross-model BFCL section.",
+        ),
+    ] = None,
 ) -> None:
-    """Regenerate docs/results/flows.md from the real data: τ-bench airline and WorkBench."""
+    """Regenerate docs/results/flows.md from the real data: τ-bench airline, WorkBench and (--bfcl) BFCL."""
     from toolshift.flows.results import default_data_dir, write_report
 
-    path = write_report(out, data or default_data_dir(), console=console)
+    path = write_report(out, data or default_data_dir(), bfcl=bfcl, console=console)
     console.print(f"wrote {path}")
 
 

@@ -1,7 +1,8 @@
 """Choose a flow's walk ranks and each decider's θ by cross-validation over training tasks, never the test set.
 
 Leave one task out: for each training task, learn on the other tasks' episodes and replay that task's
-episodes; sum saved turns and detours over the folds. The selection is fixed in advance: per decider, the
+episodes; sum saved turns and detours over the folds. With many tasks (BFCL's hundreds), `folds` = k deals
+the tasks, in sorted order, round-robin into k groups and leaves one group out at a time. The selection is fixed in advance: per decider, the
 (walk ranks, θ) with the largest share of the ceiling among those within the detour budget (ties: fewer
 detours, then fewer ranks, then the higher θ); one walk-ranks value serves both deciders (the flow file is
 shared), the one whose two deciders' best shares average highest (ties: fewer ranks).
@@ -22,6 +23,16 @@ from toolshift.flows.timeline import Catalog, Timeline
 WALK_RANKS = (0, 1, 2, 3, 4)
 THETAS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 MAX_DETOURS = 0.6
+
+
+def task_folds(tasks: Sequence[str], folds: int | None = None) -> list[list[str]]:
+    """The held-out groups: one task each (None, leave one task out), or `folds` groups dealt round-robin."""
+    ordered = sorted(set(tasks))
+    if folds is None or folds >= len(ordered):
+        return [[t] for t in ordered]
+    if folds < 2:
+        raise BadInputError(f"cross-validation needs at least 2 folds, not {folds}", field="folds")
+    return [ordered[i::folds] for i in range(folds)]
 
 
 class SavingFigures:
@@ -112,9 +123,11 @@ def crossval(
     deciders: Sequence[str] = DECIDERS,
     max_detours: float = MAX_DETOURS,
     learn_from_all: bool = False,
+    folds: int | None = None,
     progress: Callable[[], None] | None = None,
 ) -> Crossval:
-    """Leave-one-task-out over `timelines` (the training tasks): every candidate's summed figures."""
+    """Leave-one-task-out (or `folds`-fold by task) over `timelines`, the training tasks: every candidate's
+    summed figures."""
     tasks = sorted({t.task_id for t in timelines})
     if len(tasks) < 2:
         raise BadInputError(f"cross-validation needs at least 2 training tasks, got {len(tasks)}")
@@ -123,13 +136,14 @@ def crossval(
     sums: dict[tuple[str, int, float], list[int]] = {
         (d, k, th): [0, 0] for d in deciders for k in walk_ranks for th in thetas
     }
-    folds = 0
-    for task in tasks:
-        rest = [t for t in timelines if t.task_id != task]
-        held = [t for t in timelines if t.task_id == task]
+    done = 0
+    for group in task_folds(tasks, folds):
+        out = set(group)
+        rest = [t for t in timelines if t.task_id not in out]
+        held = [t for t in timelines if t.task_id in out]
         if not any(learn_from_all or t.success for t in rest):
             continue
-        folds += 1
+        done += 1
         ceiling += sum(per_episode[t.episode_id].ceiling for t in held)
         episodes += len(held)
         for k in walk_ranks:
@@ -143,4 +157,4 @@ def crossval(
         if progress is not None:
             progress()
     rows = [CrossvalRow(d, k, th, s, ceiling, det, episodes) for (d, k, th), (s, det) in sums.items()]
-    return Crossval(rows, folds, episodes, max_detours, tuple(walk_ranks), tuple(thetas), tuple(deciders))
+    return Crossval(rows, done, episodes, max_detours, tuple(walk_ranks), tuple(thetas), tuple(deciders))

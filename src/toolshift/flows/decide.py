@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolshift.flows.intent import NO_INTENT, IntentMatcher, intent_key
 from toolshift.flows.model import START_SITE, USER_SITE, Flow, Walk
 from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog
@@ -71,7 +72,7 @@ class Decider:
 
     def __init__(self, flow: Flow, kind: DeciderKind = "reach", threshold: float = 0.3,
                  catalog: Catalog | None = None, picker: WordsPicker | None = None,
-                 rule: Rule | None = None, reread: bool = True) -> None:  # fmt: skip
+                 rule: Rule | None = None, reread: bool = True, intents: tuple[str, ...] = ()) -> None:  # fmt: skip
         if kind not in DECIDERS:
             raise ValueError(f"unknown decider {kind!r}: one of {DECIDERS}")
         if catalog is not None:
@@ -83,6 +84,8 @@ class Decider:
         lookup, earlier in the episode), even after a write."""
         if rule is not None and rule.kind == "theta" and rule.calibrator is None:
             self.threshold, self.rule = rule.theta, None
+        self.intents = IntentMatcher(rule.intent if rule is not None and rule.intent else intents)
+        """Matches the user's words to the intent vocabulary (the session's `intent`; toolshift.flows.intent)."""
         self.picker = picker
         """Reads format-4 arguments from the user's words; without one those lookups are never made."""
         self.effects: dict[str, str] = dict(catalog.effects) if catalog is not None else {}
@@ -150,17 +153,20 @@ class Decider:
         every = weigh_all or self.rule is not None
         return (self._weighed if every else self._made).get(site, ())
 
-    def judge(self, tool: str, raw: float, depth: int, position: int) -> tuple[float, float]:
+    def judge(
+        self, tool: str, raw: float, depth: int, position: int, intent: str = ""
+    ) -> tuple[float, float]:
         """(probability of use, the bar it must reach) for a lookup of `tool` with model score `raw`."""
         if self.rule is None:
             return raw, self.threshold
-        return self.rule.probability(tool, depth, position, raw), self.rule.bar(tool, position)
+        return self.rule.probability(tool, depth, position, raw, intent), self.rule.bar(tool, position)
 
 
 class DecisionSession:
     """One episode's state: the outputs seen, the values each argument was given, what is already answered."""
 
-    __slots__ = ("answered", "decider", "index", "opened", "picked", "position", "said", "seen")
+    __slots__ = ("answered", "decider", "index", "intent", "intent_words", "opened", "picked", "position", "said",
+                 "seen")  # fmt: skip
 
     def __init__(self, decider: Decider) -> None:
         self.decider = decider
@@ -170,9 +176,12 @@ class DecisionSession:
         self.said: list[str] = []
         self.picked: dict[tuple[str, str, int], str | None] = {}
         self.position = 0
+        """The agent's calls seen so far (where a decision stands in the episode)."""
         self.seen: set[str] = set()
         """Every read the agent made or a lookup delivered in the episode (never cleared by a write)."""
-        """The agent's calls seen so far (where a decision stands in the episode)."""
+        self.intent_words: frozenset[str] = frozenset()
+        self.intent = ""
+        """The intent words the user's messages matched so far (`intent_key`); "" before any user message."""
 
     # -- events ------------------------------------------------------------------------------
 
@@ -205,6 +214,9 @@ class DecisionSession:
         """A user message: what a picker reads format-4 arguments from."""
         if text:
             self.said.append(text)
+        if self.decider.intents.vocabulary:
+            self.intent_words |= self.decider.intents.matches(text)
+            self.intent = intent_key(self.intent_words) if self.intent_words else NO_INTENT
 
     def note_made(self, lookup: Lookup) -> None:
         """Count a lookup as answered as soon as it is made, before its result arrives."""
@@ -234,7 +246,7 @@ class DecisionSession:
         self, compiled: _CompiledTool, raw: float, site: str, depth: int, weigh_all: bool
     ) -> Lookup | None:
         """The lookup, if it reaches its bar (or `weigh_all`), binds and is not answered."""
-        score, bar = self.decider.judge(compiled.tool, raw, depth, self.position)
+        score, bar = self.decider.judge(compiled.tool, raw, depth, self.position, self.intent)
         if score < bar and not weigh_all:
             return None
         return self._unanswered(compiled, score, site, raw=raw, bar=bar, depth=depth)

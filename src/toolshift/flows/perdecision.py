@@ -9,7 +9,9 @@ the model's scores or recalibrated ones — is then replayed on each task left o
 is fixed in advance: per decider and rule family, the largest share of the ceiling within the detour budget
 (ties: fewer detours, then the larger θ or λ, then re-reads allowed). Each candidate is tried both ways on
 re-reads: whether a read the agent already has in context (made, or delivered by a lookup, earlier in the
-episode) may be proposed again after a write. The held-out test tasks are never read.
+episode) may be proposed again after a write. Two more families condition the recalibration on the request's
+intent words as well (toolshift.flows.intent: per site × intent where the other tasks' log holds enough of
+it). The held-out test tasks are never read.
 """
 
 from __future__ import annotations
@@ -20,8 +22,14 @@ from dataclasses import dataclass, field
 from toolshift.errors import BadInputError
 from toolshift.flows.calibration import SiteCalibrator, choose_min_count, fit_site_calibrator, site_key
 from toolshift.flows.ceiling import anatomy
-from toolshift.flows.crossval import SavingFigures
+from toolshift.flows.crossval import SavingFigures, task_folds
 from toolshift.flows.decide import DECIDERS, Decider
+from toolshift.flows.intent import (
+    IntentCalibrator,
+    choose_intent_min_count,
+    fit_intent_calibrator,
+    intent_vocabulary,
+)
 from toolshift.flows.learn import learn_flow
 from toolshift.flows.model import Flow
 from toolshift.flows.pricing import Price
@@ -32,7 +40,8 @@ from toolshift.flows.timeline import Catalog, Timeline
 THETAS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 LAMS = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
 MAX_DETOURS = 0.5
-FAMILIES = ("θ", "θ, recalibrated", "per decision", "per decision, recalibrated")
+FAMILIES = ("θ", "θ, recalibrated", "per decision", "per decision, recalibrated", "θ, recalibrated by intent",
+            "per decision, recalibrated by intent")  # fmt: skip
 LOG_THETA = 0.3
 """The θ of the replays whose weighed lookups make the out-of-fold log (`--explore 0`, as the seed's)."""
 
@@ -58,7 +67,7 @@ class Candidate(SavingFigures):
 
 @dataclass
 class Fold:
-    task: str
+    tasks: frozenset[str]
     held: list[Timeline]
     flow: Flow
     costs: CostModel
@@ -81,70 +90,102 @@ class RuleChoice:
     folds: int
     episodes: int
     best: dict[tuple[str, str], Candidate] = field(default_factory=dict)
+    intent_calibrator: dict[str, IntentCalibrator] = field(default_factory=dict)
+    vocabulary: tuple[str, ...] = ()
+    """The catalog's intent words (toolshift.flows.intent)."""
+    oof_intent: dict[str, list[str]] = field(default_factory=dict)
+    """Per decider, row by row of `oof`: the request's intent at the decision."""
+    intent_min_count: dict[str, int] = field(default_factory=dict)
+    """Per decider: the fewest rows a site × intent needs for its own map (cross-validated by Brier score)."""
 
     def rule(self, decider: str, family: str) -> Rule:
         """The chosen rule of a family, fitted on every training task."""
         c = self.best.get((decider, family))
-        cal = self.calibrator[decider] if family.endswith("recalibrated") else None
-        reread = c.reread if c else True
-        if family.startswith("per decision"):
-            return Rule("priced", lam=c.value if c else 1.0, calibrator=cal, costs=self.costs, reread=reread)
-        return Rule("theta", theta=c.value if c else LOG_THETA, calibrator=cal, reread=reread)
+        value = c.value if c else (1.0 if family.startswith("per decision") else LOG_THETA)
+        return _rule(family, value, self.calibrator[decider], self.intent_calibrator.get(decider), self.costs,
+                     c.reread if c else True, self.vocabulary)  # fmt: skip
 
 
-def _rule(family: str, value: float, cal: SiteCalibrator, costs: CostModel, reread: bool) -> Rule:
-    recal = cal if family.endswith("recalibrated") else None
+def _rule(family: str, value: float, cal: SiteCalibrator, by_intent: IntentCalibrator | None, costs: CostModel,
+          reread: bool, vocabulary: tuple[str, ...] = ()) -> Rule:  # fmt: skip
+    recal: SiteCalibrator | IntentCalibrator | None = None
+    intent: tuple[str, ...] = ()
+    if family.endswith("by intent") and by_intent is not None:
+        recal, intent = by_intent, vocabulary
+    elif family.endswith("recalibrated"):
+        recal = cal
     if family.startswith("per decision"):
-        return Rule("priced", lam=value, calibrator=recal, costs=costs, reread=reread)
-    return Rule("theta", theta=value, calibrator=recal, reread=reread)
+        return Rule("priced", lam=value, calibrator=recal, costs=costs, reread=reread, intent=intent)
+    return Rule("theta", theta=value, calibrator=recal, reread=reread, intent=intent)
 
 
 def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: int, price: Price,
                 deciders: Sequence[str] = DECIDERS, max_detours: float = MAX_DETOURS,
                 learn_from_all: bool = False, thetas: Sequence[float] = THETAS, lams: Sequence[float] = LAMS,
-                progress: Callable[[], None] | None = None) -> RuleChoice:  # fmt: skip
+                folds: int | None = None, progress: Callable[[], None] | None = None) -> RuleChoice:  # fmt: skip
     """Leave-one-task-out over `timelines` (the training tasks only): the out-of-fold log, the per-site
     recalibration, every candidate rule's summed figures, and the choice."""
     tasks = sorted({t.task_id for t in timelines})
     if len(tasks) < 3:
         raise BadInputError(f"choosing a rule needs at least 3 training tasks, got {len(tasks)}")
     _, per_episode = anatomy(timelines)
-    folds: list[Fold] = []
+    groups: list[Fold] = []
+    vocabulary = intent_vocabulary(catalog)
     oof: dict[str, list[tuple[str, str, float, bool]]] = {d: [] for d in deciders}
-    for task in tasks:
-        rest = [t for t in timelines if t.task_id != task]
-        held = [t for t in timelines if t.task_id == task]
+    oof_intent: dict[str, list[str]] = {d: [] for d in deciders}
+    for group in task_folds(tasks, folds):
+        out = frozenset(group)
+        rest = [t for t in timelines if t.task_id not in out]
+        held = [t for t in timelines if t.task_id in out]
         if not any(learn_from_all or t.success for t in rest):
             continue
         flow = learn_flow(rest, catalog, learn_from_all=learn_from_all, walk_ranks=walk_ranks)
-        folds.append(Fold(task, held, flow, learn_costs(rest, price)))
+        groups.append(Fold(out, held, flow, learn_costs(rest, price)))
         for d in deciders:
-            oof[d] += log_rows(replay(held, Decider(flow, d, LOG_THETA), weigh_all=True).log)  # type: ignore[arg-type]
+            logged = replay(held, Decider(flow, d, LOG_THETA, intents=vocabulary), weigh_all=True).log  # type: ignore[arg-type]
+            oof[d] += log_rows(logged)
+            oof_intent[d] += [x.intent for x in logged]
         if progress is not None:
             progress()
     min_count: dict[str, int] = {}
     brier: dict[str, dict[int, float]] = {}
-    per_fold_cal: dict[tuple[str, str], SiteCalibrator] = {}
+    per_fold_cal: dict[tuple[str, int], SiteCalibrator] = {}
+    per_fold_intent: dict[tuple[str, int], IntentCalibrator] = {}
     recalibrated: dict[str, list[float]] = {}
+    intent_min: dict[str, int] = {}
     for d in deciders:
         min_count[d], brier[d] = choose_min_count(oof[d])
-        for fold in folds:
-            fit = [(s, x, u) for t, s, x, u in oof[d] if t != fold.task]
-            per_fold_cal[(d, fold.task)] = fit_site_calibrator(fit, min_count[d])
+        intent_min[d], _ = choose_intent_min_count(
+            [(t, s, k, x, u) for (t, s, x, u), k in zip(oof[d], oof_intent[d], strict=True)], min_count[d]
+        )
+        fold_of = {t: i for i, fold in enumerate(groups) for t in fold.tasks}
+        for i, fold in enumerate(groups):
+            fit = [(s, x, u) for t, s, x, u in oof[d] if t not in fold.tasks]
+            per_fold_cal[(d, i)] = fit_site_calibrator(fit, min_count[d])
+            per_fold_intent[(d, i)] = fit_intent_calibrator(
+                [
+                    (s, k, x, u)
+                    for (t, s, x, u), k in zip(oof[d], oof_intent[d], strict=True)
+                    if t not in fold.tasks
+                ],
+                min_count[d],
+                intent_min_count=intent_min[d],
+            )
         recalibrated[d] = [
-            per_fold_cal[(d, t)](s, x) if (d, t) in per_fold_cal else x for t, s, x, _ in oof[d]
+            per_fold_cal[(d, fold_of[t])](s, x) if t in fold_of else x for t, s, x, _ in oof[d]
         ]
     grid = [(f, v, rr) for f in FAMILIES for v in (lams if f.startswith("per decision") else thetas)
             for rr in (True, False)]  # fmt: skip
     sums = {(d, f, v, rr): [0, 0] for d in deciders for f, v, rr in grid}
     ceiling = episodes = 0
-    for fold in folds:
+    for i, fold in enumerate(groups):
         ceiling += sum(per_episode[t.episode_id].ceiling for t in fold.held)
         episodes += len(fold.held)
         for d in deciders:
-            cal = per_fold_cal[(d, fold.task)]
+            cal, by_intent = per_fold_cal[(d, i)], per_fold_intent[(d, i)]
             for f, v, rr in grid:
-                r = replay(fold.held, Decider(fold.flow, d, rule=_rule(f, v, cal, fold.costs, rr)))  # type: ignore[arg-type]
+                rule = _rule(f, v, cal, by_intent, fold.costs, rr, vocabulary)
+                r = replay(fold.held, Decider(fold.flow, d, rule=rule))  # type: ignore[arg-type]
                 acc = sums[(d, f, v, rr)]
                 acc[0] += r.saved
                 acc[1] += r.detours
@@ -153,7 +194,11 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
     ]
     choice = RuleChoice(candidates, min_count, brier, oof, recalibrated,
                         {d: fit_site_calibrator([(s, x, u) for _, s, x, u in oof[d]], min_count[d]) for d in deciders},
-                        learn_costs(timelines, price), max_detours, len(folds), episodes)  # fmt: skip
+                        learn_costs(timelines, price), max_detours, len(groups), episodes,
+                        intent_calibrator={d: fit_intent_calibrator([(s, k, x, u) for (_, s, x, u), k in zip(oof[d], oof_intent[d], strict=True)],
+                                                                    min_count[d], intent_min_count=intent_min[d])
+                                           for d in deciders},
+                        vocabulary=vocabulary, oof_intent=oof_intent, intent_min_count=intent_min)  # fmt: skip
     for d in deciders:
         for f in FAMILIES:
             ok = [

@@ -55,6 +55,8 @@ class WeighedLookup:
     """The threshold the lookup was held to."""
     position: int = 0
     """The agent's calls seen so far when it was weighed."""
+    intent: str = ""
+    """The request's intent words matched so far (toolshift.flows.intent), when the decider matches them."""
 
 
 @dataclass(slots=True)
@@ -187,7 +189,7 @@ class _EpisodeReplayer:
                     t.episode_id, t.task_id, t.agent, self.decider.kind, self.decider.threshold, where,
                     self.cursor, self.turn, depth, lookup.tool, lookup.arguments, lookup.score, made,
                     j is not None, made and j is None, raw=lookup.model_score, bar=lookup.bar,
-                    position=lookup.position,
+                    position=lookup.position, intent=session.intent,
                 )  # fmt: skip
                 if self.keep_log:
                     self.log.append(row)

@@ -5,8 +5,9 @@ chain) into a probability of use with a `SiteCalibrator`, then compares it with 
 where it stands (seed 003, "A threshold per decision"), λ·δ/(β+δ) with δ the detour (the tool's mean result
 tokens, written once and reread in every LLM turn expected to be left) and β the turn it would save (the
 next turn's prompt and the call's tokens over the turns after it), both learned from training episodes at
-the decision's position (the agent's calls seen so far). Everything here is fitted on training tasks only
-(`toolshift.flows.perdecision`). Saved as `toolshift.flow-rule/1` (docs/formats.md).
+the decision's position (the agent's calls seen so far). With an `IntentCalibrator` (toolshift.flows.intent)
+the recalibration is also conditioned on the request's intent words. Everything here is fitted on training
+tasks only (`toolshift.flows.perdecision`). Saved as `toolshift.flow-rule/1` (docs/formats.md).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from toolshift.errors import BadInputError
 from toolshift.fileio import read_json, write_text_atomic
 from toolshift.flows.calibration import Isotonic, SiteCalibrator, site_key
+from toolshift.flows.intent import IntentCalibrator
 from toolshift.flows.pricing import Price, saved_turn_value
 from toolshift.flows.timeline import Timeline
 
@@ -101,14 +103,18 @@ class Rule:
     kind: Literal["theta", "priced"]
     theta: float = 0.3
     lam: float = 1.0
-    calibrator: SiteCalibrator | None = None
+    calibrator: SiteCalibrator | IntentCalibrator | None = None
     costs: CostModel | None = None
     reread: bool = True
     """False: never propose a read the agent already has in context from earlier in the episode."""
+    intent: tuple[str, ...] = ()
+    """The intent vocabulary an `IntentCalibrator` was fitted with (the session matches user words to it)."""
 
-    def probability(self, tool: str, depth: int, position: int, score: float) -> float:
+    def probability(self, tool: str, depth: int, position: int, score: float, intent: str = "") -> float:
         if self.calibrator is None:
             return score
+        if isinstance(self.calibrator, IntentCalibrator):
+            return self.calibrator(site_key(tool, depth, position), score, intent)
         return self.calibrator(site_key(tool, depth, position), score)
 
     def bar(self, tool: str, position: int) -> float:
@@ -119,6 +125,7 @@ class Rule:
 
     def label(self) -> str:
         cal = ", recalibrated per site" if self.calibrator is not None else ""
+        cal += " and intent" if isinstance(self.calibrator, IntentCalibrator) else ""
         cal += "" if self.reread else ", no re-reads"
         return f"θ = {self.theta:g}{cal}" if self.kind == "theta" else f"per decision, λ = {self.lam:g}{cal}"
 
@@ -137,6 +144,8 @@ class _Calibrator(BaseModel):
     min_count: int = Field(ge=1)
     global_: _Map = Field(alias="global")
     sites: dict[str, _Map]
+    intent_sites: dict[str, _Map] = Field(default_factory=dict)
+    """Site × intent maps (`site#intent`), for a rule conditioned on the request's intent words."""
 
 
 class _Costs(BaseModel):
@@ -156,6 +165,7 @@ class RuleFile(BaseModel):
     theta: float = Field(gt=0.0, le=1.0)
     lam: float = Field(gt=0.0)
     reread: bool = True
+    intent: list[str] = Field(default_factory=list)
     calibrator: _Calibrator | None = None
     costs: _Costs | None = None
     chosen_by: str = ""
@@ -171,7 +181,14 @@ def _iso(m: _Map, source: str) -> Isotonic:
 def save_rule(rule: Rule, decider: str, path: Path, chosen_by: str = "") -> Path:
     doc: dict[str, object] = {"format": RULE_FORMAT, "decider": decider, "kind": rule.kind, "theta": rule.theta,
                               "lam": rule.lam, "reread": rule.reread, "chosen_by": chosen_by}  # fmt: skip
-    if rule.calibrator is not None:
+    if isinstance(rule.calibrator, IntentCalibrator):
+        doc["intent"] = list(rule.intent)
+        doc["calibrator"] = rule.calibrator.base.to_json() | {
+            "intent_sites": {
+                k: {"xs": list(v.xs), "ys": list(v.ys)} for k, v in sorted(rule.calibrator.by_intent.items())
+            }
+        }
+    elif rule.calibrator is not None:
         doc["calibrator"] = rule.calibrator.to_json()
     if rule.costs is not None:
         c = rule.costs
@@ -194,10 +211,15 @@ def load_rule(path: Path) -> tuple[Rule, str]:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise BadInputError(f"{first['msg']}", source=source, field=where) from exc
-    cal = None
+    cal: SiteCalibrator | IntentCalibrator | None = None
     if doc.calibrator is not None:
         cal = SiteCalibrator(_iso(doc.calibrator.global_, source),
                              {k: _iso(v, source) for k, v in doc.calibrator.sites.items()}, doc.calibrator.min_count)  # fmt: skip
+        if doc.calibrator.intent_sites:
+            if not doc.intent:
+                raise BadInputError("intent maps need the intent vocabulary they were fitted with", source=source,
+                                    field="intent")  # fmt: skip
+            cal = IntentCalibrator(cal, {k: _iso(v, source) for k, v in doc.calibrator.intent_sites.items()})
     costs = None
     if doc.costs is not None:
         c = doc.costs
@@ -208,4 +230,4 @@ def load_rule(path: Path) -> tuple[Rule, str]:
                           tuple(c.saved_value))  # fmt: skip
     if doc.kind == "priced" and costs is None:
         raise BadInputError("a priced rule needs its costs", source=source, field="costs")
-    return Rule(doc.kind, doc.theta, doc.lam, cal, costs, doc.reread), doc.decider
+    return Rule(doc.kind, doc.theta, doc.lam, cal, costs, doc.reread, tuple(doc.intent)), doc.decider

@@ -1,0 +1,184 @@
+"""The results page's BFCL section: a flow learned on one model's BFCL v4 multi-turn result files, replayed on
+another model's held-out tasks, everything chosen by cross-validation on the learning model's training tasks.
+
+The files are gpt-oss-120b's and gpt-oss-20b's runs served by vLLM, published in
+github.com/bbrowning/bfcl-vllm-results (written by BFCL itself; not committed here: `flows report --bfcl
+CHECKOUT`). Each model's files are converted on their own (their catalogs share one fingerprint: BFCL's
+function docs, D121). Tasks are split by `toolshift.traces.split` over both models' task ids together, so a
+task is held out for both. The result files carry no verdict, so flows learn from every run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from toolshift.errors import BadInputError
+from toolshift.flows.ceiling import anatomy
+from toolshift.flows.crossval import crossval
+from toolshift.flows.decide import Decider
+from toolshift.flows.learn import learn_flow
+from toolshift.flows.perdecision import FAMILIES, choose_rule
+from toolshift.flows.pricing import Price
+from toolshift.flows.replay import ReplayResult, replay
+from toolshift.flows.statistics import share_of_ceiling
+from toolshift.flows.timeline import Catalog, Timeline, Unlisted, timelines
+from toolshift.traces.split import split_tasks
+
+RUN = "2025-11-12-main"
+MODELS = ("openai_gpt-oss-120b", "openai_gpt-oss-20b")
+FOLDS = 10
+"""BFCL has hundreds of training tasks: 10-fold by task instead of leaving one task out."""
+MAX_DETOURS = 0.3
+"""The goal's budget (≥ 35% of the ceiling at ≤ 0.3 detours an episode)."""
+BEFORE_THETA = 0.3
+ORDER = ("reach", "next-step")
+PRICE = "0,1,1"
+
+
+def _pct(x: float) -> str:
+    return "–" if x != x else f"{100 * x:.0f}%"
+
+
+def _table(header: tuple[str, ...], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def _ci(i: Any) -> str:
+    if i.n == 0 or i.mean != i.mean:
+        return "–"
+    return f"{100 * i.mean:.0f}% ({100 * i.low:.0f} – {100 * i.high:.0f})"
+
+
+def load_model(root: Path, model: str, run: str = RUN) -> tuple[Catalog, list[Timeline], int]:
+    """One model's multi-turn result files of `run` (base, miss_func, miss_param; long context left out)."""
+    from toolshift.traces.bfcl import convert_bfcl
+    from toolshift.traces.conversion import Conversion
+
+    folder = root / "results" / run / "result" / model / "multi_turn"
+    paths = [folder / f"BFCL_v4_multi_turn_{c}_result.json" for c in ("base", "miss_func", "miss_param")]
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        raise BadInputError("BFCL result file not found (pass --bfcl a checkout of bfcl-vllm-results)",
+                            source=str(missing[0]))  # fmt: skip
+    conv = Conversion(converter="bfcl")
+    for path in paths:
+        conv.extend(convert_bfcl(path))
+    catalog = Catalog.of(conv.catalogs["bfcl"])
+    return catalog, timelines(conv.episodes, catalog, Unlisted()), conv.records
+
+
+def _figures(r: ReplayResult, ceiling: dict[str, int]) -> dict[str, Any]:
+    total = sum(ceiling.get(e.episode, 0) for e in r.episodes)
+    return {"saved": r.saved, "share_of_ceiling": r.saved / total if total else 0.0,
+            "detours_per_episode": r.detours / len(r.episodes) if r.episodes else 0.0, "made": r.made}  # fmt: skip
+
+
+def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
+    """Both directions (learn on one model, replay the other's test tasks); the rule chosen on training only."""
+    loaded = {m: load_model(root, m) for m in MODELS}
+    prints = {m: c.fingerprint() for m, (c, _, _) in loaded.items()}
+    if len(set(prints.values())) != 1:
+        raise BadInputError(f"the two models' BFCL catalogs differ ({prints}): convert with bfcl-eval installed",
+                            source=str(root))  # fmt: skip
+    which = split_tasks(t.task_id for _, tl, _ in loaded.values() for t in tl)
+    done = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    figures: dict[str, Any] = {"run": RUN, "models": list(MODELS), "directions": {},
+                               "commit": done.stdout.strip() or "unknown"}  # fmt: skip
+    rows_cv, rows_out = [], []
+    price = Price.parse(PRICE)
+    for learn_on, serve_on in (MODELS, MODELS[::-1]):
+        catalog, learn_tl, _ = loaded[learn_on]
+        train = [t for t in learn_tl if which[t.task_id] == "train"]
+        test = [t for t in loaded[serve_on][1] if which[t.task_id] == "test"]
+        own_test = [t for t in learn_tl if which[t.task_id] == "test"]
+        console.print(f"bfcl: learn on {learn_on} ({len(train)} training episodes), replay {serve_on} "
+                      f"({len(test)} test episodes)")  # fmt: skip
+        cv = crossval(train, catalog, learn_from_all=True, folds=FOLDS, max_detours=MAX_DETOURS)
+        sel = cv.select()
+        choice = choose_rule(train, catalog, walk_ranks=sel.walk_ranks, price=price, learn_from_all=True,
+                             folds=FOLDS, max_detours=MAX_DETOURS)  # fmt: skip
+        flow = learn_flow(train, catalog, learn_from_all=True, walk_ranks=sel.walk_ranks)
+        before_flow = learn_flow(train, catalog, learn_from_all=True)
+        total, per_episode = anatomy(test)
+        ceiling = {e: a.ceiling for e, a in per_episode.items()}
+        _, own_per = anatomy(own_test)
+        own_ceiling = {e: a.ceiling for e, a in own_per.items()}
+        direction: dict[str, Any] = {"train_episodes": len(train), "test_episodes": len(test),
+                                     "ceiling": total.share("ceiling"), "turns": total.turns,
+                                     "walk_ranks": sel.walk_ranks, "theta": sel.theta, "rules": {}}  # fmt: skip
+        name = f"{learn_on.removeprefix('openai_')} → {serve_on.removeprefix('openai_')}"
+        for d in ORDER:
+            best = sel.best.get(d)
+            rows_cv.append([name, d, f"walk ranks {sel.walk_ranks}, θ = {sel.theta[d]:g}",
+                            f"{_pct(best.share_of_ceiling)} / {best.detours_per_episode:.2f}" if best
+                            else "none within budget"])  # fmt: skip
+            runs: list[tuple[str, str, ReplayResult]] = [
+                (f"before: format 2, θ = {BEFORE_THETA:g}", "—", replay(test, Decider(before_flow, d, BEFORE_THETA))),  # type: ignore[arg-type]
+                (f"θ = {sel.theta[d]:g}, walk ranks {sel.walk_ranks}", rows_cv[-1][-1],
+                 replay(test, Decider(flow, d, sel.theta[d]))),  # type: ignore[arg-type]
+            ]  # fmt: skip
+            for f in FAMILIES:
+                c = choice.best.get((d, f))
+                if c is None:
+                    continue
+                rule = choice.rule(d, f)
+                runs.append((f"{f}, {rule.label()}", f"{_pct(c.share_of_ceiling)} / {c.detours_per_episode:.2f}",
+                             replay(test, Decider(flow, d, rule=rule))))  # type: ignore[arg-type]  # fmt: skip
+            for label, cvtext, r in runs:
+                fig = _figures(r, ceiling)
+                direction["rules"][f"{d}: {label}"] = fig | {"crossval": cvtext}
+                rows_out.append([name, d, label, cvtext, _ci(share_of_ceiling(r, ceiling)),
+                                 f"{fig['detours_per_episode']:.2f}"])  # fmt: skip
+            own = replay(own_test, Decider(flow, d, sel.theta[d]))  # type: ignore[arg-type]
+            direction.setdefault("own_model", {})[d] = _figures(own, own_ceiling)
+        figures["directions"][name] = direction
+    return _render(figures, rows_cv, rows_out), figures
+
+
+def _render(figures: dict[str, Any], rows_cv: list[list[str]], rows_out: list[list[str]]) -> str:
+    d0 = next(iter(figures["directions"].values()))
+    lines = ["## BFCL v4 multi-turn, across models\n",
+             f"Source: BFCL's own result files of gpt-oss-120b and gpt-oss-20b served by vLLM (run `{RUN}`, base, "
+             f"miss_func and miss_param; github.com/bbrowning/bfcl-vllm-results at {figures['commit']}, not committed: "
+             "`toolshift flows report --bfcl CHECKOUT`), each model converted on its own by `toolshift.traces.bfcl` "
+             "(one catalog fingerprint, BFCL's function docs). Tasks split by `toolshift.traces.split` over both "
+             "models' task ids, so a task is held out for both. A flow is learned on one model's training tasks "
+             "(every run: the result files carry no verdict) and replayed on the other model's held-out tasks. "
+             f"Walk ranks, θ and the rule are chosen by {FOLDS}-fold cross-validation by task over the learning "
+             f"model's training tasks only, with the goal's budget ({MAX_DETOURS:g} detours an episode); the other "
+             "model's runs are never read to choose. Intervals are 95%, from a bootstrap over tasks.\n",
+             _table(("Direction", "Decider", "Chosen on training", "Cross-validation: share / detours"), rows_cv), "",
+             _table(("Direction", "Decider", "Rule", "Cross-validation: share / detours",
+                     "Held out, other model: share of the ceiling (95% CI)", "Detours per episode"), rows_out), ""]  # fmt: skip
+    lines.append(
+        "Held-out ceilings: " + "; ".join(f"{k}: {100 * v['ceiling']:.1f}% of {v['turns']:,} turns "
+                                            f"({v['test_episodes']} episodes)" for k, v in figures["directions"].items())
+        + ". The same flows on the learning model's own held-out tasks, at the chosen θ: "
+        + "; ".join(f"{k}: " + ", ".join(f"{d} {_pct(x['share_of_ceiling'])} at {x['detours_per_episode']:.2f}"
+                                         for d, x in v["own_model"].items()) for k, v in figures["directions"].items())
+        + ".\n"
+    )  # fmt: skip
+    goal = [
+        (k, label, x)
+        for k, v in figures["directions"].items()
+        for label, x in v["rules"].items()
+        if not label.split(": ", 1)[1].startswith("before")
+    ]
+    met = [
+        f"{k}, {label}"
+        for k, label, x in goal
+        if x["share_of_ceiling"] >= 0.35 and x["detours_per_episode"] <= 0.3
+    ]
+    lines.append(
+        "**Against the goal (≥ 35% of the ceiling at ≤ 0.3 detours an episode, learned on one model, held out on the "
+        "other).** " + ("Met by " + "; ".join(met) + "." if met else "Not met by any chosen rule.")
+        + f" Walk ranks chosen: {d0['walk_ranks']} (first direction).\n"
+    )  # fmt: skip
+    return "\n".join(lines)
