@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolshift.errors import BadInputError
-from toolshift.flows.crossval import Crossval, CrossvalRow, crossval
+from toolshift.flows.crossval import Crossval, CrossvalRow, choose_flow, crossval
 from toolshift.flows.decide import Decider
 from toolshift.flows.learn import learn_flow
-from toolshift.flows.model import Flow, load_flow, save_flow
+from toolshift.flows.model import Flow, RankCount, Walk, load_flow, save_flow, with_walk_prior
 from toolshift.flows.outputs import listing_rank
 from toolshift.flows.replay import replay
 from toolshift.flows.timeline import timelines
@@ -154,11 +154,14 @@ def test_listing_rank_counts_opened_values(values, opened):
 
 def test_crossval_leaves_each_task_out_and_selects_by_the_fixed_rule():
     tl = corpus()
-    cv = crossval(tl, AIRLINE, walk_ranks=(0, 2), thetas=(0.3, 0.5))
+    cv = crossval(tl, AIRLINE, walk_ranks=(0, 2), thetas=(0.3, 0.5), walk_priors=(0.0, 2.0))
     assert cv.folds == 8 and cv.episodes == 8
-    assert len(cv.rows) == 2 * 2 * 2
+    assert cv.flows() == [(0, 0.0), (2, 0.0), (2, 2.0)]  # no walks: no prior to try
+    assert len(cv.rows) == 2 * 3 * 2
     sel = cv.select()
-    assert sel.walk_ranks in (0, 2) and set(sel.theta) == {"next-step", "reach"}
+    assert (
+        sel.walk_ranks in (0, 2) and sel.walk_prior in (0.0, 2.0) and set(sel.theta) == {"next-step", "reach"}
+    )
     with pytest.raises(BadInputError, match="2 training tasks"):
         crossval(tl[:1], AIRLINE)
 
@@ -181,3 +184,42 @@ def test_selection_rule_on_made_up_rows():
     over = Crossval([row("reach", 0, 0.3, 50, 9), row("next-step", 0, 0.3, 50, 1)], folds=5, episodes=10,
                     walk_ranks=(0,), thetas=(0.3,))  # fmt: skip
     assert not over.select().within_budget
+
+
+def test_a_pooled_prior_scores_a_site_seen_once_near_the_walks_rate_at_that_rank():
+    never = [RankCount(n=20, next=0, reach=0)]
+    walk = Walk(
+        argument="reservation_id", sites={"calculate": [RankCount(n=1, next=0, reach=0)], "think": never}
+    )
+    assert walk.chance("calculate", 0, "reach") == pytest.approx(1 / 3)  # Laplace: above θ = 0.3 on one sight
+    pooled = (0 + 1) / (21 + 2)
+    assert walk.pooled(0, "reach") == pytest.approx(pooled)
+    leaned = walk.model_copy(update={"prior": 2.0})
+    assert leaned.chance("calculate", 0, "reach") == pytest.approx((0 + 2 * pooled) / (1 + 2))
+    assert leaned.chance("calculate", 0, "reach") < 0.1 and leaned.chance("nowhere", 0, "reach") is None
+    # Where the site has many sightings, the prior hardly moves it.
+    busy = Walk(argument="r", sites={"a": [RankCount(n=200, next=150, reach=150)], "b": never}, prior=2.0)
+    assert busy.chance("a", 0, "reach") == pytest.approx((150 + 2 * busy.pooled(0, "reach")) / 202)
+
+
+def test_the_walk_prior_is_learned_saved_and_set_and_zero_leaves_files_as_before(tmp_path):
+    tl = corpus()
+    plain = learn_flow(tl, AIRLINE, walk_ranks=3)
+    leaned = learn_flow(tl, AIRLINE, walk_ranks=3, walk_prior=2.0)
+    assert leaned.tools["get_reservation_details"].walk.prior == 2.0
+    assert with_walk_prior(plain, 2.0) == leaned
+    raw = json.loads(save_flow(plain, tmp_path / "p.json").read_text())
+    assert "prior" not in raw["tools"]["get_reservation_details"]["walk"]
+    assert load_flow(save_flow(leaned, tmp_path / "l.json")) == leaned
+    with pytest.raises(BadInputError, match="walk prior"):
+        learn_flow(tl, AIRLINE, walk_ranks=3, walk_prior=-1.0)
+    with pytest.raises(BadInputError, match="walk prior"):
+        with_walk_prior(plain, -0.5)
+
+
+def test_choose_flow_keeps_the_successful_runs_flow_on_a_tie_and_every_run_without_verdicts():
+    tl = corpus()
+    cv, sel, every = choose_flow(tl, AIRLINE)
+    assert every is False and cv.rows and sel.walk_ranks in cv.walk_ranks  # every run succeeded: a tie
+    _, _, every = choose_flow(tl, AIRLINE, verdicts=False)
+    assert every is True

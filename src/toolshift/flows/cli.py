@@ -70,6 +70,13 @@ def learn(
             "--words", help="Also learn arguments read from the user's words (format 4; replay --picker)."
         ),
     ] = False,
+    walk_prior: Annotated[
+        float,
+        typer.Option(
+            "--walk-prior",
+            help="Pseudo-sites of the walks' pooled prior (0: Laplace; `flows crossval` chooses it).",
+        ),
+    ] = 0.0,
     tasks: TasksOpt = "all",
 ) -> None:
     """Learn a flow: the habit at each site and each read's bindings."""
@@ -83,7 +90,7 @@ def learn(
     console.print(inputs.describe())
     flow = learn_flow(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, constants=constants,
                       flow_format=flow_format, unlisted=inputs.unlisted, source=", ".join(map(str, episodes)),
-                      walk_ranks=walk_ranks, words=words)  # fmt: skip
+                      walk_ranks=walk_ranks, words=words, walk_prior=walk_prior)  # fmt: skip
     save_flow(flow, out)
     table = Table(title=f"flow {out} (format {flow.format}, {flow.learned_from.episodes} episodes)")
     for col in ("tool", "calls", "required", "bound from", "binding chance"):
@@ -140,13 +147,17 @@ def crossval(
                   "ceiling / detours per episode")  # fmt: skip
     table.add_column("decider")
     table.add_column("walk ranks")
+    table.add_column("prior")
     for th in cv.thetas:
         table.add_column(f"θ={th:g}")
     for d in cv.deciders:
-        for k in cv.walk_ranks:
-            cells = [cv.row(d, k, th) for th in cv.thetas]
+        for k, p in cv.flows():
+            cells = [cv.row(d, k, th, p) for th in cv.thetas]
             table.add_row(
-                d, str(k), *(f"{_pct(c.share_of_ceiling)} / {c.detours_per_episode:.2f}" for c in cells)
+                d,
+                str(k),
+                f"{p:g}",
+                *(f"{_pct(c.share_of_ceiling)} / {c.detours_per_episode:.2f}" for c in cells),
             )
     console.print(table)
     sel = cv.select()
@@ -157,7 +168,8 @@ def crossval(
             if b
             else "none within budget"
         )
-        console.print(f"chosen for {d}: --walk-ranks {sel.walk_ranks}, θ = {th:g} ({figures})")
+        console.print(f"chosen for {d}: --walk-ranks {sel.walk_ranks} --walk-prior {sel.walk_prior:g}, θ = {th:g} "
+                      f"({figures})")  # fmt: skip
 
 
 @app.command()

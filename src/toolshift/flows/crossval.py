@@ -2,10 +2,13 @@
 
 Leave one task out: for each training task, learn on the other tasks' episodes and replay that task's
 episodes; sum saved turns and detours over the folds. With many tasks (BFCL's hundreds), `folds` = k deals
-the tasks, in sorted order, round-robin into k groups and leaves one group out at a time. The selection is fixed in advance: per decider, the
-(walk ranks, θ) with the largest share of the ceiling among those within the detour budget (ties: fewer
-detours, then fewer ranks, then the higher θ); one walk-ranks value serves both deciders (the flow file is
-shared), the one whose two deciders' best shares average highest (ties: fewer ranks).
+the tasks, in sorted order, round-robin into k groups and leaves one group out at a time. Walks are tried
+with each pooled prior strength (`Walk.prior`: how far a site's walk chance leans on how often the agent goes
+on walking at that rank anywhere). The selection is fixed in advance: per decider, the (walk ranks, prior,
+θ) with the largest share of the ceiling among those within the detour budget (ties: fewer detours, then
+fewer ranks, then the weaker prior, then the higher θ); one (walk ranks, prior) serves both deciders (the
+flow file is shared), the one whose two deciders' best shares average highest (ties: fewer ranks, then the
+weaker prior).
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from toolshift.errors import BadInputError
 from toolshift.flows.ceiling import anatomy
 from toolshift.flows.decide import DECIDERS, Decider
 from toolshift.flows.learn import learn_flow
+from toolshift.flows.model import with_walk_prior
 from toolshift.flows.replay import replay
 from toolshift.flows.timeline import Catalog, Timeline
 
 WALK_RANKS = (0, 1, 2, 3, 4)
 THETAS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
+WALK_PRIORS = (0.0, 1.0, 2.0, 5.0)
+"""0 is Laplace's smoothing (the format-3 walks as first learned)."""
 MAX_DETOURS = 0.6
 
 
@@ -63,17 +69,19 @@ class CrossvalRow(SavingFigures):
     ceiling: int
     detours: int
     episodes: int
+    walk_prior: float = 0.0
 
 
 @dataclass
 class Selection:
-    """What cross-validation chose: walk ranks for the flow, θ per decider, and the rows behind it."""
+    """What cross-validation chose: walk ranks and prior for the flow, θ per decider, and the rows behind it."""
 
     walk_ranks: int
     theta: dict[str, float]
     best: dict[str, CrossvalRow]
     within_budget: bool
     """Whether every decider had a candidate within the detour budget."""
+    walk_prior: float = 0.0
 
 
 @dataclass
@@ -85,32 +93,38 @@ class Crossval:
     walk_ranks: tuple[int, ...] = WALK_RANKS
     thetas: tuple[float, ...] = THETAS
     deciders: tuple[str, ...] = field(default=DECIDERS)
+    walk_priors: tuple[float, ...] = (0.0,)
 
-    def row(self, decider: str, walk_ranks: int, theta: float) -> CrossvalRow:
+    def flows(self) -> list[tuple[int, float]]:
+        """The (walk ranks, prior) pairs tried: ranks 0 (no walks) with no prior, every other with each."""
+        return [(k, p) for k in self.walk_ranks for p in (self.walk_priors if k else (0.0,))]
+
+    def row(self, decider: str, walk_ranks: int, theta: float, walk_prior: float = 0.0) -> CrossvalRow:
         for r in self.rows:
-            if (r.decider, r.walk_ranks, r.theta) == (decider, walk_ranks, theta):
+            if (r.decider, r.walk_ranks, r.walk_prior, r.theta) == (decider, walk_ranks, walk_prior, theta):
                 return r
-        raise KeyError((decider, walk_ranks, theta))
+        raise KeyError((decider, walk_ranks, walk_prior, theta))
 
-    def best(self, decider: str, walk_ranks: int) -> CrossvalRow | None:
-        """The decider's best θ at these walk ranks within the detour budget (None if none is)."""
+    def best(self, decider: str, walk_ranks: int, walk_prior: float = 0.0) -> CrossvalRow | None:
+        """The decider's best θ at these walk ranks and prior within the detour budget (None if none is)."""
         ok = [r for r in self.rows if r.decider == decider and r.walk_ranks == walk_ranks
-              and r.detours_per_episode <= self.max_detours]  # fmt: skip
+              and r.walk_prior == walk_prior and r.detours_per_episode <= self.max_detours]  # fmt: skip
         return min(ok, key=lambda r: (-r.share_of_ceiling, r.detours_per_episode, -r.theta), default=None)
 
     def select(self) -> Selection:
-        def mean_best(ranks: int) -> float:
-            bests = [self.best(d, ranks) for d in self.deciders]
+        def mean_best(kp: tuple[int, float]) -> float:
+            bests = [self.best(d, *kp) for d in self.deciders]
             return sum(b.share_of_ceiling if b else 0.0 for b in bests) / len(bests)
 
-        ranks = min(self.walk_ranks, key=lambda k: (-mean_best(k), k))
-        best = {d: b for d in self.deciders if (b := self.best(d, ranks)) is not None}
+        ranks, prior = min(self.flows(), key=lambda kp: (-mean_best(kp), kp[0], kp[1]))
+        best = {d: b for d in self.deciders if (b := self.best(d, ranks, prior)) is not None}
         fallback = min(self.thetas, key=lambda th: abs(th - 0.3))
         return Selection(
             walk_ranks=ranks,
             theta={d: best[d].theta if d in best else fallback for d in self.deciders},
             best=best,
             within_budget=len(best) == len(self.deciders),
+            walk_prior=prior,
         )
 
 
@@ -124,6 +138,7 @@ def crossval(
     max_detours: float = MAX_DETOURS,
     learn_from_all: bool = False,
     folds: int | None = None,
+    walk_priors: Sequence[float] = WALK_PRIORS,
     progress: Callable[[], None] | None = None,
 ) -> Crossval:
     """Leave-one-task-out (or `folds`-fold by task) over `timelines`, the training tasks: every candidate's
@@ -133,8 +148,9 @@ def crossval(
         raise BadInputError(f"cross-validation needs at least 2 training tasks, got {len(tasks)}")
     _, per_episode = anatomy(timelines)
     ceiling = episodes = 0
-    sums: dict[tuple[str, int, float], list[int]] = {
-        (d, k, th): [0, 0] for d in deciders for k in walk_ranks for th in thetas
+    pairs = [(k, p) for k in walk_ranks for p in (walk_priors if k else (0.0,))]
+    sums: dict[tuple[str, int, float, float], list[int]] = {
+        (d, k, p, th): [0, 0] for d in deciders for k, p in pairs for th in thetas
     }
     done = 0
     for group in task_folds(tasks, folds):
@@ -147,14 +163,40 @@ def crossval(
         ceiling += sum(per_episode[t.episode_id].ceiling for t in held)
         episodes += len(held)
         for k in walk_ranks:
-            flow = learn_flow(rest, catalog, learn_from_all=learn_from_all, walk_ranks=k)
-            for d in deciders:
-                for th in thetas:
-                    r = replay(held, Decider(flow, d, th))  # type: ignore[arg-type]
-                    acc = sums[(d, k, th)]
-                    acc[0] += r.saved
-                    acc[1] += r.detours
+            learned = learn_flow(rest, catalog, learn_from_all=learn_from_all, walk_ranks=k)
+            for p in walk_priors if k else (0.0,):
+                flow = with_walk_prior(learned, p) if p else learned
+                for d in deciders:
+                    for th in thetas:
+                        r = replay(held, Decider(flow, d, th))  # type: ignore[arg-type]
+                        acc = sums[(d, k, p, th)]
+                        acc[0] += r.saved
+                        acc[1] += r.detours
         if progress is not None:
             progress()
-    rows = [CrossvalRow(d, k, th, s, ceiling, det, episodes) for (d, k, th), (s, det) in sums.items()]
-    return Crossval(rows, done, episodes, max_detours, tuple(walk_ranks), tuple(thetas), tuple(deciders))
+    rows = [CrossvalRow(d, k, th, s, ceiling, det, episodes, p) for (d, k, p, th), (s, det) in sums.items()]
+    return Crossval(rows, done, episodes, max_detours, tuple(walk_ranks), tuple(thetas), tuple(deciders),
+                    tuple(walk_priors))  # fmt: skip
+
+
+def mean_best_share(cv: Crossval, sel: Selection) -> float:
+    """The mean over deciders of the chosen candidate's share of the ceiling (0 for a decider with none)."""
+    return sum(sel.best[d].share_of_ceiling if d in sel.best else 0.0 for d in cv.deciders) / len(cv.deciders)
+
+
+def choose_flow(timelines: Sequence[Timeline], catalog: Catalog, *, max_detours: float = MAX_DETOURS,
+                folds: int | None = None, verdicts: bool = True) -> tuple[Crossval, Selection, bool]:  # fmt: skip
+    """Cross-validate a flow learned from the successful training runs and one learned from every training run
+    (only the latter without `verdicts`); keep the one whose selection's mean best share is higher (ties: the
+    successful runs). Returns its cross-validation, its selection and whether it learns from every run."""
+    tried = []
+    for learn_from_all in (False, True) if verdicts else (True,):
+        if not learn_from_all and not any(t.success for t in timelines):
+            continue
+        cv = crossval(timelines, catalog, learn_from_all=learn_from_all, max_detours=max_detours, folds=folds)
+        sel = cv.select()
+        tried.append((-mean_best_share(cv, sel), learn_from_all, cv, sel))
+    if not tried:
+        raise BadInputError("no training run to learn a flow from", field="timelines")
+    _, learn_from_all, cv, sel = min(tried, key=lambda x: (x[0], x[1]))
+    return cv, sel, learn_from_all

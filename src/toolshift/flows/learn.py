@@ -252,17 +252,21 @@ def learn_flow(
     count_bare: bool = True,
     walk_ranks: int = 0,
     words: bool = False,
+    walk_prior: float = 0.0,
 ) -> Flow:
     """Fit the habit on successful runs (every run with `learn_from_all`) and learn each read's bindings.
 
     `flow_format` 1 leaves list bindings out; None writes 2 only when the flow has list bindings.
     `count_bare=False` drops the bare-call count (only to show what it prevents: searches made with no filter).
-    `walk_ranks` > 0 learns walks (format 3) with that many rank buckets (the last: that rank or more).
+    `walk_ranks` > 0 learns walks (format 3) with that many rank buckets (the last: that rank or more);
+    `walk_prior` is their pooled prior's strength (`Walk.prior`; 0: Laplace).
     `words` learns, per read, the one argument the agent took from the user's words (format 4), which a
     picker (`toolshift.flows.words`) reads when the lookup is decided.
     """
     if walk_ranks < 0:
         raise BadInputError(f"walk ranks is 0 (no walks) or more, not {walk_ranks}", field="walk_ranks")
+    if walk_prior < 0:
+        raise BadInputError(f"a walk prior is 0 or more, not {walk_prior}", field="walk_prior")
     chosen = [t for t in timelines if learn_from_all or t.success]
     if not chosen:
         raise BadInputError(
@@ -371,7 +375,7 @@ def learn_flow(
     has_walks = False
     if walk_ranks and flow_format in (None, 3):
         for name, walk in _walks(chosen, tools, walk_ranks).items():
-            tools[name].walk = walk
+            tools[name].walk = walk.model_copy(update={"prior": walk_prior}) if walk_prior else walk
             has_walks = True
     has_words = False
     if words and flow_format in (None, 4):

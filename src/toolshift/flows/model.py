@@ -12,7 +12,15 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 
 from toolshift.errors import BadInputError
 from toolshift.fileio import read_json, write_text_atomic
@@ -136,22 +144,45 @@ class Walk(BaseModel):
     `sites[site][r]` counts the training sites where the listing was the most recent output at the binding's
     path and r of its values had been passed for the argument (the last entry: r >= len - 1). Where a site and
     rank were seen, the lookup's score there is the walk chance (count + 1) / (n + 2), in place of the site's
-    tool chance × this argument's binding chance; elsewhere the format-2 score holds."""
+    tool chance × this argument's binding chance; elsewhere the format-2 score holds.
+
+    With `prior` k > 0 the walk chance is (count + k·p) / (n + k) instead, p the walk's pooled chance at that
+    rank over every site ((Σ count + 1) / (Σ n + 2)): a site seen once without a use no longer scores 1/3,
+    but near how often the agent goes on walking at that rank anywhere (when it stops walking a listing)."""
 
     model_config = ConfigDict(extra="forbid")
 
     argument: str
     sites: dict[str, list[RankCount]]
+    prior: float = Field(default=0.0, ge=0.0, le=1000.0)
+    """Pseudo-sites of the pooled prior (0: Laplace's (count + 1) / (n + 2)); `flows crossval` chooses it."""
+    _pooled: dict[tuple[int, str], float] = PrivateAttr(default_factory=dict)
+
+    def pooled(self, rank: int, kind: str) -> float:
+        """(Σ count + 1) / (Σ n + 2) at rank index `rank` over every site (cached)."""
+        key = (rank, kind)
+        if key not in self._pooled:
+            hits = n = 0
+            for row in self.sites.values():
+                if rank < len(row):
+                    hits += row[rank].reach if kind == "reach" else row[rank].next
+                    n += row[rank].n
+            self._pooled[key] = (hits + 1) / (n + 2)
+        return self._pooled[key]
 
     def chance(self, site: str, rank: int, kind: str) -> float | None:
         """The walk chance at `site` with `rank` values passed, or None where training never saw it."""
         row = self.sites.get(site)
         if not row:
             return None
-        count = row[min(rank, len(row) - 1)]
+        at = min(rank, len(row) - 1)
+        count = row[at]
         if count.n == 0:
             return None
-        return ((count.reach if kind == "reach" else count.next) + 1) / (count.n + 2)
+        hits = count.reach if kind == "reach" else count.next
+        if self.prior <= 0.0:
+            return (hits + 1) / (count.n + 2)
+        return (hits + self.prior * self.pooled(at, kind)) / (count.n + self.prior)
 
 
 class ToolFlow(BaseModel):
@@ -243,12 +274,15 @@ class Flow(BaseModel):
 def save_flow(flow: Flow, path: Path) -> Path:
     """Write atomically, so a failed write leaves any earlier file intact.
 
-    A tool without a walk or words is written without those keys, so earlier formats' files stay as they were."""
+    A tool without a walk or words is written without those keys, and a walk without a prior without `prior`,
+    so earlier formats' files stay as they were."""
     raw = json.loads(flow.model_dump_json(exclude_defaults=False))
     for tool in raw["tools"].values():
         for key in ("walk", "words"):
             if tool.get(key) is None:
                 tool.pop(key, None)
+        if tool.get("walk") is not None and not tool["walk"].get("prior"):
+            tool["walk"].pop("prior", None)
     return write_text_atomic(path, json.dumps(raw, indent=1, ensure_ascii=False) + "\n")
 
 
@@ -294,3 +328,16 @@ def load_flow(path: Path, catalog: Catalog | None = None) -> Flow:
     if catalog is not None:
         flow.check_catalog(catalog, source=str(path))
     return flow
+
+
+def with_walk_prior(flow: Flow, prior: float) -> Flow:
+    """The same flow with every walk's pooled prior set to `prior` (`Walk.prior`)."""
+    if prior < 0:
+        raise BadInputError(f"a walk prior is 0 or more, not {prior}", field="walk_prior")
+    tools = {
+        name: tool.model_copy(update={"walk": tool.walk.model_copy(update={"prior": prior})})
+        if tool.walk is not None
+        else tool
+        for name, tool in flow.tools.items()
+    }
+    return flow.model_copy(update={"tools": tools})

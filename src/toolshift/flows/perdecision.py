@@ -122,7 +122,8 @@ def _rule(family: str, value: float, cal: SiteCalibrator, by_intent: IntentCalib
 def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: int, price: Price,
                 deciders: Sequence[str] = DECIDERS, max_detours: float = MAX_DETOURS,
                 learn_from_all: bool = False, thetas: Sequence[float] = THETAS, lams: Sequence[float] = LAMS,
-                folds: int | None = None, progress: Callable[[], None] | None = None) -> RuleChoice:  # fmt: skip
+                folds: int | None = None, walk_prior: float = 0.0,
+                progress: Callable[[], None] | None = None) -> RuleChoice:  # fmt: skip
     """Leave-one-task-out over `timelines` (the training tasks only): the out-of-fold log, the per-site
     recalibration, every candidate rule's summed figures, and the choice."""
     tasks = sorted({t.task_id for t in timelines})
@@ -139,7 +140,9 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
         held = [t for t in timelines if t.task_id in out]
         if not any(learn_from_all or t.success for t in rest):
             continue
-        flow = learn_flow(rest, catalog, learn_from_all=learn_from_all, walk_ranks=walk_ranks)
+        flow = learn_flow(
+            rest, catalog, learn_from_all=learn_from_all, walk_ranks=walk_ranks, walk_prior=walk_prior
+        )
         groups.append(Fold(out, held, flow, learn_costs(rest, price)))
         for d in deciders:
             logged = replay(held, Decider(flow, d, LOG_THETA, intents=vocabulary), weigh_all=True).log  # type: ignore[arg-type]

@@ -103,8 +103,10 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
         cv = crossval(train, catalog, learn_from_all=True, folds=FOLDS, max_detours=MAX_DETOURS)
         sel = cv.select()
         choice = choose_rule(train, catalog, walk_ranks=sel.walk_ranks, price=price, learn_from_all=True,
-                             folds=FOLDS, max_detours=MAX_DETOURS)  # fmt: skip
-        flow = learn_flow(train, catalog, learn_from_all=True, walk_ranks=sel.walk_ranks)
+                             folds=FOLDS, max_detours=MAX_DETOURS, walk_prior=sel.walk_prior)  # fmt: skip
+        flow = learn_flow(
+            train, catalog, learn_from_all=True, walk_ranks=sel.walk_ranks, walk_prior=sel.walk_prior
+        )
         before_flow = learn_flow(train, catalog, learn_from_all=True)
         total, per_episode = anatomy(test)
         ceiling = {e: a.ceiling for e, a in per_episode.items()}
@@ -112,11 +114,12 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
         own_ceiling = {e: a.ceiling for e, a in own_per.items()}
         direction: dict[str, Any] = {"train_episodes": len(train), "test_episodes": len(test),
                                      "ceiling": total.share("ceiling"), "turns": total.turns,
-                                     "walk_ranks": sel.walk_ranks, "theta": sel.theta, "rules": {}}  # fmt: skip
+                                     "walk_ranks": sel.walk_ranks, "walk_prior": sel.walk_prior, "theta": sel.theta,
+                                     "rules": {}}  # fmt: skip
         name = f"{learn_on.removeprefix('openai_')} → {serve_on.removeprefix('openai_')}"
         for d in ORDER:
             best = sel.best.get(d)
-            rows_cv.append([name, d, f"walk ranks {sel.walk_ranks}, θ = {sel.theta[d]:g}",
+            rows_cv.append([name, d, f"walk ranks {sel.walk_ranks}, prior {sel.walk_prior:g}, θ = {sel.theta[d]:g}",
                             f"{_pct(best.share_of_ceiling)} / {best.detours_per_episode:.2f}" if best
                             else "none within budget"])  # fmt: skip
             runs: list[tuple[str, str, ReplayResult]] = [

@@ -53,10 +53,12 @@ def _per_decision_us(test: list[Timeline], decider: Decider) -> tuple[float, int
 
 
 def airline_rule_section(train: list[Timeline], test: list[Timeline], catalog: Catalog, flow: Flow,
-                         ranks: int, single: dict[str, float], out_dir: Path) -> tuple[str, dict[str, Any]]:  # fmt: skip
+                         ranks: int, single: dict[str, float], out_dir: Path,
+                         walk_prior: float = 0.0, learn_from_all: bool = False) -> tuple[str, dict[str, Any]]:  # fmt: skip
     """Choose the rule on `train`, replay it once on `test`; per-site calibration before and after."""
     price = Price.parse(PRICE)
-    choice = choose_rule(train, catalog, walk_ranks=ranks, price=price)
+    choice = choose_rule(train, catalog, walk_ranks=ranks, price=price, walk_prior=walk_prior,
+                         learn_from_all=learn_from_all)  # fmt: skip
     _, per_episode = anatomy(test)
     ceiling = {e: a.ceiling for e, a in per_episode.items()}
     total_ceiling = sum(ceiling.values())
@@ -97,8 +99,13 @@ def airline_rule_section(train: list[Timeline], test: list[Timeline], catalog: C
     lines = ["### A threshold per decision, chosen on the training tasks\n",
              f"`toolshift flows price --choose-rule` (`toolshift.flows.perdecision`): leave one task out over the "
              f"{choice.folds} training tasks ({choice.episodes} episodes), the flow (walk ranks {ranks}) and the costs "
-             "learned on the other tasks. Four families: one θ or a threshold per decision, each on the model's "
-             "scores or on scores recalibrated per site (below). A threshold per decision is λ·δ/(β+δ) for the "
+             "learned on the other tasks. Six families: one θ or a threshold per decision, each on the model's "
+             "scores, on scores recalibrated per site (below), or recalibrated per site and the request's intent "
+             "words (`toolshift.flows.intent`: the catalog's write-tool name words a user message matched, "
+             f"{', '.join(choice.vocabulary) or 'none'} here; a site × intent gets its own map, shrunk toward the "
+             f"site's, with at least {choice.intent_min_count.get('reach', 0):,} weighed lookups for reach and "
+             f"{choice.intent_min_count.get('next-step', 0):,} for next-step, counts chosen by Brier score "
+             "out of fold). A threshold per decision is λ·δ/(β+δ) for the "
              "lookup where it stands: δ its tool's mean result tokens written once and reread in every LLM turn "
              "the training episodes have left at that position (the agent's calls seen so far), β the next turn's "
              "prompt plus its call's tokens over the turns after it (`--price 0,1,1`), clipped to 0.02–0.98; λ "
@@ -205,7 +212,7 @@ def _latency_lines(
     return ["### The decider's cost\n",
             f"Wall time of the held-out replay (reach) over its {single[1]} decisions (one after each agent call and "
             f"each lookup's result), the replay's own bookkeeping included: {single[0]:.0f} µs a decision at one θ, "
-            f"{priced[0]:.0f} µs with the per-decision rule recalibrated per site. The τ-bench file records no "
+            f"{priced[0]:.0f} µs with the per-decision rule recalibrated per site and intent. The τ-bench file records no "
             "lookup latency, so the goal's ratio (≤ 0.25× of the lookup proposed) holds for any backend whose read "
             f"takes at least {4 * priced[0] / 1000:.1f} ms.\n"]  # fmt: skip
 
@@ -215,6 +222,6 @@ def workbench_rule_rows(train: list[Timeline], test: list[Timeline], catalog: Ca
     """The reach per-decision rule, recalibrated, chosen on `train`: (saved, made, detours, the rule) on `test`."""
     choice = choose_rule(train, catalog, walk_ranks=0, price=Price.parse(PRICE), deciders=("reach",),
                          learn_from_all=learn_from_all, thetas=(0.3,), lams=(1.0, 1.5))  # fmt: skip
-    rule = choice.rule("reach", FAMILIES[-1])
+    rule = choice.rule("reach", "per decision, recalibrated")
     r = replay(test, Decider(flow, "reach", rule=rule))
     return r.saved, r.made, r.detours, f"λ = {rule.lam:g}"
