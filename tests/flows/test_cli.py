@@ -66,14 +66,17 @@ def test_crossval_then_learn_with_the_chosen_walk_ranks(files):
     r = run("crossval", str(episodes), "--catalog", str(catalog), "--tasks", "train")
     assert r.exit_code == 0, r.output
     assert "leave-one-task-out" in r.output and "chosen for reach: --walk-ranks" in r.output
+    assert "--walk-prior" in r.output
+    r = run("crossval", str(episodes), "--catalog", str(catalog), "--tasks", "train", "--folds", "2")
+    assert r.exit_code == 0, r.output
+    assert "2-fold by task over 2 folds" in r.output
     flow = tmp / "walk.json"
     r = run("learn", str(episodes), "--catalog", str(catalog), "--out", str(flow), "--tasks", "train",
-            "--walk-ranks", "2")  # fmt: skip
+            "--walk-ranks", "2", "--walk-prior", "2")  # fmt: skip
     assert r.exit_code == 0, r.output
     raw = json.loads(flow.read_text())
-    assert (
-        raw["format"] == 3 and raw["tools"]["get_reservation_details"]["walk"]["argument"] == "reservation_id"
-    )
+    walk = raw["tools"]["get_reservation_details"]["walk"]
+    assert raw["format"] == 3 and walk["argument"] == "reservation_id" and walk["prior"] == 2.0
     summary = tmp / "summary.json"
     r = run("replay", str(episodes), "--catalog", str(catalog), "--flow", str(flow), "--tasks", "test",
             "--json-out", str(summary))  # fmt: skip

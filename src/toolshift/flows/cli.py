@@ -143,7 +143,8 @@ def crossval(
     steps = iter(track(range(n_tasks), description="folds", console=console, transient=True))
     cv = run_crossval(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, max_detours=max_detours,
                       folds=folds, progress=lambda: next(steps, None))  # fmt: skip
-    table = Table(title=f"leave-one-task-out over {cv.folds} tasks ({cv.episodes} episodes): share of the "
+    how = "leave-one-task-out" if folds is None else f"{folds}-fold by task"
+    table = Table(title=f"{how} over {cv.folds} folds ({cv.episodes} episodes): share of the "
                   "ceiling / detours per episode")  # fmt: skip
     table.add_column("decider")
     table.add_column("walk ranks")
