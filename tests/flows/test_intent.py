@@ -84,6 +84,10 @@ def test_conditioning_on_intent_keeps_the_savings_and_drops_the_detours():
     assert by_intent.saved >= site.saved and by_intent.saved > 0
     assert by_intent.detours < min(plain.detours, site.detours) or plain.detours == 0
     assert choice.intent_calibrator["reach"].by_intent  # fitted maps per site × intent
+    # Overall, the family with the largest share within the budget wins (ties: fewer detours, simpler family).
+    within = [c for c in choice.best.values() if c.decider == "reach"]
+    top = max(within, key=lambda c: (c.share_of_ceiling, -c.detours_per_episode))
+    assert choice.best[("reach", choice.overall("reach"))].share_of_ceiling == top.share_of_ceiling
 
 
 def test_an_intent_calibrator_falls_back_to_the_site_and_round_trips(tmp_path):

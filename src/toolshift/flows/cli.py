@@ -465,7 +465,7 @@ def _choose_rule(episodes: list[Path], catalog: Path, flow: Path, decider: str, 
                  folds: int | None = None) -> None:  # fmt: skip
     from toolshift.flows.inputs import load_inputs
     from toolshift.flows.model import load_flow
-    from toolshift.flows.perdecision import FAMILIES, choose_rule
+    from toolshift.flows.perdecision import choose_rule
     from toolshift.flows.rule import save_rule
 
     if decider not in ("reach", "next-step"):
@@ -489,11 +489,7 @@ def _choose_rule(episodes: list[Path], catalog: Path, flow: Path, decider: str, 
         table.add_row(c.family, f"{c.value:g}", "yes" if c.reread else "no", _pct(c.share_of_ceiling),
                       f"{c.detours_per_episode:.2f}{mark}")  # fmt: skip
     console.print(table)
-    # The family whose chosen candidate saves the largest share of the training ceiling within the budget
-    # (ties: fewer detours, then the earlier, simpler family); one θ when none is within it.
-    within = [(f, choice.best[(decider, f)]) for f in FAMILIES if (decider, f) in choice.best]
-    family = min(within, key=lambda fc: (-fc[1].share_of_ceiling, fc[1].detours_per_episode,
-                                         FAMILIES.index(fc[0])))[0] if within else "θ"  # fmt: skip
+    family = choice.overall(decider) or "θ"  # one θ when no family has a candidate within the budget
     rule = choice.rule(decider, family)
     best = choice.best.get((decider, family))
     note = (f"{family}: {_pct(best.share_of_ceiling)} of the ceiling at {best.detours_per_episode:.2f} detours an "

@@ -98,6 +98,15 @@ class RuleChoice:
     intent_min_count: dict[str, int] = field(default_factory=dict)
     """Per decider: the fewest rows a site × intent needs for its own map (cross-validated by Brier score)."""
 
+    def overall(self, decider: str) -> str | None:
+        """The family whose chosen candidate saves the largest share of the training ceiling within the budget
+        (ties: fewer detours, then the earlier, simpler family); None when no family has one."""
+        within = [(f, self.best[(decider, f)]) for f in FAMILIES if (decider, f) in self.best]
+        if not within:
+            return None
+        return min(within, key=lambda fc: (-fc[1].share_of_ceiling, fc[1].detours_per_episode,
+                                           FAMILIES.index(fc[0])))[0]  # fmt: skip
+
     def rule(self, decider: str, family: str) -> Rule:
         """The chosen rule of a family, fitted on every training task."""
         c = self.best.get((decider, family))

@@ -127,18 +127,24 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
                 (f"θ = {sel.theta[d]:g}, walk ranks {sel.walk_ranks}", rows_cv[-1][-1],
                  replay(test, Decider(flow, d, sel.theta[d]))),  # type: ignore[arg-type]
             ]  # fmt: skip
+            overall = choice.overall(d)
             for f in FAMILIES:
                 c = choice.best.get((d, f))
                 if c is None:
                     continue
                 rule = choice.rule(d, f)
-                runs.append((f"{f}, {rule.label()}", f"{_pct(c.share_of_ceiling)} / {c.detours_per_episode:.2f}",
+                value = f"λ = {rule.lam:g}" if rule.kind == "priced" else f"θ = {rule.theta:g}"
+                label = f"{f}, {value}" + ("" if rule.reread else ", no re-reads")
+                runs.append((label, f"{_pct(c.share_of_ceiling)} / {c.detours_per_episode:.2f}",
                              replay(test, Decider(flow, d, rule=rule))))  # type: ignore[arg-type]  # fmt: skip
+                if f == overall:
+                    direction.setdefault("chosen", {})[d] = f"{d}: {label}"
             for label, cvtext, r in runs:
                 fig = _figures(r, ceiling)
                 direction["rules"][f"{d}: {label}"] = fig | {"crossval": cvtext}
-                rows_out.append([name, d, label, cvtext, _ci(share_of_ceiling(r, ceiling)),
-                                 f"{fig['detours_per_episode']:.2f}"])  # fmt: skip
+                picked = direction.get("chosen", {}).get(d) == f"{d}: {label}"
+                rows_out.append([name, d, f"**{label}**" if picked else label, cvtext,
+                                 _ci(share_of_ceiling(r, ceiling)), f"{fig['detours_per_episode']:.2f}"])  # fmt: skip
             own = replay(own_test, Decider(flow, d, sel.theta[d]))  # type: ignore[arg-type]
             direction.setdefault("own_model", {})[d] = _figures(own, own_ceiling)
         figures["directions"][name] = direction
@@ -146,7 +152,6 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
 
 
 def _render(figures: dict[str, Any], rows_cv: list[list[str]], rows_out: list[list[str]]) -> str:
-    d0 = next(iter(figures["directions"].values()))
     lines = ["## BFCL v4 multi-turn, across models\n",
              f"Source: BFCL's own result files of gpt-oss-120b and gpt-oss-20b served by vLLM (run `{RUN}`, base, "
              f"miss_func and miss_param; github.com/bbrowning/bfcl-vllm-results at {figures['commit']}, not committed: "
@@ -156,7 +161,9 @@ def _render(figures: dict[str, Any], rows_cv: list[list[str]], rows_out: list[li
              "(every run: the result files carry no verdict) and replayed on the other model's held-out tasks. "
              f"Walk ranks, θ and the rule are chosen by {FOLDS}-fold cross-validation by task over the learning "
              f"model's training tasks only, with the goal's budget ({MAX_DETOURS:g} detours an episode); the other "
-             "model's runs are never read to choose. Intervals are 95%, from a bootstrap over tasks.\n",
+             "model's runs are never read to choose. In bold, the rule cross-validation picks overall (the family whose "
+             "chosen candidate saves the largest share within the budget; ties: fewer detours, then the simpler "
+             "family). Intervals are 95%, from a bootstrap over tasks.\n",
              _table(("Direction", "Decider", "Chosen on training", "Cross-validation: share / detours"), rows_cv), "",
              _table(("Direction", "Decider", "Rule", "Cross-validation: share / detours",
                      "Held out, other model: share of the ceiling (95% CI)", "Detours per episode"), rows_out), ""]  # fmt: skip
@@ -179,9 +186,17 @@ def _render(figures: dict[str, Any], rows_cv: list[list[str]], rows_out: list[li
         for k, label, x in goal
         if x["share_of_ceiling"] >= 0.35 and x["detours_per_episode"] <= 0.3
     ]
+    picks = "; ".join(
+        f"{k}, {label}: {_pct(v['rules'][label]['share_of_ceiling'])} at {v['rules'][label]['detours_per_episode']:.2f}"
+        for k, v in figures["directions"].items()
+        for label in v.get("chosen", {}).values()
+    )
     lines.append(
         "**Against the goal (≥ 35% of the ceiling at ≤ 0.3 detours an episode, learned on one model, held out on the "
         "other).** " + ("Met by " + "; ".join(met) + "." if met else "Not met by any chosen rule.")
-        + f" Walk ranks chosen: {d0['walk_ranks']} (first direction).\n"
+        + (f" The rules picked overall: {picks}." if picks else "")
+        + " Walk ranks and prior chosen: "
+        + "; ".join(f"{k}: {v['walk_ranks']}, {v['walk_prior']:g}" for k, v in figures["directions"].items())
+        + ".\n"
     )  # fmt: skip
     return "\n".join(lines)

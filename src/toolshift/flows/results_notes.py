@@ -66,10 +66,14 @@ def explain(air: dict[str, Any]) -> str:
             f"({_pct(air['replies'], 1)} of turns against the seed's 46.1%) and reads less ({_pct(air['reads'], 1)} "
             "against 36.9%). Its first read of an episode takes the user id the user typed, before any tool has "
             "responded, which no flow that binds from results can make.",
-            f"- **Training set.** The seed's flows learned from τ²-bench's four 2025 runs (thousands of sessions); "
-            f"this flow learns from {air['train_successful']} "
-            f"{'training episodes (every run' if air.get('learn_from_all') else 'successful training episodes (of'} "
-            f"{air['train_episodes']}) of one agent, so its habit and walk counts are sparse.",
+            "- **Training set.** The seed's flows learned from τ²-bench's four 2025 runs (thousands of sessions); "
+            + (
+                f"this flow learns from all {air['train_episodes']} training episodes of one agent, failed runs too"
+                if air.get("learn_from_all")
+                else f"this flow learns from {air['train_successful']} successful training episodes (of "
+                f"{air['train_episodes']}) of one agent"
+            )
+            + ", so its habit and walk counts are sparse.",
             "- **Detours and walks.** Where the held-out reach detours were made (site: detours): "
             + sites
             + ". Under Laplace's smoothing a walk site seen once in training without a use scores (0 + 1)/(1 + 2) "

@@ -67,7 +67,7 @@ def airline_rule_section(train: list[Timeline], test: list[Timeline], catalog: C
     for d in ORDER:
         runs: list[tuple[str, str, ReplayResult]] = [
             (
-                f"θ = {single[d]:g} (the section above: budget 0.6)",
+                f"θ = {single[d]:g} (the section above)",
                 "—",
                 replay(test, Decider(flow, d, single[d])),
             )
@@ -89,10 +89,13 @@ def airline_rule_section(train: list[Timeline], test: list[Timeline], catalog: C
                     replay(test, Decider(flow, d, rule=rule)),
                 )
             )  # type: ignore[arg-type]
+            if f == choice.overall(d):
+                figures.setdefault("chosen", {})[d] = f"{d}: {f}, {value}"
         for label, cv, r in runs:
             u = value_replay(r, test, price).utility
-            rows.append([d, label, cv, _ci(share_of_ceiling(r, ceiling)), f"{r.detours / len(r.episodes):.2f}",
-                         f"{u / 1000:,.1f}k"])  # fmt: skip
+            picked = figures.get("chosen", {}).get(d) == f"{d}: {label}"
+            rows.append([d, f"**{label}**" if picked else label, cv, _ci(share_of_ceiling(r, ceiling)),
+                         f"{r.detours / len(r.episodes):.2f}", f"{u / 1000:,.1f}k"])  # fmt: skip
             figures["rules"][f"{d}: {label}"] = {
                 "share_of_ceiling": r.saved / total_ceiling if total_ceiling else 0.0,
                 "detours_per_episode": r.detours / len(r.episodes), "utility": u, "crossval": cv}  # fmt: skip
@@ -103,9 +106,12 @@ def airline_rule_section(train: list[Timeline], test: list[Timeline], catalog: C
              "scores, on scores recalibrated per site (below), or recalibrated per site and the request's intent "
              "words (`toolshift.flows.intent`: the catalog's write-tool name words a user message matched, "
              f"{', '.join(choice.vocabulary) or 'none'} here; a site × intent gets its own map, shrunk toward the "
-             f"site's, with at least {choice.intent_min_count.get('reach', 0):,} weighed lookups for reach and "
-             f"{choice.intent_min_count.get('next-step', 0):,} for next-step, counts chosen by Brier score "
-             "out of fold). A threshold per decision is λ·δ/(β+δ) for the "
+             "site's, with at least "
+             + " and ".join(f"{choice.intent_min_count[d]:,} weighed lookups for {d}" if choice.intent_min_count[d] < 10**6
+                            else f"none for {d} (no smaller count had a lower Brier score)" for d in ORDER)
+             + ", counts chosen by Brier score out of fold). The rule cross-validation picks overall, in bold: the "
+             "family whose chosen candidate saves the largest share within the budget (ties: fewer detours, then "
+             "the simpler family), what `flows price --choose-rule` writes. A threshold per decision is λ·δ/(β+δ) for the "
              "lookup where it stands: δ its tool's mean result tokens written once and reread in every LLM turn "
              "the training episodes have left at that position (the agent's calls seen so far), β the next turn's "
              "prompt plus its call's tokens over the turns after it (`--price 0,1,1`), clipped to 0.02–0.98; λ "
@@ -118,13 +124,13 @@ def airline_rule_section(train: list[Timeline], test: list[Timeline], catalog: C
              "recalibration fitted on every training task.\n",
              _table(("Decider", "Rule", "Cross-validation: share / detours", "Held out: share of the ceiling "
                      "(95% CI)", "Detours per episode", "Utility"), rows), ""]  # fmt: skip
-    lines.append(_against_goal(figures["rules"]))
+    lines.append(_against_goal(figures["rules"], figures.get("chosen", {})))
     lines += _calibration_lines(choice, test, flow, out_dir, figures)
     lines += _latency_lines(test, flow, choice, figures)
     return "\n".join(lines), figures
 
 
-def _against_goal(rules: dict[str, dict[str, Any]]) -> str:
+def _against_goal(rules: dict[str, dict[str, Any]], chosen: dict[str, str]) -> str:
     """The closing note on the goal (≥ 75% of the ceiling at ≤ 0.5 detours an episode), from the rows above."""
     met = [k for k, v in rules.items() if v["share_of_ceiling"] >= 0.75 and v["detours_per_episode"] <= 0.5]
     best = max(rules.items(), key=lambda kv: kv[1]["utility"])
@@ -133,6 +139,16 @@ def _against_goal(rules: dict[str, dict[str, Any]]) -> str:
     return (
         "**Against the goal (≥ 75% of the ceiling at ≤ 0.5 detours an episode, held out).** "
         + ("Met by " + "; ".join(met) + ". " if met else "Not met by any rule. ")
+        + (
+            "The rules cross-validation picks overall: "
+            + "; ".join(
+                f"{label} {_pct(rules[label]['share_of_ceiling'])} at {rules[label]['detours_per_episode']:.2f}"
+                for label in chosen.values()
+            )
+            + ". "
+            if chosen
+            else ""
+        )
         + (
             f"Within 0.5 detours the most any chosen rule saves is {_pct(top[1]['share_of_ceiling'])} ({top[0]}, "
             f"{top[1]['detours_per_episode']:.2f} detours). "
