@@ -135,3 +135,12 @@ def test_a_flow_learned_on_one_pipelines_agentdojo_logs_replays_on_anothers(tmp_
     assert len(made_up) == 3 and all(m.error and "Invalid tool" in (m.content or "") for m in made_up)
     for summary in _learn_and_replay(tmp_path, a, b, domain).values():
         assert summary["reach"]["episodes"] == summary["next-step"]["episodes"] == len(episodes) == 3
+
+
+def test_the_bfcl_section_names_the_missing_checkout(tmp_path):
+    from toolshift import terminal
+    from toolshift.flows.results_bfcl import bfcl_section
+
+    with pytest.raises(BadInputError, match="bfcl-vllm-results") as err:
+        bfcl_section(tmp_path / "no-checkout", terminal.console())
+    assert "BFCL_v4_multi_turn_base_result.json" in str(err.value)

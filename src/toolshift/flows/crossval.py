@@ -185,18 +185,22 @@ def mean_best_share(cv: Crossval, sel: Selection) -> float:
 
 
 def choose_flow(timelines: Sequence[Timeline], catalog: Catalog, *, max_detours: float = MAX_DETOURS,
-                folds: int | None = None, verdicts: bool = True) -> tuple[Crossval, Selection, bool]:  # fmt: skip
+                folds: int | None = None, verdicts: bool = True,
+                tried: dict[bool, Selection] | None = None) -> tuple[Crossval, Selection, bool]:  # fmt: skip
     """Cross-validate a flow learned from the successful training runs and one learned from every training run
     (only the latter without `verdicts`); keep the one whose selection's mean best share is higher (ties: the
-    successful runs). Returns its cross-validation, its selection and whether it learns from every run."""
-    tried = []
+    successful runs). Returns its cross-validation, its selection and whether it learns from every run; each
+    selection tried is put in `tried` (by whether it learns from every run) when given."""
+    ranked = []
     for learn_from_all in (False, True) if verdicts else (True,):
         if not learn_from_all and not any(t.success for t in timelines):
             continue
         cv = crossval(timelines, catalog, learn_from_all=learn_from_all, max_detours=max_detours, folds=folds)
         sel = cv.select()
-        tried.append((-mean_best_share(cv, sel), learn_from_all, cv, sel))
-    if not tried:
+        ranked.append((-mean_best_share(cv, sel), learn_from_all, cv, sel))
+        if tried is not None:
+            tried[learn_from_all] = sel
+    if not ranked:
         raise BadInputError("no training run to learn a flow from", field="timelines")
-    _, learn_from_all, cv, sel = min(tried, key=lambda x: (x[0], x[1]))
+    _, learn_from_all, cv, sel = min(ranked, key=lambda x: (x[0], x[1]))
     return cv, sel, learn_from_all

@@ -177,7 +177,8 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     tl = timelines(conv.episodes, catalog, unlisted)
     sp = split(tl)
     # Choose on the training tasks alone, before any held-out replay.
-    cv, sel, every = choose_flow(sp.train, catalog, max_detours=GOAL_DETOURS)
+    tried: dict[bool, Selection] = {}
+    cv, sel, every = choose_flow(sp.train, catalog, max_detours=GOAL_DETOURS, tried=tried)
     ranks, prior = sel.walk_ranks, sel.walk_prior
     # What the chosen flow could take at all on the training folds: at θ = 0.05 nearly every bound lookup is made.
     floor = crossval(
@@ -235,7 +236,12 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
              "Cross-validated the same way, a flow learned from the successful training runs and one learned from "
              "every training run (`--learn-from-all`; the habit and walks then count failed runs too); the one whose "
              "chosen shares average higher is kept (ties: successful runs): "
-             f"{'every run' if every else 'the successful runs'} (the table above is its).\n",
+             f"{'every run' if every else 'the successful runs'} (the table above is its). Chosen shares, reach / "
+             "next-step: "
+             + "; ".join(f"{'every run' if k else 'successful runs'}: walk ranks {t.walk_ranks}, prior {t.walk_prior:g}, "
+                         + " / ".join(pct(t.best[d].share_of_ceiling, 0) + f" at {t.best[d].detours_per_episode:.2f}"
+                                      if d in t.best else "none" for d in ORDER) for k, t in sorted(tried.items()))
+             + ".\n",
              "### Turn anatomy of the held-out episodes\n",
              table(("", *ANATOMY_HEADER[1:]), [anatomy_row("GPT-4o, test tasks", total)]), "",
              f"### Both deciders at the chosen θ (walk ranks {ranks}; reach θ = {sel.theta['reach']:g}, "

@@ -106,10 +106,10 @@ def airline_rule_section(train: list[Timeline], test: list[Timeline], catalog: C
              "scores, on scores recalibrated per site (below), or recalibrated per site and the request's intent "
              "words (`toolshift.flows.intent`: the catalog's write-tool name words a user message matched, "
              f"{', '.join(choice.vocabulary) or 'none'} here; a site × intent gets its own map, shrunk toward the "
-             "site's, with at least "
-             + " and ".join(f"{choice.intent_min_count[d]:,} weighed lookups for {d}" if choice.intent_min_count[d] < 10**6
-                            else f"none for {d} (no smaller count had a lower Brier score)" for d in ORDER)
-             + ", counts chosen by Brier score out of fold). The rule cross-validation picks overall, in bold: the "
+             "site's, where the out-of-fold log holds enough of it: "
+             + "; ".join(f"at least {choice.intent_min_count[d]:,} weighed lookups for {d}" if choice.intent_min_count[d] < 10**6
+                         else f"for {d} no count beat the site maps, so it has none" for d in ORDER)
+             + ", each count chosen by Brier score out of fold). The rule cross-validation picks overall, in bold: the "
              "family whose chosen candidate saves the largest share within the budget (ties: fewer detours, then "
              "the simpler family), what `flows price --choose-rule` writes. A threshold per decision is λ·δ/(β+δ) for the "
              "lookup where it stands: δ its tool's mean result tokens written once and reread in every LLM turn "
