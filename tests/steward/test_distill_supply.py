@@ -188,15 +188,18 @@ def _plan(sid: str, request: str, facts: list[str], steps: list[dict]) -> Skill:
     return Skill(sid, "planning", "sqm", request, body, tools)
 
 
-def _converse(supply: Supply, request: str, facts: dict[str, str]) -> list[tuple[str, dict]]:
-    """The skill-following instrument against the scripted user; every call returns one site."""
+def _converse(
+    supply: Supply, request: str, facts: dict[str, str], intent: str = "do it"
+) -> list[tuple[str, dict]]:
+    """The skill-following instrument against the scripted user (who says `intent` when asked what they
+    want); every call returns one site."""
     import asyncio
 
     from toolshift.agents.users import ScriptedUser
     from toolshift.models import UserInstruction
     from toolshift.steward.instruments import SkillFollower
 
-    user = ScriptedUser(request, UserInstruction(intent="do it", facts=facts))
+    user = ScriptedUser(request, UserInstruction(intent=intent, facts=facts))
     follower = SkillFollower(supply)
     messages: list[dict] = [{"role": "user", "content": request}]
     calls: list[tuple[str, dict]] = []
@@ -218,40 +221,6 @@ def _converse(supply: Supply, request: str, facts: dict[str, str]) -> list[tuple
         assert len(messages) < 30
         asyncio.run(turn())
     return calls
-
-
-def test_the_follower_asks_again_for_the_facts_a_part_that_follows_needs():
-    lookup = {"tool": "sqm_search_sites", "args": {"supplier_code": {"fact": "supplier site code"}}}
-    hold = {"tool": "sqm_hold_site", "args": {
-        "site_id": {"step": 0, "path": ["items", "*", "site_id"], "where": {}},
-        "reason": {"fact": "hold reason"}}}  # fmt: skip
-    skills = [_plan("reject", "reject the incoming lots of a supplier site",
-                    ["supplier site code", "reject note"], [lookup, {"tool": "sqm_reject_site_lots", "args": {
-                        "site_id": {"step": 0, "path": ["items", "*", "site_id"], "where": {}},
-                        "note": {"fact": "reject note"}}}])]  # fmt: skip
-    skills += [
-        _plan(f"d{k}", f"reject incoming lots by lot batch {k}", [f"lot batch {k}"],
-              [{"tool": f"sqm_reject_batch_{k}", "args": {"batch": {"fact": f"lot batch {k}"}}}])
-        for k in range(4)
-    ]  # fmt: skip
-    skills.append(_plan("hold", "put a supplier site on hold", ["supplier site code", "hold reason"],
-                        [lookup, hold]))  # fmt: skip
-    schema = {"type": "object", "properties": {}}
-    names = {t for s in skills for t in s.tools}
-    catalog = Catalog(1, {t: CatalogTool(t, "sqm", t.replace("_", " "), schema, "write") for t in names})
-    supply = Supply(skills, catalog)
-    request = "Hi, I need to reject the incoming lots. There is one more thing after that, too."
-    assert "hold reason" not in supply.episode(request).ask()  # beyond the top-5 candidates' facts
-    facts = {"supplier site code": "SC-1", "reject note": "Damaged", "hold reason": "Audit pending"}
-    calls = _converse(supply, request, facts)
-    # the lookup is shared; the part asked for in the second round follows
-    assert [n for n, _ in calls] == [
-        "sqm_search_sites",
-        "sqm_reject_site_lots",
-        "sqm_hold_site",
-        "end_conversation",
-    ]
-    assert ("sqm_hold_site", {"site_id": "SUP-1", "reason": "Audit pending"}) in calls
 
 
 def test_a_step_asks_for_a_fact_when_it_needs_one():
@@ -339,9 +308,9 @@ def _schema_catalog(writes: dict[str, dict]) -> Catalog:
 
 
 def test_an_unseen_workflow_is_composed_from_atomic_skills_fed_by_a_known_lookup():
-    catalog = _schema_catalog({"sqm_hold_site": {"site_id": {}, "reason": {}},
+    catalog = _schema_catalog({"sqm_put_on_hold": {"site_id": {}, "reason": {}},
                                "sqm_close_site": {"site_id": {}, "note": {}}})  # fmt: skip
-    hold = [LOOKUP, {"tool": "sqm_hold_site", "args": {"site_id": SITE, "reason": {"fact": "hold reason"}}}]
+    hold = [LOOKUP, {"tool": "sqm_put_on_hold", "args": {"site_id": SITE, "reason": {"fact": "hold reason"}}}]
     skills = [
         _plan("hold", "put a supplier site on hold", ["hold reason", "supplier site code"], hold),
         _atomic("hold-a", ["hold reason", "supplier site code"], hold),
@@ -363,7 +332,9 @@ def test_an_unseen_workflow_is_composed_from_atomic_skills_fed_by_a_known_lookup
     view = supply.episode(request).plan(facts)
     assert view.plan is not None and view.plan.body.get("composed")  # marked as composed
     assert view.plan.body["steps_tools"] == ["sqm_search_sites", "sqm_close_site"]
-    calls = _converse(supply, request, facts)
+    calls = _converse(
+        supply, request, facts, "You want to close supplier site SC-1 (close note: Moved away)."
+    )
     assert calls == [("sqm_search_sites", {"supplier_code": "SC-1"}),
                      ("sqm_close_site", {"site_id": "SUP-1", "note": "Moved away"}),
                      ("end_conversation", {})]  # fmt: skip
@@ -381,9 +352,14 @@ def test_a_following_part_is_adapted_to_the_facts_by_its_tools_schema():
     ]
     supply = Supply(skills, catalog)
     facts = {"supplier site code": "SC-1", "hold reason": "Audit", "rating": "4.5"}
-    calls = _converse(supply, "Hold a site. There is one more thing after that, too.", facts)
-    assert ("sqm_update_site", {"site_id": "SUP-1", "rating": 4.5}) in calls  # rating → rating, a number
-    assert calls[1] == ("sqm_hold_site", {"site_id": "SUP-1", "reason": "Audit"})
+    # the fact-fitting merge (`EpisodeSupply.plan`, for a caller holding the facts as a dict)
+    view = supply.episode("Hold a site. There is one more thing after that, too.").plan(facts)
+    assert view.plan is not None
+    update_step = view.plan.body["steps"][-1]
+    assert update_step["tool"] == "sqm_update_site" and update_step["args"]["rating"] == {"fact": "rating"}
+    assert bind_step(
+        update_step, facts, [{"items": [{"site_id": "SUP-1"}]}], catalog.tools["sqm_update_site"].input_schema
+    ) == [{"site_id": "SUP-1", "rating": 4.5}]  # rating → rating, a number
 
 
 def test_maintain_refuses_a_version_not_after_the_librarys_and_leaves_foreign_skills_alone(tmp_path):

@@ -64,7 +64,25 @@ def _work_line(w) -> str:
         f"v{w.catalog_version} {w.mode}: {w.episodes} successful {episodes}, {w.distilled} distilled, "
         f"{w.edits} edit{'' if w.edits == 1 else 's'}{f' ({ops})' if ops else ''}, {w.seconds:.2f} CPU s, "
         f"{w.tokens} tokens"
+        + (f" ({w.tokens / w.episodes / 1000:.2f}K per task)" if w.tokens and w.episodes else "")
     )
+
+
+def _writer(model: str | None, catalog):
+    """The `--model` reviser (None: model-free distillation)."""
+    if model is None:
+        return None
+    from toolshift.agents.config import RunConfig, check_model_spec, make_model
+    from toolshift.steward.writer import ModelWriter
+
+    check_model_spec(model)
+    config = RunConfig(world="steward", model=model)
+    return ModelWriter(make_model(model, config, seed=0), catalog)
+
+
+MODEL_HELP = (
+    "A model of `toolshift run` (embedded, openai:<m>, anthropic:<m>) that writes each skill's instructions."
+)
 
 
 @app.command("build")
@@ -83,6 +101,7 @@ def build_cmd(
     ),
     train_sample: Annotated[int | None, typer.Option(help="Use only this many training tasks.")] = None,
     force: Annotated[bool, typer.Option(help="Replace an existing library file.")] = False,
+    model: Annotated[str | None, typer.Option(help=MODEL_HELP)] = None,
 ) -> None:
     """Initialise a library on one version from validated successful training trajectories."""
     from toolshift.steward.catalog import version_catalog
@@ -100,8 +119,10 @@ def build_cmd(
     if out.exists() and not force:
         raise BadInputError("a library already exists here (--force replaces it)", source=str(out))
     eps = _episodes(ctx, episodes)  # refused before any file is written
+    catalog = version_catalog(build, version, ctx.worlds)
+    writer = _writer(model, catalog)
     lib = Library.create(tmp, name=out.stem, replace_existing=True)
-    work = Maintainer(lib).initialise(version_catalog(build, version, ctx.worlds), eps)
+    work = Maintainer(lib, reviser=writer).initialise(catalog, eps)
     lib.close()
     tmp.replace(out)
     console.print(_work_line(work))
@@ -120,6 +141,7 @@ def maintain_cmd(
         "runs/steward"
     ),
     train_sample: Annotated[int | None, typer.Option(help="Use only this many training tasks.")] = None,
+    model: Annotated[str | None, typer.Option(help=MODEL_HELP)] = None,
 ) -> None:
     """Incremental maintenance onto a later version: local edits from its episodes and catalog only."""
     from toolshift.steward.catalog import version_catalog
@@ -134,7 +156,8 @@ def maintain_cmd(
     if not episodes:
         with _bar() as bar:
             episodes = [training_episodes(ctx, version, _progress(bar), train_sample)]
-    work = Maintainer(lib).maintain(version_catalog(build, version, ctx.worlds), _episodes(ctx, episodes))
+    catalog = version_catalog(build, version, ctx.worlds)
+    work = Maintainer(lib, reviser=_writer(model, catalog)).maintain(catalog, _episodes(ctx, episodes))
     lib.close()
     console.print(_work_line(work))
 
@@ -284,6 +307,9 @@ def eval_cmd(
     ] = None,
     model_sample: Annotated[int, typer.Option(help="Part 3: test tasks per version for the model.")] = 2,
     max_turns: Annotated[int, typer.Option(help="Part 3: turn limit per model episode.")] = 8,
+    dense: Annotated[
+        bool, typer.Option(help="Part 1: dense and hybrid retrieval rows beside BM25 (the embeddings extra).")
+    ] = False,
 ) -> None:
     """The experiment: supply quality (part 1) and the skill-following instrument with frozen, full-rebuild
     and incremental libraries (part 2), per version; tables and a PNG per metric."""
@@ -307,7 +333,9 @@ def eval_cmd(
                 model_domain_tools(ctx, model, sample=model_sample, max_turns=max_turns),
             ]
         job = bar.add_task("supply quality", total=None)
-        quality = supply_quality(ctx, sample=sample, resamples=resamples, progress=lambda: bar.advance(job))
+        quality = supply_quality(
+            ctx, sample=sample, resamples=resamples, progress=lambda: bar.advance(job), dense_rows=dense
+        )
     scores = evaluate_follow(ctx, paths, resamples)
     models = evaluate_follow(ctx, model_paths, resamples) if model_paths else {}
     command = _command(ctx_)

@@ -98,12 +98,37 @@ def trajectory(ep: Episode) -> Trajectory:
     return Trajectory(ep.id, ep.domain, request, facts, calls)
 
 
+_SEP = re.compile(r"[\s_\-]+")
+_YES_NO = {"yes": "true", "no": "false"}
+
+
+def normal(value: Any) -> str | None:
+    """A scalar as the schema would hold it, for comparison: numbers by value (`"17583.60"` = 17583.6),
+    booleans as true/false (yes/no too), text case-folded with spaces, hyphens and underscores alike
+    ("fixed amount" = `fixed_amount`); None for anything else."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(float(value))
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    try:
+        return repr(float(text)) if text and text[0] in "+-.0123456789" else _norm_text(text)
+    except ValueError:
+        return _norm_text(text)
+
+
+def _norm_text(text: str) -> str:
+    folded = _SEP.sub("_", text.lower()).strip("_")
+    return _YES_NO.get(folded, folded)
+
+
 def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if a == b:
+    if a == b and type(a) is type(b):
         return True
-    return isinstance(a, str | int | float) and isinstance(b, str | int | float) and str(a) == str(b)
+    na, nb = normal(a), normal(b)
+    return na is not None and na == nb
 
 
 def find_paths(value: Any, target: Any) -> list[list[Any]]:

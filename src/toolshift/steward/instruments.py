@@ -1,10 +1,13 @@
 """Model-free measuring instruments of the Steward experiment (named as such, never a model pretending).
 
-* `SkillFollower` executes what Steward supplies: it asks the user for the facts the candidate
-  plans need, then (up to three times) for those the revised plan would need (`EpisodeSupply.ask_more`),
-  lets the supply choose the plan, and runs its steps, asking for a fact when a step needs one and
-  binding every argument from the user's facts or from earlier results by the skill's argument flow. It knows nothing else of the
-  task: whether the library's knowledge is still usable is exactly what its success measures.
+* `SkillFollower` executes what Steward supplies: it asks the user what they want in their own words,
+  lets the supply choose the plan from the conversation's words (`EpisodeSupply.choose`; never from
+  fact names, D174), asks for the facts the plan binds, and runs its steps, asking for a fact when a
+  step needs one, binding every argument from the user's facts (normalised to the schema: enum members,
+  numbers) or from earlier results by the skill's argument flow; a lookup by a fact the user lacks is
+  rebound to another field its tool searches by, and a write's optional field the user cannot give is
+  left out (D175). It knows nothing else of the task: whether the library's knowledge is still usable
+  is exactly what its success measures.
 * `FactReplay` produces training trajectories: it asks for a training task's facts by name, then
   replays a given call sequence (the version's reference path), so the episode shows the dialogue
   and calls a successful agent would have had. Steward only ever sees the resulting episodes.
@@ -18,10 +21,11 @@ from typing import Any
 from toolshift.agents.chat import ModelReply, ProposedCall, ToolDef
 from toolshift.agents.policies import DONE_TEXT
 from toolshift.agents.users import END_CONVERSATION
-from toolshift.steward.distill import _same, get_path, parse_facts
-from toolshift.steward.supply import ASK_ROUNDS, EpisodeSupply, Supply
+from toolshift.steward.distill import _same, get_path, normal, parse_facts
+from toolshift.steward.supply import EpisodeSupply, Supply, plan_facts
 
 SORRY = "I am sorry, I could not find a way to do that."
+DESCRIBE = "Could you tell me, in your own words, everything you would like me to take care of?"
 
 
 def _reply(text: str | None = None, call: tuple[str, str, dict[str, Any]] | None = None) -> ModelReply:
@@ -34,10 +38,15 @@ def ask_text(phrases: list[str]) -> str:
 
 
 def coerce(value: Any, schema: dict[str, Any] | None) -> Any:
-    """A fact's text as the type the parameter's schema asks for (integer, number, boolean)."""
-    kind = (schema or {}).get("type")
+    """A fact's text as the parameter's schema holds it: the enum member it names ("fixed amount" →
+    `fixed_amount`, "Strong hire" → `strong_hire`), else the type asked for (integer, number, boolean)."""
+    schema = schema or {}
     if not isinstance(value, str):
         return value
+    members = schema.get("enum")
+    if isinstance(members, list):
+        return next((m for m in members if normal(m) == normal(value)), value)
+    kind = schema.get("type")
     try:
         if kind == "integer":
             return int(value)
@@ -48,6 +57,38 @@ def coerce(value: Any, schema: dict[str, Any] | None) -> Any:
     if kind == "boolean" and value.lower() in ("true", "false", "yes", "no"):
         return value.lower() in ("true", "yes")
     return value
+
+
+_PAGING = frozenset({"limit", "offset", "page", "page_size", "cursor", "sort", "order"})
+
+
+def lookup_alternatives(step: dict[str, Any], fact: str, tool: Any) -> list[tuple[str, str]]:
+    """For a read step bound to a fact the user lacks: (phrase to ask, argument) for every other field its
+    tool's schema searches by (`vendor number` missing at `ap_search_vendors` → "vendor name" → `name`, …).
+    The phrase names the record as the missing fact did (its words before the argument's), else as the
+    tool's name does (`…_search_vendors` → vendor)."""
+    if tool is None or tool.effect != "read":
+        return []
+    arg = next((n for n, b in step.get("args", {}).items() if b.get("fact") == fact), None)
+    if arg is None:
+        return []
+    props = tool.input_schema.get("properties", {})
+    entity = fact.lower().split()
+    while entity and entity[-1] in arg.lower().split("_"):
+        entity.pop()  # the record's name is what precedes the argument's own words
+    if not entity:
+        last = tool.name.split("_")[-1]
+        entity = [last[:-1] if last.endswith("s") and not last.endswith("ss") else last]
+    out = []
+    for prop, schema in props.items():
+        if prop == arg or prop in step.get("args", {}) or prop in _PAGING:
+            continue
+        if isinstance(schema, dict) and schema.get("type") not in (None, "string", "integer", "number"):
+            continue
+        prop_words = prop.lower().split("_")
+        phrase = " ".join(prop_words if prop_words[0] == entity[-1] else [*entity, *prop_words])
+        out.append((phrase, prop))
+    return out[:8]
 
 
 class BindingError(Exception):
@@ -74,6 +115,8 @@ def _select(
     items = get_path(result, path[:at])
     if not isinstance(items, list):
         raise BindingError(f"no list at {'.'.join(map(str, path[:at]))}")
+    # a condition on a fact the user did not give cannot pick: the lookup itself chose the items
+    where = {f: p for f, p in where.items() if p in facts}
     picked = [
         it
         for it in items
@@ -108,14 +151,23 @@ def _by_name(name: str, results: list[Any]) -> Any:
 
 
 def bind_step(
-    step: dict[str, Any], facts: dict[str, str], results: list[Any], schema: dict[str, Any] | None
+    step: dict[str, Any],
+    facts: dict[str, str],
+    results: list[Any],
+    schema: dict[str, Any] | None,
+    unknown: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
-    """The concrete argument dicts of one plan step (several for an `each` step)."""
+    """The concrete argument dicts of one plan step (several for an `each` step). An optional argument
+    (not in the schema's `required`) bound to a fact the user was asked for and did not give (`unknown`)
+    is left out: the user has nothing to set it to."""
     props = (schema or {}).get("properties", {})
+    required = set((schema or {}).get("required", []))
     fixed: dict[str, Any] = {}
     varying: tuple[str, list[Any]] | None = None
     for name, b in step.get("args", {}).items():
         if "fact" in b:
+            if b["fact"] not in facts and b["fact"] in unknown and name not in required:
+                continue
             if b["fact"] not in facts:
                 raise MissingFact(b["fact"])
             fixed[name] = coerce(facts[b["fact"]], props.get(name))
@@ -157,6 +209,7 @@ class SkillFollower:
         self.rounds = 0
         self.known = 0
         self.pending: str | None = None
+        self.rebinding: dict[str, tuple[int, str, str]] = {}
 
     @property
     def exposed(self) -> list[str]:
@@ -167,35 +220,32 @@ class SkillFollower:
         for m in users:
             self.facts.update(parse_facts(m.get("content") or ""))
         if self.phase == "start":
+            # first, what the user wants in their own words: the plan is chosen from the conversation
             self.episode = self.supply.episode(users[0].get("content") or "" if users else "")
-            phrases = self.episode.ask()
-            if not self.episode.candidates:
-                return self._finish(SORRY, "no planning skill retrieved")
-            self.phase = "asked"
-            if phrases:
-                self.asked.update(phrases)
-                return _reply(ask_text(phrases))
-        if self.phase == "asked":
+            self.phase = "described"
+            return _reply(DESCRIBE)
+        if self.phase == "described":
             assert self.episode is not None
-            if self.rounds < ASK_ROUNDS and (self.rounds == 0 or len(self.facts) > self.known):
-                # again, for the facts the revised plan needs (the parts that could follow, or the
-                # plans closest to fitting), while the last question brought new facts
-                self.rounds += 1
-                self.known = len(self.facts)
-                phrases = self.episode.ask_more(self.facts, self.asked)
-                if phrases:
-                    self.asked.update(phrases)
-                    return _reply(ask_text(phrases))
-            view = self.episode.plan(self.facts)
+            conversation = " ".join(m.get("content") or "" for m in users)
+            view = self.episode.choose(conversation)
             if view.plan is None:
-                return self._finish(SORRY, "no candidate plan fits the user's facts")
+                return self._finish(SORRY, "no planning skill retrieved")
             self.plan_steps = view.plan.body.get("steps", [])
             self.plan_id = view.plan.id
             self.phase = "run"
+            # then the chosen plan's facts, in the order its steps bind them (a step asks again for one
+            # the user has not given when it comes to it)
+            phrases = [f for f in plan_facts(self.plan_steps) if f not in self.facts]
+            if phrases:
+                self.asked.update(phrases)
+                self.pending = "facts"
+                return _reply(ask_text(phrases))
         if self.phase == "run":
             last = messages[-1] if messages else {}
             if self.pending is not None:
                 self.pending = None  # the user answered (or not) the step's question: bind again
+                if self.rebinding:
+                    self._rebind()
                 return self._next_call()
             if last.get("role") == "tool":
                 try:
@@ -220,9 +270,23 @@ class SkillFollower:
                 return self._finish(DONE_TEXT, "")
             step = self.plan_steps[self.step]
             tool = self.supply.catalog.tools.get(step["tool"])
+            # a write leaves out an optional field the user could not give; a lookup asks for another key
+            writes = tool is not None and tool.effect != "read"
+            unknown = frozenset(self.asked - set(self.facts)) if writes else frozenset()
             try:
-                batch = bind_step(step, self.facts, self.results, tool.input_schema if tool else None)
+                batch = bind_step(
+                    step, self.facts, self.results, tool.input_schema if tool else None, unknown
+                )
             except MissingFact as exc:
+                if exc.fact in self.asked and not self.rebinding:
+                    # a lookup by a fact the user lacks: ask for the other fields the tool's schema
+                    # searches by, and look the record up by the one the user has
+                    options = lookup_alternatives(step, exc.fact, tool)
+                    if options:
+                        self.rebinding = {phrase: (self.step, exc.fact, prop) for phrase, prop in options}
+                        self.asked.update(self.rebinding)
+                        self.pending = "rebind"
+                        return _reply(ask_text(list(self.rebinding)))
                 if exc.fact in self.asked:
                     return self._finish(SORRY, str(exc))
                 # a step needs a fact nobody asked for yet: ask for it when the step needs it
@@ -237,6 +301,18 @@ class SkillFollower:
         self.queue_step = k
         self.calls += 1
         return _reply(call=(f"call_{self.calls}", self.plan_steps[k]["tool"], args))
+
+    def _rebind(self) -> None:
+        """The lookup step takes the field the user gave instead of the fact they lacked."""
+        given = [(phrase, at) for phrase, at in self.rebinding.items() if phrase in self.facts]
+        self.rebinding = {}
+        if not given:
+            return
+        phrase, (k, missing, prop) = given[0]
+        step = dict(self.plan_steps[k])
+        args = {n: b for n, b in step.get("args", {}).items() if b.get("fact") != missing}
+        args[prop] = {"fact": phrase}
+        self.plan_steps = [*self.plan_steps[:k], {**step, "args": args}, *self.plan_steps[k + 1 :]]
 
     def _finish(self, text: str, failure: str) -> ModelReply:
         self.failure = failure

@@ -3,11 +3,14 @@
 For every test task × version, the tools each condition exposes are scored against the tools of the
 step-optimal reference path (the seed's retrieval P/R/F1, `toolshift.bench.metrics.tool_retrieval`):
 
-* `steward-<kind>`: Steward's initial supply with that library; the user's facts come from the
-  scripted user answering the supply's own questions (`ask`, then `ask_more`, as in the
-  skill-following episodes);
+* `steward-<kind>`: Steward's initial supply with that library for the conversation's words: the
+  request and the scripted user's answer to "in your own words, what would you like?" (as in the
+  skill-following episodes; the plan is chosen from words, never from fact names);
 * `full catalog`: every tool of the version (all 42 domains); `domain catalog`: the task's domain;
 * `bm25-instruction@5`: the 5 tools BM25 ranks highest for the task's instruction alone;
+  `dense-instruction@5` and `hybrid-instruction@5` the same with all-MiniLM-L6-v2 embeddings and
+  with BM25 and dense fused by reciprocal rank (`toolshift.steward.dense`; `--dense`, with the
+  `embeddings` extra);
 * `oracle`: the reference path's own tools (100% by construction: the scale's top).
 """
 
@@ -20,11 +23,10 @@ from typing import Any
 from toolshift.agents.users import ScriptedUser
 from toolshift.bench.metrics import tool_retrieval
 from toolshift.intervals import bootstrap_mean
-from toolshift.steward.distill import parse_facts
 from toolshift.steward.experiment import KINDS, Context, library_path
-from toolshift.steward.instruments import ask_text
+from toolshift.steward.instruments import DESCRIBE
 from toolshift.steward.library import Library
-from toolshift.steward.supply import ASK_ROUNDS, Supply
+from toolshift.steward.supply import Supply
 
 
 def _sync(coro: Any) -> Any:
@@ -37,24 +39,12 @@ def _sync(coro: Any) -> Any:
 
 
 def steward_exposed(supply: Supply, task: Any) -> frozenset[str]:
-    """What Steward's initial supply exposes for a task once the scripted user has answered its question."""
+    """What Steward's initial supply exposes for a task once the scripted user has said, in their own
+    words, what they want (the plan is chosen from the conversation, as in the skill-following episodes)."""
     ep = supply.episode(task.public_request)
     user = ScriptedUser(task.public_request, task.instruction)
-    phrases = ep.ask()
-    facts: dict[str, str] = {}
-    asked = set(phrases)
-    if phrases:
-        facts = parse_facts(_sync(user.respond(ask_text(phrases))).text)
-    for _ in range(ASK_ROUNDS):  # as the skill-following instrument asks again
-        more = ep.ask_more(facts, asked)
-        if not more:
-            break
-        asked.update(more)
-        told = parse_facts(_sync(user.respond(ask_text(more))).text)
-        if not set(told) - set(facts):
-            break  # the user had nothing more: the instrument stops asking too
-        facts.update(told)
-    ep.plan(facts)
+    said = _sync(user.respond(DESCRIBE)).text
+    ep.choose(f"{task.public_request} {said}")
     return frozenset(ep.exposed)
 
 
@@ -64,11 +54,15 @@ def supply_quality(
     sample: int | None = None,
     resamples: int = 1000,
     progress: Callable[[], None] | None = None,
+    dense_rows: bool = False,
 ) -> dict[str, Any]:
     """Per condition and version: P, R, F1 with bootstrap intervals over tasks, and the mean exposed size."""
     rows: dict[str, dict[int, list[tuple[str, float, float, float, int]]]] = defaultdict(
         lambda: defaultdict(list)
     )
+    from toolshift.steward import dense
+
+    model = dense.MiniLM() if dense_rows else None  # refuses, naming the extra, when it is not installed
     for v in range(1, ctx.versions + 1):
         cat = ctx.catalog(v)
         supplies = {}
@@ -76,6 +70,12 @@ def supply_quality(
             with Library.open(library_path(ctx, kind, v)) as lib:
                 supplies[kind] = Supply(lib, cat)
         whole = cat.names()
+        names = supplies["incremental"].tool_names
+        indices = {}
+        if model is not None:  # the embeddings extra: dense and hybrid beside BM25
+            texts = [cat.tools[n].text() for n in names]
+            hybrid = dense.HybridIndex(texts, model)
+            indices = {"dense-instruction@5": hybrid.dense, "hybrid-instruction@5": hybrid}
         for r in ctx.refs("test", sample):
             if r.version != v or r.step is None:
                 continue
@@ -87,6 +87,9 @@ def supply_quality(
             conditions["bm25-instruction@5"] = frozenset(
                 supplies["incremental"].tools_for(task.instruction.intent, None, 5)
             )
+            for label, index in indices.items():
+                found = index.top(task.instruction.intent, 5)
+                conditions[label] = frozenset(names[i] for i, _ in found)
             conditions["oracle"] = frozenset(ref)
             for name, exposed in conditions.items():
                 p, rec, f1 = tool_retrieval(exposed, ref)

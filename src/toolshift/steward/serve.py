@@ -5,8 +5,9 @@ Each MCP session (one world fork per session, as `toolshift.world.mcp.serve.Worl
 session so far; a world tool outside the supplied view is refused with a message saying how to get
 it. The Steward tools:
 
-* `steward_plan(request, facts)` — the initial supply: the candidate plans' fact names to ask for,
-  and once facts are given, the chosen plan's steps and the supplied tools with their schemas;
+* `steward_plan(request, facts)` — the initial supply: the plan chosen from the words of the request
+  and of the facts given so far (never by fact names, D174), its steps, the facts it still needs
+  (`ask_user_for`) and the supplied tools with their schemas;
 * `retrieve_tools(query)` — at most 5 tools of the current catalog;
 * `explore_capabilities(query)` — at most 3 an episode; skills and tools of the whole catalog.
 
@@ -25,7 +26,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
-from toolshift.steward.supply import EpisodeSupply, Supply
+from toolshift.steward.supply import EpisodeSupply, Supply, plan_facts
 from toolshift.world.mcp.serve import WorldServer, mcp_tool
 from toolshift.world.state.world import World
 
@@ -34,8 +35,8 @@ MAX_FACTS = 64
 
 STEWARD_TOOLS: dict[str, dict[str, Any]] = {
     "steward_plan": {
-        "description": "Start here. Give the user's request (and, once known, the facts they gave as "
-        "name → value): returns the facts to ask for, then the plan's steps and the tools supplied for it.",
+        "description": "Start here. Give the user's request in their words (and, once known, the facts they gave as "
+        "name → value): returns the plan's steps, the facts it still needs and the tools supplied for it.",
         "input_schema": {
             "type": "object",
             "properties": {
@@ -95,14 +96,16 @@ def call_steward_tool(gate: SupplyGate, key: Any, name: str, arguments: dict[str
         if not isinstance(facts, dict) or len(facts) > MAX_FACTS:
             return {"error": f"facts must be an object of at most {MAX_FACTS} name → value strings"}
         facts = {str(k)[:200]: str(v)[:2000] for k, v in facts.items()}
-        if not facts:
-            return {"ask_user_for": ep.ask(), "candidates": [c.description for c in ep.candidates]}
-        view = ep.plan(facts)
+        # the plan is chosen from the words of the request and of what the user said (D174)
+        view = ep.choose(" ".join([request, *(f"{k} {v}" for k, v in facts.items())]))
         if view.plan is None:
-            return {"plan": None, "ask_user_for": ep.ask(), "note": "no known plan fits these facts"}
+            return {"plan": None, "candidates": [c.description for c in ep.candidates],
+                    "note": "no known plan for this request"}  # fmt: skip
+        needed = plan_facts(view.plan.body.get("steps", []))
         return {
             "plan": view.plan.description,
             "steps": view.plan.body.get("steps", []),
+            "ask_user_for": [f for f in needed if f not in facts],
             "tools": [gate.supply.tool_card(n) for n in sorted(view.exposed)],
         }
     ep = gate.session(key)

@@ -47,6 +47,8 @@ def _markdown(skill: Skill) -> str:
     """The readable part of a skill's body."""
     b = skill.body
     lines = [f"# {skill.description.splitlines()[0][:200]}", ""]
+    if b.get("instructions"):  # written by a model (`--model` distillation)
+        lines += [str(b["instructions"]), ""]
     if skill.level == "planning":
         if b.get("requests"):
             lines += ["Asked as:", "", *[f"- {r}" for r in b["requests"][:5]], ""]

@@ -4,9 +4,9 @@ This is the reusable component the MCP front (`steward serve`) and the gateway m
 
     supply = Supply(library, catalog)              # indices over active skills and the catalog
     episode = supply.episode(request)              # one per conversation: counters and exposure
+    view = episode.choose(conversation_text)       # plan chosen from the conversation's words (D174)
     episode.ask()                                  # fact names the candidate plans need
-    episode.ask_more(disclosed_facts, asked)       # then: names the revised plan would need (≤ 12)
-    view = episode.plan(disclosed_facts)           # chosen plan + per-step atomic skills and tools
+    view = episode.plan(disclosed_facts)           # or: the fact-fitting merge, for a caller holding facts
     episode.retrieve_tools(query)                  # on demand: ≤ 5 tools
     episode.explore_capabilities(query)            # on demand: ≤ 3 per episode, ≤ 8 tools, ≤ 4,000 chars
     episode.exposed                                # every tool the agent has been shown (⊆ catalog)
@@ -26,6 +26,7 @@ stored state.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,13 +37,12 @@ from toolshift.steward.compose import (
     adapt,
     as_plan,
     grounded,
-    open_arguments,
     providers,
     self_contained,
     valid,
 )
 from toolshift.steward.library import Library, Skill, dependencies_present
-from toolshift.steward.retrieval import BM25Index, mmr
+from toolshift.steward.retrieval import BM25Index, mmr, tokens
 
 PLANS = 5
 ATOMIC_PER_STEP = 5
@@ -51,8 +51,6 @@ RETRIEVE_TOOLS = 5
 EXPLORE_PER_EPISODE = 3
 EXPLORE_TOOLS = 8
 EXPLORE_CHARS = 4000
-ASK_MORE = 12
-ASK_ROUNDS = 3
 
 
 @dataclass
@@ -131,9 +129,63 @@ class Supply:
         allowed = None if domain is None else self._tool_domain == domain
         return [self.tool_names[i] for i, _ in self._tool_index.top(query, k, allowed)]
 
+    def best_part(self, query: str, domain: str) -> Skill | None:
+        """The planning or atomic skill of `domain` ranked first for `query` (a clause of the request)."""
+        plans = [
+            (float(x), 0, i)
+            for i, x in enumerate(self._plan_index.scores(query))
+            if self.plans[i].domain == domain
+        ]
+        atoms = [
+            (float(x), 1, i)
+            for i, x in enumerate(self._atomic_index.scores(query))
+            if self.atomics[i].domain == domain
+        ]
+        best = max((x for x in plans + atoms if x[0] > 0), key=lambda x: (x[0], -x[1], -x[2]), default=None)
+        if best is None:
+            return None
+        return (self.plans if best[1] == 0 else self.atomics)[best[2]]
+
+    def unnamed(self, skill: Skill, said: set[str]) -> float:
+        """How much of what the skill writes the conversation leaves unnamed: per write tool, the share of
+        its name's words (domain prefix left out) that no word of the conversation matches, halved."""
+        miss = 0.0
+        for t in self.writes(skill):
+            words = tokens(" ".join(t.split("_")[1:]))
+            if words:
+                miss += sum(w not in said for w in words) / len(words)
+        return miss / 2
+
+    def writes(self, skill: Skill) -> set[str]:
+        """The skill's tools that change the world (catalog effect other than read)."""
+        return {t for t in skill.tools if t in self.catalog.tools and self.catalog.tools[t].effect != "read"}
+
     def tool_card(self, name: str) -> dict[str, Any]:
         t = self.catalog.tools[name]
         return {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+
+
+_CLAUSE = re.compile(r";\s*then\b|\bthen\b|\bafter that\b|\band also\b", re.IGNORECASE)
+
+
+def clauses(text: str) -> list[str]:
+    """The parts a request names one after another ("…; then …", "after that"), in order."""
+    return [c.strip() for c in _CLAUSE.split(text) if c.strip()]
+
+
+def plan_facts(steps: list[dict[str, Any]]) -> list[str]:
+    """The facts a plan's steps bind (arguments and where-clauses), in step order."""
+    out: list[str] = []
+    for step in steps:
+        for b in step.get("args", {}).values():
+            out += [b["fact"]] if "fact" in b else list(b.get("where", {}).values())
+    return list(dict.fromkeys(out))
+
+
+def covered(plan: Skill, said: set[str]) -> float:
+    """The share of the plan's fact words the conversation has said (0 for a plan needing none)."""
+    words = [w for f in plan.body.get("facts", []) for w in tokens(f)]
+    return sum(w in said for w in words) / len(words) if words else 0.0
 
 
 def _facts(s: Skill) -> set[str]:
@@ -257,46 +309,6 @@ class EpisodeSupply:
         """Fact names to ask the user for: the union over the candidate plans, in rank order."""
         return list(dict.fromkeys(f for s in self.candidates for f in s.body.get("facts", [])))
 
-    def ask_more(self, disclosed: dict[str, str], asked: set[str], k: int = ASK_MORE) -> list[str]:
-        """Fact names to ask next, once the user has answered: those the revised plan would need, never
-        one already asked. With a plan that fits, the unbound optional arguments of its writes, then the
-        facts of the skills that could follow it in its domain (those sharing a fact it leaves unused
-        first); with none, the missing facts of the most relevant plans (fewest missing among equals)
-        and of the best atomic skills. At most `k` names, best first."""
-        s = self.supply
-        have = set(disclosed)
-        domains = {
-            p.domain for p in [*self.candidates[:3], *s.candidates(" ".join([self.request, *have]), 3)]
-        }
-        pool, relevance = s.ranked_plans(self.request, domains)
-        if not pool:
-            return []
-        top = pool[0].domain
-        context = " ".join([self.request, *have])
-        parts = s.ranked_atomics(context, top)
-        chosen = choose_plan(pool, disclosed, parts, relevance, s.catalog)
-        if chosen is None:
-            near = sorted(
-                (-round(relevance[i], 1), len(_facts(p) - have - asked), i)
-                for i, p in enumerate(pool)
-                if _facts(p) - have - asked
-            )
-            ranked = [pool[i] for *_, i in near[:PLANS]]
-            ranked += parts[:PLANS]
-        else:
-            # the skills that could follow, those sharing a fact the plan leaves unused first
-            rest = have - _facts(chosen)
-            later = [p for p in pool if p.domain == chosen.domain and not _facts(p) <= have]
-            later += [a for a in parts if not _facts(a) <= have]
-            order = sorted(range(len(later)), key=lambda i: (-len(_facts(later[i]) & rest), i))
-            ranked = [later[i] for i in order]
-        names = [f for p in ranked for f in p.body.get("facts", [])]
-        if chosen is not None:  # and the optional arguments of the plan's writes and those that could follow
-            names = open_arguments(chosen, s.catalog) + names
-            names += [f for p in ranked[:PLANS] for f in open_arguments(p, s.catalog)]
-        out = [f for f in names if f not in have and f not in asked]
-        return list(dict.fromkeys(out))[:k]
-
     def initial(self) -> frozenset[str]:
         """The view before any fact is known (a harness that cannot ask first): the candidate plans' tools
         and the top 3 tools retrieved directly for the request, in the best candidate's domain."""
@@ -336,6 +348,66 @@ class EpisodeSupply:
             view.exposed = self.initial()
         self.view = view
         self.exposed |= view.exposed
+        return view
+
+    def choose(self, conversation: str) -> SupplyView:
+        """The plan for what the conversation so far asks, chosen from its words alone (D174): the usable
+        plan of the request's domain that retrieval ranks first for the whole conversation; each later
+        clause it names ("…; then …") whose writes that plan does not make adds the skill (planning or
+        atomic, same domain) ranked first for that clause, composed after it (`compose`). The user's
+        facts play no part in the choice: they only bind the chosen plan's arguments."""
+        s = self.supply
+        domains = {p.domain for p in s.candidates(conversation, 3)}
+        pool, relevance = s.ranked_plans(conversation, domains)
+        view = SupplyView(None, self.candidates)
+        if pool:
+            said = set(tokens(conversation))
+
+            # relevance, less what the plan would write that the conversation does not name
+            def score(i: int) -> float:
+                return relevance[i] - s.unnamed(pool[i], said) + covered(pool[i], said) / 2
+
+            k = max(range(min(len(pool), 2 * PLANS)), key=lambda i: (score(i), -i))
+            plan = pool[k]
+            if s.unnamed(plan, said) > 0.25:
+                # the best stored plan writes what the conversation does not name: an atomic skill
+                # (grounded by the lookups stored plans show) that writes only what it names, instead
+                feeds = providers(pool)
+                for atom in s.ranked_atomics(conversation, plan.domain)[:PLANS]:
+                    start = atom if self_contained(atom) else grounded(atom, feeds)
+                    if (
+                        start is not None
+                        and s.unnamed(start, said) < s.unnamed(plan, said)
+                        and valid(start, s.catalog)
+                    ):
+                        plan = as_plan(start)
+                        break
+            for clause in clauses(conversation)[1:]:
+                part = s.best_part(clause, plan.domain)
+                if part is None or s.writes(part) <= s.writes(plan):
+                    continue
+                plan = compose(plan, part)
+            view = self._view(plan, conversation)
+        if view.plan is None:
+            view.exposed = self.initial()
+        self.view = view
+        self.exposed |= view.exposed
+        return view
+
+    def _view(self, chosen: Skill, context: str) -> SupplyView:
+        """The chosen plan's per-step atomic skills and tools, and everything exposed."""
+        s = self.supply
+        view = SupplyView(chosen, self.candidates)
+        deps: set[str] = set(chosen.tools)
+        direct = s.tools_for(context, chosen.domain, TOOLS_PER_STEP)
+        for k, step in enumerate(chosen.body.get("steps", [])):
+            tool = s.catalog.tools.get(step["tool"])
+            found = s.atomic_for(f"{context} {tool.text() if tool else step['tool']}", chosen.domain)
+            atoms = [a for a in found if step["tool"] in a.tools and set(a.tools) <= set(chosen.tools)]
+            view.steps.append(StepSupply(k, step["tool"], [a.id for a in atoms], direct))
+            deps.update(t for a in atoms for t in a.tools)
+            deps.update(direct)
+        view.exposed = frozenset(deps & s.catalog.names())
         return view
 
     def retrieve_tools(self, query: str, k: int = RETRIEVE_TOOLS) -> list[dict[str, Any]]:
