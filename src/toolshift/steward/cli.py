@@ -72,12 +72,25 @@ def _writer(model: str | None, catalog):
     """The `--model` reviser (None: model-free distillation)."""
     if model is None:
         return None
-    from toolshift.agents.config import RunConfig, check_model_spec, make_model
+    from toolshift.agents.config import RunConfig, make_model
     from toolshift.steward.writer import ModelWriter
 
-    check_model_spec(model)
+    _check_model(model)
     config = RunConfig(world="steward", model=model)
     return ModelWriter(make_model(model, config, seed=0), catalog)
+
+
+def _check_model(model: str | None) -> None:
+    """Refuse, before any work, a `--model` that is not a chat model."""
+    if model is None:
+        return
+    from toolshift.agents.config import check_model_spec
+
+    check_model_spec(model, "model")
+    if model in ("oracle", "replay"):
+        raise BadInputError(
+            f"--model needs a chat model (embedded, openai:<m>, anthropic:<m>), not {model!r}", field="model"
+        )
 
 
 MODEL_HELP = (
@@ -104,6 +117,7 @@ def build_cmd(
     model: Annotated[str | None, typer.Option(help=MODEL_HELP)] = None,
 ) -> None:
     """Initialise a library on one version from validated successful training trajectories."""
+    _check_model(model)
     from toolshift.steward.catalog import version_catalog
     from toolshift.steward.experiment import context, training_episodes
     from toolshift.steward.library import Library
@@ -144,6 +158,7 @@ def maintain_cmd(
     model: Annotated[str | None, typer.Option(help=MODEL_HELP)] = None,
 ) -> None:
     """Incremental maintenance onto a later version: local edits from its episodes and catalog only."""
+    _check_model(model)
     from toolshift.steward.catalog import version_catalog
     from toolshift.steward.experiment import context, training_episodes
     from toolshift.steward.library import Library
