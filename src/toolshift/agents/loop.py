@@ -152,7 +152,11 @@ class _Conversation:
                 requestor="assistant",
                 timestamp=_now(),
                 generation_time_seconds=round(reply.seconds, 4),
-                usage=Usage(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens),
+                usage=Usage(
+                    prompt_tokens=reply.prompt_tokens,
+                    completion_tokens=reply.completion_tokens,
+                    cached_prompt_tokens=reply.cached_prompt_tokens,
+                ),
                 cost=reply.cost,
             )
         )

@@ -96,6 +96,14 @@ def parse_arguments(raw: str | None) -> tuple[dict[str, Any] | None, str | None]
     return value, None
 
 
+def cached_tokens(usage: Any) -> int | None:
+    """`usage.prompt_tokens_details.cached_tokens`, or None where the server does not report it (as
+    llama-cpp-python's does not)."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    return cached if isinstance(cached, int) else None
+
+
 class OpenAIChatModel:
     """Chat completions with tool calling through the `openai` SDK; our retries, not the SDK's."""
 
@@ -208,6 +216,7 @@ class OpenAIChatModel:
         prompt = usage.prompt_tokens if usage else None
         completion = usage.completion_tokens if usage else None
         return ModelReply(
+            cached_prompt_tokens=cached_tokens(usage),
             text=message.content or None,
             calls=calls,
             prompt_tokens=prompt,

@@ -85,14 +85,14 @@ class EmbeddedSpanPicker:
         longest = max(len(json.dumps(s, ensure_ascii=False).encode()) for s in options)
         llm, lock = load_llama(self.n_ctx, self.n_threads, "reader")
         with lock:
-            text, _, _ = constrained_generate(
+            text = constrained_generate(
                 llm,
                 self.prompt(words, tool, argument),
                 grammar,
                 max_tokens=longest + 12,
                 temperature=0.0,
                 seed=0,
-            )
+            ).text
         try:
             value = json.loads(text)["value"]
         except (ValueError, KeyError, TypeError):

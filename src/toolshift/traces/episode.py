@@ -38,6 +38,9 @@ class ToolCall(BaseModel):
 class Usage(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    cached_prompt_tokens: int | None = None
+    """Of `prompt_tokens`, those the model's prompt cache served (OpenAI's `prompt_tokens_details.cached_tokens`,
+    the embedded model's reused KV-cache prefix); None when the backend does not report it."""
 
 
 class Message(BaseModel):

@@ -1,0 +1,156 @@
+"""The embedded agent's growing prompt, its forced text and its stop rule, on the real model and the clinic world."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from toolshift.agents.chat import ToolDef
+from toolshift.agents.copying import DONE_REPLY, action_grammar, request_done, tool_choice, write_asked
+from toolshift.agents.demo import demo_tasks
+from toolshift.agents.embedded import EmbeddedModel
+from toolshift.agents.forcing import Forcer, patterns
+from toolshift.agents.loop import EpisodeLimits, run_episode
+from toolshift.agents.users import END_TOOL, ScriptedUser
+from toolshift.agents.worlds import world_opener
+from toolshift.traces.spans import spans_of
+from toolshift.world import World
+
+
+def _clinic_tools() -> list[ToolDef]:
+    world = World.load("clinic")
+    try:
+        return [ToolDef(t.name, t.description, t.input_schema, t.effect == "read") for t in world.tools]
+    finally:
+        world.close()
+
+
+def _episode(task, prompts: str, seed: int = 0):
+    model = EmbeddedModel(seed=seed, prompts=prompts, slot=f"test-{prompts}")
+    episode = asyncio.run(
+        run_episode(task, model, ScriptedUser(task.public_request, task.instruction), world_opener("clinic"),
+                    episode_id=f"{prompts}-{task.id}", limits=EpisodeLimits(max_turns=6))
+    )  # fmt: skip
+    return model, episode
+
+
+def _not_extended(model: EmbeddedModel) -> list[int]:
+    """The turns whose prompt is not the previous turn's prompt and output tokens, then more."""
+    return [
+        k
+        for k, (before, after) in enumerate(zip(model.decodes, model.decodes[1:], strict=False), start=1)
+        if after.evaluated[: len(before.evaluated)] != before.evaluated
+        or len(after.evaluated) - len(after.tokens) <= len(before.evaluated)
+    ]
+
+
+@pytest.mark.slow
+def test_the_prompt_only_grows_and_every_later_turn_is_served_from_the_cache():
+    """Each later turn's prompt extends the previous prompt and the tokens the model decoded, exactly; the
+    old builder (which rewrote the model's JSON and appended the request to the newest result) does not."""
+    task = demo_tasks()[2]  # pay an invoice: a reply, a call, the result, the confirmation
+    model, episode = _episode(task, "grow")
+    assert len(model.decodes) >= 3, [m.content for m in episode.messages]
+    assert _not_extended(model) == []
+    for before, after in zip(model.decodes, model.decodes[1:], strict=False):
+        assert after.cached_prompt_tokens == len(before.evaluated)  # all of it, from the KV cache
+    assistant = [m for m in episode.messages if m.role == "assistant"]
+    assert len(assistant) == len(model.decodes)
+    for m, d in zip(assistant, model.decodes, strict=True):
+        assert m.usage.cached_prompt_tokens == d.cached_prompt_tokens
+        assert 0 <= m.usage.cached_prompt_tokens < m.usage.prompt_tokens
+    recorded = json.loads(episode.model_dump_json())
+    assert all("cached_prompt_tokens" in m["usage"] for m in recorded["messages"] if m["role"] == "assistant")
+
+    old, _ = _episode(task, "rebuild")
+    assert len(old.decodes) >= 3 and _not_extended(old) != []  # the check can fail
+
+
+def _stand(messages, tools):
+    model = EmbeddedModel()
+    grammar, _ = model.grammar(messages, tools)
+    return grammar
+
+
+def test_after_a_write_went_through_the_agent_says_done_and_then_only_ends():
+    tools = [*_clinic_tools(), END_TOOL]
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "pay_invoice", "arguments": '{"invoice_id":"INV-00004"}'}}  # fmt: skip
+    messages = [
+        {"role": "system", "content": "You are a clinic's agent.\n\n# Policy\nBe kind."},
+        {"role": "user", "content": "I'd like to pay my open invoice INV-00004."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "name": "pay_invoice", "content": '{"invoice_id": "INV-00004", "status": "paid"}'},
+    ]  # fmt: skip
+    assert request_done(messages, tools) == "just_written"
+    grammar = _stand(messages, tools)
+    assert grammar.fixed_reply == DONE_REPLY and grammar.tools == ()
+    repeat = [*messages, {"role": "assistant", "content": DONE_REPLY},
+              {"role": "user", "content": "My invoice id is INV-00004."}]  # fmt: skip
+    assert request_done(repeat, tools) == "told"
+    grammar = _stand(repeat, tools)
+    assert grammar.tools == ("end_conversation",) and not grammar.can_reply
+    anew = [*repeat[:-1], {"role": "user", "content": "Please also pay invoice INV-00007."}]
+    assert request_done(anew, tools) == "open"
+    assert "pay_invoice" in _stand(anew, tools).tools
+    failed = [*messages[:-1], {**messages[-1], "content": '{"code": "invoice_not_open", "message": "no"}'}]
+    assert request_done(failed, tools) == "open"  # a refused write is not a request done
+
+
+def test_a_write_the_customer_did_not_name_is_not_offered():
+    assert write_asked("update_patient", "Please change the email on my file.")
+    assert not write_asked("create_doctor", "Please change the email on my file. ana@new.example")
+    assert write_asked("pay_reissue_payslip", "Can you reissue my payslip?", "pay_")
+    assert not write_asked("pay_terminate_employee", "Can you pay me?", "pay_")
+    tools = [*_clinic_tools(), END_TOOL]
+    messages = [{"role": "user", "content": "Change my email to ana@new.example. My name is Ana Abbott."}]
+    offered = _stand(messages, tools).tools
+    assert "create_doctor" not in offered and "create_patient" not in offered
+    assert EmbeddedModel(stop_when_done=False).grammar(messages, tools)[0].tools != offered
+
+
+def _admitted(choice, values: dict[str, str]) -> str:
+    args = ",".join(f"{json.dumps(k)}:{v}" for k, v in values.items())
+    return '{"tool":' + json.dumps(choice.tool) + ',"arguments":{' + args + "}}"
+
+
+def test_forced_text_is_always_what_the_output_goes_on_with():
+    """Along outputs the grammar admits, the forced text is a prefix of what follows, and the output is
+    complete only at its end; between two tools or two values nothing is forced."""
+    tools = _clinic_tools()
+    messages = [{"role": "user", "content": "Cancel appointment APT-00003 or APT-00004 for Ana Abbott, please."}]
+    spans = spans_of(messages)
+    choices = [c for t in tools if (c := tool_choice(t, spans)) is not None]
+    grammar = action_grammar(choices, can_reply=True, reply_chars=40)
+    outputs = ['{"reply":"I will look into it."}']
+    for c in choices:
+        required = [a for a in c.args if a.required]
+        if all(a.literals and not a.many for a in required) and not c.needs_one:
+            for lit in required[0].literals if required else ["-"]:
+                values = {a.name: (lit if a is required[0] else a.literals[-1]) for a in required}
+                outputs.append(_admitted(c, values))
+    assert len(outputs) > 5
+    forced_chars = 0
+    for out in outputs:
+        forcer = Forcer(patterns(grammar))
+        assert forcer.forced() == '{"'  # a call or a reply: the model chooses
+        for i in range(len(out)):
+            ahead = forcer.forced()
+            assert out[i:].startswith(ahead), (out, i, ahead)
+            assert not forcer.done()
+            forced_chars += len(ahead) > 0
+            forcer.advance(out[i])
+        assert forcer.done(), out
+    assert forced_chars > len(outputs) * 10  # most characters of a call are forced
+    one = Forcer(patterns(action_grammar([], can_reply=True, fixed_reply=DONE_REPLY)))
+    assert one.forced() == json.dumps({"reply": DONE_REPLY}, separators=(",", ":"))
+
+
+@pytest.mark.slow
+def test_no_collateral_write_on_the_demo_tasks():
+    for task in demo_tasks():
+        for seed in range(2):
+            _, episode = _episode(task, "grow", seed)
+            assert episode.outcome.info["collateral_changes"] == 0, (task.id, seed, episode.outcome.info)
