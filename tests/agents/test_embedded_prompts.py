@@ -120,7 +120,9 @@ def test_forced_text_is_always_what_the_output_goes_on_with():
     """Along outputs the grammar admits, the forced text is a prefix of what follows, and the output is
     complete only at its end; between two tools or two values nothing is forced."""
     tools = _clinic_tools()
-    messages = [{"role": "user", "content": "Cancel appointment APT-00003 or APT-00004 for Ana Abbott, please."}]
+    messages = [
+        {"role": "user", "content": "Cancel appointment APT-00003 or APT-00004 for Ana Abbott, please."}
+    ]
     spans = spans_of(messages)
     choices = [c for t in tools if (c := tool_choice(t, spans)) is not None]
     grammar = action_grammar(choices, can_reply=True, reply_chars=40)
