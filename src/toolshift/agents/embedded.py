@@ -173,6 +173,14 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _only_output(grammar: ActionGrammar) -> str | None:
+    """The one output the grammar admits, if it admits one only."""
+    forcer = Forcer(patterns(grammar))
+    text = forcer.forced()
+    forcer.advance(text)
+    return text if text and forcer.done() else None
+
+
 def _action_json(message: dict[str, Any]) -> str:
     """An assistant message as the action JSON the grammar emits (compact, keys in the message's order)."""
     action = action_of(message)
@@ -482,7 +490,8 @@ class EmbeddedModel:
             grammar, shown = self.grammar(messages, tools, shown=fixed)
             self.grammar_seconds += time.perf_counter() - began
             chat = None if grow else self.prompt(messages, shown)
-            for attempt in range(2):
+            only = _only_output(grammar) if grow else None
+            for attempt in range(0 if only is not None else 2):
                 max_tokens = self.max_tokens or grammar.max_bytes + 1
                 if chat is None:
                     prompt: str | list[int] = self._fit(llm, max_tokens)
@@ -510,6 +519,14 @@ class EmbeddedModel:
                 rebuilt = time.perf_counter()
                 grammar, _ = self.grammar(messages, tools, without=repeated, shown=fixed)
                 self.grammar_seconds += time.perf_counter() - rebuilt
+            if only is not None:
+                # One output admitted (the stop rule's reply or end): no decode; the transcript holds its
+                # tokens unevaluated, for the next turn's batch if there is one.
+                text = only
+                assert self.transcript is not None
+                self.transcript.tokens += llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+                got = Generated(text, 0, 0, 0, evaluated=self.transcript.tokens)
+                max_tokens = 0
             text = got.text
             try:
                 action = json.loads(text)
