@@ -25,7 +25,7 @@ from toolshift.agents.worlds import world_opener
 from toolshift.report.benchlog import record
 from toolshift.traces.episode import Episode
 
-SIDES = {"old": {"prompts": "rebuild", "stop_when_done": False}, "new": {"prompts": "grow"}}
+SIDES = {"old": {"prompts": "rebuild", "stop_when_done": False, "ask": "free"}, "new": {"prompts": "grow"}}
 MAX_TURNS = 6
 
 

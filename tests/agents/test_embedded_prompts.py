@@ -90,7 +90,7 @@ def test_after_a_write_went_through_the_agent_says_done_and_then_only_ends():
     ]  # fmt: skip
     assert request_done(messages, tools) == "just_written"
     grammar = _stand(messages, tools)
-    assert grammar.fixed_reply == DONE_REPLY and grammar.tools == ()
+    assert grammar.fixed_replies == (DONE_REPLY,) and grammar.tools == ()
     repeat = [*messages, {"role": "assistant", "content": DONE_REPLY},
               {"role": "user", "content": "My invoice id is INV-00004."}]  # fmt: skip
     assert request_done(repeat, tools) == "told"
@@ -150,7 +150,7 @@ def test_forced_text_is_always_what_the_output_goes_on_with():
             forcer.advance(out[i])
         assert forcer.done(), out
     assert forced_chars > len(outputs) * 10  # most characters of a call are forced
-    one = Forcer(patterns(action_grammar([], can_reply=True, fixed_reply=DONE_REPLY)))
+    one = Forcer(patterns(action_grammar([], can_reply=True, fixed_replies=(DONE_REPLY,))))
     assert one.forced() == json.dumps({"reply": DONE_REPLY}, separators=(",", ":"))
 
 
@@ -160,3 +160,16 @@ def test_no_collateral_write_on_the_demo_tasks():
         for seed in range(2):
             _, episode = _episode(task, "grow", seed)
             assert episode.outcome.info["collateral_changes"] == 0, (task.id, seed, episode.outcome.info)
+
+
+def test_with_nothing_to_act_on_the_agent_asks_for_a_field_the_tools_need():
+    tools = [*_clinic_tools(), END_TOOL]
+    messages = [{"role": "user", "content": "I need to cancel my appointment."}]
+    grammar = _stand(messages, tools)
+    assert grammar.tools == () and "What is your appointment id?" in grammar.fixed_replies
+    forcer = Forcer(patterns(grammar))
+    assert forcer.forced() == '{"reply":"What is your '  # the model chooses only the field
+    forcer.advance('{"reply":"What is your appoin')
+    assert forcer.forced() == 'tment id?"}'
+    free = EmbeddedModel(ask="free").grammar(messages, tools)[0]
+    assert free.fixed_replies == () and free.can_reply and free.question

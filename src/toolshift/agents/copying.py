@@ -307,8 +307,8 @@ class ActionGrammar:
     reply_chars: int = 0
     question: bool = False
     """The reply's cap and whether it must end with a question mark (as the GBNF spells them)."""
-    fixed_reply: str | None = None
-    """The one reply admitted, when the reply is fixed."""
+    fixed_replies: tuple[str, ...] = ()
+    """The replies admitted, when the reply is one of a few fixed texts."""
 
 
 class _Rules:
@@ -343,11 +343,11 @@ class _Rules:
 
 def action_grammar(
     choices: list[ToolChoice], *, can_reply: bool, reply_chars: int = 160, question: bool = False,
-    fixed_reply: str | None = None,
+    fixed_replies: tuple[str, ...] = (),
 ) -> ActionGrammar:  # fmt: skip
     """One action: a call of one of `choices` with admitted values, or (`can_reply`) a reply of text
-    (`question`: one that ends with a question mark, for asking the user what is missing; `fixed_reply`:
-    exactly this text)."""
+    (`question`: one that ends with a question mark, for asking the user what is missing; `fixed_replies`:
+    exactly one of these texts)."""
     rules = _Rules()
     options: list[str] = []
     longest = 0
@@ -375,10 +375,10 @@ def action_grammar(
         options.append(rules.add(f"t{i}", f'{head} ({body}) "}}}}"' if body else f'{head} "}}}}"'))
         longest = max(longest, len(head) + sum(size for _, size in parts) + 2)
     if can_reply or not options:
-        if fixed_reply is not None:
-            said = json.dumps({"reply": fixed_reply}, separators=(",", ":"))
-            options.append(rules.add("reply", gbnf_literal(said)))
-            longest = max(longest, len(said.encode()))
+        if fixed_replies:
+            said = [json.dumps({"reply": r}, separators=(",", ":")) for r in fixed_replies]
+            options.append(rules.add("reply", " | ".join(gbnf_literal(x) for x in said)))
+            longest = max(longest, *(len(x.encode()) for x in said))
         else:
             end = '"?\\"}"' if question else '"\\"}"'
             options.append(rules.add("reply", f'"{{\\"reply\\":\\"" {_TEXT_CHAR}{{1,{reply_chars}}} {end}'))
@@ -386,7 +386,7 @@ def action_grammar(
     text = "\n".join([f"root ::= {' | '.join(options)}", *rules.lines]) + "\n"
     return ActionGrammar(
         text, longest, tuple(c.tool for c in choices), can_reply or not choices, tuple(choices),
-        reply_chars=reply_chars, question=question, fixed_reply=fixed_reply,
+        reply_chars=reply_chars, question=question, fixed_replies=tuple(fixed_replies),
     )  # fmt: skip
 
 
@@ -543,3 +543,27 @@ def write_asked(tool: str, said: str, prefix: str = "") -> bool:
     name = _stems(tool.removeprefix(prefix).replace("_", " "))
     words = _stems(said)
     return any(w in words or any(s in words for s in SYNONYMS.get(w, ())) for w in name)
+
+
+ASKED_KINDS = frozenset({"key", "email", "date", "words"})
+
+
+def missing_fields(
+    tools: list[ToolDef], spans: ConversationSpans, prefixes: dict[str, str] | None = None, limit: int = 6
+) -> list[str]:
+    """What the customer could be asked for, as words ("appointment id"): the required arguments of `tools`
+    (most relevant first) that nothing in the conversation fills, and a search's filters when it has none."""
+    out: list[str] = []
+    for tool in tools:
+        props = (tool.input_schema or {}).get("properties") or {}
+        required = [r for r in (tool.input_schema or {}).get("required") or [] if r in props]
+        names = required or ([] if tool.read_only is False else list(props))
+        for name in names:
+            prop = _plain(props[name])
+            kind = arg_kind(name, prop)
+            if kind not in ASKED_KINDS or candidates(name, prop, kind, spans, "model", prefixes):
+                continue
+            field = name.replace("_", " ").strip()
+            if field and field not in out:
+                out.append(field)
+    return out[:limit]

@@ -34,6 +34,7 @@ from toolshift.agents.copying import (
     failed,
     gave_values,
     key_prefixes,
+    missing_fields,
     only_call,
     repeat_of,
     request_done,
@@ -51,6 +52,7 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_NAME = "embedded:smollm2-135m-q4_1"
 
 Prompts = Literal["grow", "rebuild"]
+Ask = Literal["fields", "free"]
 PROMPTS: tuple[Prompts, ...] = ("grow", "rebuild")
 
 _load_lock = threading.Lock()
@@ -221,6 +223,7 @@ class EmbeddedModel:
         prompts: Prompts = "grow",
         stop_when_done: bool = True,
         slot: str | None = None,
+        ask: Ask = "fields",
     ) -> None:
         if pick not in PICKS:
             raise ModelConfigError(f"unknown span pick {pick!r}: one of {', '.join(PICKS)}")
@@ -253,6 +256,9 @@ class EmbeddedModel:
         self.stop_when_done = stop_when_done
         """After a write went through: say the request is done, and write nothing more unless the user asks
         anew (a value not seen before); then end the conversation (D172)."""
+        self.ask: Ask = ask
+        """`fields`: with nothing to act on, ask for one of the fields the tools shown still need, chosen by
+        the model ("What is your appointment id?"); `free`: a question of free text (D173)."""
         self.slot = slot or role
         """Which process-wide model instance (and so which KV cache) this model decodes with."""
         self.transcript: Transcript | None = None
@@ -343,7 +349,7 @@ class EmbeddedModel:
             if self.stop_when_done and t.read_only is False and not write_asked(t.name, said, prefix):
                 continue  # a write the customer's words do not name is not what they asked for (D172)
             choices.append(c)
-        grammar = self._action(messages, tools, spans, choices)
+        grammar = self._action(messages, tools, spans, choices, shown)
         words = _words(said)
         by_name = {t.name: t for t in tools}
         grammar.heads = {
@@ -372,6 +378,7 @@ class EmbeddedModel:
         tools: list[ToolDef],
         spans: ConversationSpans,
         choices: list[ToolChoice],
+        shown: list[ToolDef],
     ) -> ActionGrammar:
         """Call or reply, by where the conversation stands (see the class docstring)."""
         last = next((m for m in reversed(messages) if m["role"] != "system"), {"role": "user"})
@@ -379,11 +386,11 @@ class EmbeddedModel:
         if self.stop_when_done:
             done = request_done(messages, tools)
             if done == "just_written":  # the write went through: the request is done, say so
-                return action_grammar([], can_reply=True, fixed_reply=DONE_REPLY)
+                return action_grammar([], can_reply=True, fixed_replies=(DONE_REPLY,))
             if done == "told":  # nothing new asked since: end, or read; never write again
                 if any(t.name == END_CONVERSATION for t in tools):
                     return action_grammar([ToolChoice(END_CONVERSATION, ())], can_reply=False)
-                return action_grammar([], can_reply=True, fixed_reply=DONE_REPLY)
+                return action_grammar([], can_reply=True, fixed_replies=(DONE_REPLY,))
         if last["role"] == "tool":
             by_name = {t.name: t for t in tools}
             read = getattr(by_name.get(str(last.get("name"))), "read_only", None)
@@ -397,6 +404,11 @@ class EmbeddedModel:
         if acting and gave_values(spans.user_text[-1] if spans.user_text else ""):
             return action_grammar(acting, can_reply=False)
         # Nothing to act on yet: ask (a question, so the user answers rather than leaves).
+        fields = missing_fields(shown, spans, key_prefixes(tools)) if self.ask == "fields" else []
+        if fields:  # the model chooses what to ask for among what the tools shown still need (D173)
+            return action_grammar(
+                [], can_reply=True, fixed_replies=tuple(f"What is your {f}?" for f in fields)
+            )
         return action_grammar([], can_reply=True, reply_chars=self.reply_chars, question=True)
 
     def _system(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> str:

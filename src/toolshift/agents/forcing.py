@@ -89,9 +89,9 @@ def _patterns_of(choice: ToolChoice) -> list[Pattern]:
 def patterns(grammar: ActionGrammar) -> list[Pattern]:
     """The grammar's outputs as patterns of literal text, alternatives and free text."""
     out = [p for c in grammar.choices for p in _patterns_of(c)]
-    if grammar.can_reply and grammar.fixed_reply is not None:
-        said = json.dumps({"reply": grammar.fixed_reply}, separators=(",", ":"))
-        out.append((((said,),),))
+    if grammar.can_reply and grammar.fixed_replies:
+        said = [json.dumps({"reply": r}, separators=(",", ":")) for r in grammar.fixed_replies]
+        out.append((tuple((x,) for x in said),))
     elif grammar.can_reply:
         end = '?"}' if grammar.question else '"}'
         out.append(((('{"reply":"', Free(grammar.reply_chars), end),),))
