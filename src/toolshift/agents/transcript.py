@@ -106,5 +106,6 @@ class Transcript:
         """After a decode: the cache holds `evaluated` (this prompt, then the output's tokens)."""
         self.tokens = list(evaluated)
         self.chat.append({"role": "assistant", "content": text})
-        self.pending = action
+        # An output cut short (no action) matches no message: the next turn starts a new transcript.
+        self.pending = action if action is not None else {"cut": text}
         self.turns += 1
