@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +41,36 @@ def tasks(build: Path | None, n: int) -> list[tuple[str, Any]]:
     return out
 
 
+class Timed(EmbeddedModel):
+    """The embedded model, recording each turn's CPU seconds (this process's, which runs one episode at a
+    time), less sensitive than wall time to the other jobs on a shared machine."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.cpu: list[float] = []
+
+    def _complete_sync(self, messages, tools):  # type: ignore[no-untyped-def]
+        began = time.process_time()
+        reply = super()._complete_sync(messages, tools)
+        self.cpu.append(time.process_time() - began)
+        return reply
+
+
+CPU: dict[str, list[tuple[bool, bool, float]]] = {"old": [], "new": []}
+"""Per side, per model turn: (first turn, decoded, CPU seconds)."""
+
+
 def run(side: str, item: tuple[int, str, Any]) -> Episode:
     seed, world, task = item
-    model = EmbeddedModel(seed=seed, slot=f"bench-{side}", **SIDES[side])
-    return asyncio.run(
+    model = Timed(seed=seed, slot=f"bench-{side}", **SIDES[side])
+    episode = asyncio.run(
         run_episode(task, model, ScriptedUser(task.public_request, task.instruction), world_opener(world),
                     episode_id=f"{side}-{task.id}-{seed}", limits=EpisodeLimits(max_turns=MAX_TURNS))
     )  # fmt: skip
+    assistant = [m for m in episode.messages if m.role == "assistant"]
+    for k, (m, cpu) in enumerate(zip(assistant, model.cpu, strict=False)):
+        CPU[side].append((k == 0, bool(m.usage.prompt_tokens), cpu))
+    return episode
 
 
 def turns(episodes: list[Episode]) -> list[dict[str, Any]]:
@@ -96,6 +120,12 @@ def summary(name: str, episodes: list[Episode]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def cpu(side: str, *, later: bool = False, first: bool = False) -> float:
+    rows = CPU[side]
+    picked = [c for f, _, c in rows if (not later or not f) and (not first or f)]
+    return percentile(picked, 0.5) if picked else float("nan")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", type=Path, default=Path("runs/eco/bench"))
@@ -127,6 +157,12 @@ def main() -> None:
         ("model turn that decodes, median: new / old", f"{b['turn_p50'] / a['turn_p50']:.2f}×", "≤ 0.25×"),
         ("every assistant turn, median (new: with the stop rule's given replies): old / new",
          f"{a['all_turn_p50']:.2f} / {b['all_turn_p50']:.2f} s ({b['all_turn_p50'] / a['all_turn_p50']:.2f}×)", "—"),
+        ("CPU seconds a model turn, median (all turns): old / new",
+         f"{cpu('old'):.2f} / {cpu('new'):.2f} s ({cpu('new') / cpu('old'):.2f}×)", "new ≤ ¼ old"),
+        ("CPU seconds a model turn, median (turns after the first): old / new",
+         f"{cpu('old', later=True):.2f} / {cpu('new', later=True):.2f} s "
+         f"({cpu('new', later=True) / cpu('old', later=True):.2f}×)", "—"),
+        ("CPU seconds, first turn median: old / new", f"{cpu('old', first=True):.2f} / {cpu('new', first=True):.2f} s", "—"),
         ("turns decoded / given without decoding: old; new",
          f"{a['turns']} / {a['given']}; {b['turns']} / {b['given']}", "—"),
         ("first turn / later turns, median: old", f"{a['first_turn_p50']:.2f} / {a['later_turn_p50']:.2f} s", "—"),
