@@ -133,7 +133,9 @@ def test_the_process_exits_cleanly_after_using_the_model(tmp_path):
 def test_closing_frees_both_models_and_a_later_call_reloads():
     from toolshift.agents import embedded
 
-    tools = [ToolDef("get_appointment", "Look up an appointment.", {"type": "object"})]
+    # Two tools, so the turn has a choice to decode (a grammar admitting one output is given undecoded).
+    tools = [ToolDef("get_appointment", "Look up an appointment.", {"type": "object"}),
+             ToolDef("cancel_appointment", "Cancel an appointment.", {"type": "object"})]  # fmt: skip
     messages = [{"role": "user", "content": "Cancel APT-00003."}]
     asyncio.run(EmbeddedModel(max_tokens=8).complete(messages, tools))
     (llm, _lock) = next(iter(embedded._models.values()))
