@@ -173,3 +173,32 @@ def test_with_nothing_to_act_on_the_agent_asks_for_a_field_the_tools_need():
     assert forcer.forced() == 'tment id?"}'
     free = EmbeddedModel(ask="free").grammar(messages, tools)[0]
     assert free.fixed_replies == () and free.can_reply and free.question
+
+
+@pytest.mark.slow
+def test_a_prompt_outgrowing_the_context_is_rebuilt_without_the_oldest_turns_and_grows_again():
+    """Reads of long records, turn after turn, in a 900-token context: the transcript is rebuilt (dropping
+    the oldest turns) instead of failing, and grows from the rebuilt prompt again."""
+    tools = [t for t in _clinic_tools() if t.read_only]
+    model = EmbeddedModel(seed=0, n_ctx=900, slot="test-small", stop_when_done=False)
+    messages = [{"role": "system", "content": "You are a clinic's agent.\n\n# Policy\nLook things up."},
+                {"role": "user", "content": "Please look up appointments APT-00003, APT-00004 and APT-00005."}]  # fmt: skip
+    for turn in range(6):
+        reply = asyncio.run(model.complete(messages, tools))
+        if reply.calls:
+            call = reply.calls[0]
+            fn = {"name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False)}
+            messages.append({"role": "assistant", "content": None,
+                             "tool_calls": [{"id": call.id, "type": "function", "function": fn}]})  # fmt: skip
+            record = {"appointment_id": f"APT-0000{turn}", "notes": "x" * 300, "status": "scheduled"}
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": json.dumps(record)}
+            )
+        else:
+            messages.append({"role": "assistant", "content": reply.text})
+            messages.append({"role": "user", "content": "Please go on with APT-00004."})
+    assert model.transcript is not None and model.transcript.rebuilds >= 1
+    assert all(len(d.evaluated) <= 900 for d in model.decodes)
+    assert _not_extended(model) != []  # the rebuild is the one place the prompt does not extend
+    last = model.decodes[-1]
+    assert last.cached_prompt_tokens > 0
