@@ -20,7 +20,7 @@ from toolshift.gateway.build import prepare
 from toolshift.gateway.server import http_gateway_thread
 from toolshift.report.benchlog import record
 from toolshift.world import World, load_domain
-from toolshift.world.serve import WorldServer, http_server_thread
+from toolshift.world.mcp.serve import WorldServer, http_server_thread
 
 CALLS = 400
 WARMUP = 30

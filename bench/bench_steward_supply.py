@@ -30,7 +30,7 @@ TOOLS, SKILLS, REQUESTS = 1000, 5000, 300
 
 def catalog() -> Catalog:
     from toolshift.bench.domains import bench_domain_names
-    from toolshift.world.registry import load_domain
+    from toolshift.world.state.registry import load_domain
 
     tools: dict[str, CatalogTool] = {}
     for name in bench_domain_names():

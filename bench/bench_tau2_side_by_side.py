@@ -41,9 +41,9 @@ from toolshift.agents.worlds import world_opener
 from toolshift.models import RowChange, Task
 from toolshift.report.benchlog import record
 from toolshift.world import World, load_domain
+from toolshift.world.state.world import compose_changes
 from toolshift.world.tau2.airline import tau2_database
 from toolshift.world.tau2.tasks import import_tasks
-from toolshift.world.world import compose_changes
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))

@@ -16,7 +16,7 @@ from mcp import Client
 from paired import Paired, interleave_async, percentile
 from toolshift.report.benchlog import record
 from toolshift.world import World, load_domain
-from toolshift.world.serve import WorldServer, free_port, http_server_thread, in_memory_session
+from toolshift.world.mcp.serve import WorldServer, free_port, http_server_thread, in_memory_session
 
 CALLS = 400
 WARMUP = 30

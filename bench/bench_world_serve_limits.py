@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 
 from toolshift.report.benchlog import record
-from toolshift.world.serve import free_port
+from toolshift.world.mcp.serve import free_port
 
 ABANDONED = 600
 IDLE_TIMEOUT = 60

@@ -7,7 +7,7 @@ import time
 
 from toolshift.report.benchlog import record
 from toolshift.world import World, compile_domain
-from toolshift.world.registry import load_domain_spec
+from toolshift.world.state.registry import load_domain_spec
 
 TARGET_ROWS = 10_000
 REPEATS = 30

@@ -14,6 +14,11 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("toolshift", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("toolshift")
 
+# pytest-xdist's workers set COLUMNS=80, and every command's console takes its width from it when it is
+# created (at import): the suite runs as a fresh clone's CI does, piped, at the default width (D145).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+
 SHARED = Path(os.environ.get("TOOLSHIFT_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 SHARED_DATA = SHARED / "data"
 

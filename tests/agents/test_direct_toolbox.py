@@ -19,7 +19,7 @@ from toolshift.agents.toolbox import DirectToolbox, McpToolbox
 from toolshift.agents.worlds import InProcessSession, in_process, world_opener
 from toolshift.models import Task
 from toolshift.world import Tool, World, load_domain
-from toolshift.world.serve import WorldServer
+from toolshift.world.mcp.serve import WorldServer
 
 TIMED = {"timestamp", "start_time", "end_time", "duration"}
 

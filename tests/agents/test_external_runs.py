@@ -132,7 +132,7 @@ def test_toolshift_run_against_served_bfcl_and_agentdojo_worlds_over_http(tmp_pa
     pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (make extras)")
     pytest.importorskip("agentdojo", reason="agentdojo is not installed (make extras)")
     from toolshift.world.external import export_tasks, open_world
-    from toolshift.world.serve import WorldServer, http_server_thread
+    from toolshift.world.mcp.serve import WorldServer, http_server_thread
 
     runner = CliRunner()
     for family, subset in (("bfcl", "base"), ("agentdojo", "travel")):

@@ -18,7 +18,7 @@ from toolshift.agents.users import ScriptedUser
 from toolshift.agents.worlds import world_opener
 from toolshift.traces.store import iter_episodes
 from toolshift.world import World
-from toolshift.world.serve import WorldServer, http_server_thread
+from toolshift.world.mcp.serve import WorldServer, http_server_thread
 
 
 def test_world_over_http_url_is_judged_from_reported_changes(tasks):

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from toolshift.agents.chat import ModelConfigError
 from toolshift.cli import app
-from toolshift.world.serve import free_port
+from toolshift.world.mcp.serve import free_port
 
 KEY_VARS = ("OPENAI_API_KEY", "TOOLSHIFT_API_KEY", "TOOLSHIFT_BASE_URL", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
             "ANTHROPIC_BASE_URL")  # fmt: skip

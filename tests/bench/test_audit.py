@@ -12,8 +12,8 @@ from toolshift.bench.build import build_domain, build_world, load_tasks, write_m
 from toolshift.bench.instructions import action_clause, identified_phrase, role_words, row_value_text
 from toolshift.bench.naturalness import rule_score
 from toolshift.models import GoldCall, Task, UserInstruction
-from toolshift.world.registry import load_domain
-from toolshift.world.world import World
+from toolshift.world.state.registry import load_domain
+from toolshift.world.state.world import World
 
 POLICY_DOMAINS = ["payroll", "learning_development", "sales_pipeline", "accounts_payable"]
 REORDER_DOMAINS = ["incident_management", "lab_samples", "procurement"]

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from toolshift.bench.domains import bench_domain_names, catalog_collisions, domain_info
 from toolshift.cli import app
-from toolshift.world.registry import load_domain
+from toolshift.world.state.registry import load_domain
 
 NAMES = bench_domain_names()
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from toolshift.bench.domains import BENCH_DOMAINS_DIR
-from toolshift.world.compiler import compile_domain
-from toolshift.world.spec import ActionSpec, DomainSpec, ParamSpec, load_spec
-from toolshift.world.world import World
+from toolshift.world.language.spec import ActionSpec, DomainSpec, ParamSpec, load_spec
+from toolshift.world.state.compiler import compile_domain
+from toolshift.world.state.world import World
 
 DOMAINS_A = [
     "medical_device_engineering",

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolshift.bench.domains import BENCH_DOMAINS_DIR
-from toolshift.world.compiler import CompiledDomain, compile_domain
-from toolshift.world.runtime import Runtime
-from toolshift.world.spec import ActionSpec, DomainSpec, ParamSpec, load_spec
-from toolshift.world.world import World, compose_changes
+from toolshift.world.language.spec import ActionSpec, DomainSpec, ParamSpec, load_spec
+from toolshift.world.state.compiler import CompiledDomain, compile_domain
+from toolshift.world.state.runtime import Runtime
+from toolshift.world.state.world import World, compose_changes
 
 DOMAINS_B = [
     "returns_rma",

@@ -16,7 +16,7 @@ from toolshift.bench.ecosystem.costs import (
 from toolshift.bench.ecosystem.knowledge import TaskKnowledge, known_from, unknown_arguments
 from toolshift.bench.reference import Implementation, optimal_path
 from toolshift.models import GoldCall, RowChange, Task, UserInstruction
-from toolshift.world.registry import load_domain
+from toolshift.world.state.registry import load_domain
 
 
 @pytest.fixture(scope="module")

@@ -137,7 +137,7 @@ def test_a_domain_of_a_version_is_served_over_mcp_stdio(build):
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    from toolshift.world.serve import parse_tool_result
+    from toolshift.world.mcp.serve import parse_tool_result
 
     out, _, _, records, _ = build
     rec = next(r for r in records if r.version == VERSIONS and r.domain == DOMAINS[0])

@@ -26,7 +26,7 @@ from toolshift.bench.ecosystem.store import load_history
 from toolshift.cli import app
 from toolshift.errors import BadInputError
 from toolshift.traces.store import iter_episodes
-from toolshift.world.serve import http_server_thread, parse_tool_result
+from toolshift.world.mcp.serve import http_server_thread, parse_tool_result
 
 DOMAINS = ["procurement", "it_assets"]
 VERSIONS = 3

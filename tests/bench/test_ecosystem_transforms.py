@@ -13,8 +13,8 @@ from toolshift.bench.ecosystem.catalog import DomainCatalog, pending_drafts
 from toolshift.bench.ecosystem.evolve import DomainEvolver, EvolveConfig, TransformRecord, apply_record
 from toolshift.bench.ecosystem.verify import Verifier
 from toolshift.bench.synthesis import Synthesizer
-from toolshift.world.registry import load_domain
-from toolshift.world.world import World
+from toolshift.world.state.registry import load_domain
+from toolshift.world.state.world import World
 
 DOMAIN = "procurement"
 

@@ -12,7 +12,7 @@ from toolshift.bench.domains import bench_domain_names
 from toolshift.bench.graph import DependencyGraph, build_graph, require_usable, signatures
 from toolshift.cli import app
 from toolshift.errors import BadInputError
-from toolshift.world.registry import load_domain
+from toolshift.world.state.registry import load_domain
 
 
 def graph_of(name: str) -> DependencyGraph:

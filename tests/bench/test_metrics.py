@@ -16,8 +16,8 @@ from toolshift.bench.metrics import (
     summarise,
     tool_retrieval,
 )
+from toolshift.intervals import bootstrap_mean
 from toolshift.models import RowChange
-from toolshift.report.intervals import bootstrap_mean
 from toolshift.traces.episode import Episode, Message, ToolCall
 
 GOLD = [RowChange(table="order", key="O-1", field="status", op="update", before="open", after="closed")]

@@ -24,7 +24,7 @@ from toolshift.bench.instructions import missing_facts, paraphrase
 from toolshift.bench.synthesis import Synthesizer
 from toolshift.errors import BadInputError
 from toolshift.models import covers
-from toolshift.world.world import World
+from toolshift.world.state.world import World
 
 DOMAINS = ["customer_support", "payroll", "clinic"]
 PER_DOMAIN = 15
@@ -375,7 +375,7 @@ def test_build_is_identical_across_processes_and_hash_seeds(built: Path, tmp_pat
     )
 )
 def test_add_fact_never_overwrites_a_different_value(pairs):
-    from toolshift.bench.synthesis import add_fact
+    from toolshift.bench.drafts import add_fact
 
     facts: dict[str, str] = {}
     for name, value in pairs:
@@ -385,8 +385,8 @@ def test_add_fact_never_overwrites_a_different_value(pairs):
 
 
 def test_managed_fields_come_from_action_bodies():
-    from toolshift.bench.synthesis import managed_fields
-    from toolshift.world.registry import load_domain
+    from toolshift.bench.values import managed_fields
+    from toolshift.world.state.registry import load_domain
 
     managed = managed_fields(load_domain("customer_support").spec)
     assert managed["order"] == {"status"}

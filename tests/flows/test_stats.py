@@ -13,7 +13,7 @@ from toolshift.flows.pricing import Price, detour_cost, saved_turn_value, value_
 from toolshift.flows.replay import replay
 from toolshift.flows.statistics import saved_difference, saved_share
 from toolshift.flows.timeline import Unlisted, timelines
-from toolshift.report.intervals import bootstrap_ratio, paired_ratio_difference
+from toolshift.intervals import bootstrap_ratio, paired_ratio_difference
 
 from .builders import AIRLINE, call, episode, user_walk
 

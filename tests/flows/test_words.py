@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -156,3 +157,15 @@ def test_the_cli_learns_words_replays_with_a_picker_and_reads_the_request(tmp_pa
     assert r.exit_code == 0 and "10 questions" in r.output and "10 (100.0%)" in r.output, r.output
     r = runner.invoke(app, ["flows", "replay", *common, "--flow", str(flow), "--picker", "oracle"])
     assert isinstance(r.exception, BadInputError) and r.exception.exit_code == 2
+
+
+def test_the_embedded_picker_is_found_through_its_entry_point_not_an_import():
+    from importlib.metadata import entry_points
+
+    from toolshift.flows.words import PICKER_ENTRY_POINTS
+
+    found = {ep.name: ep.value for ep in entry_points(group=PICKER_ENTRY_POINTS)}
+    assert found.get("embedded") == "toolshift.agents.span_picker:EmbeddedSpanPicker"
+    assert type(picker_for("embedded")).__name__ == "EmbeddedSpanPicker"  # made lazily: no model loaded yet
+    source = (Path(__file__).parents[2] / "src/toolshift/flows/words.py").read_text(encoding="utf-8")
+    assert "toolshift.agents" not in source.replace("`toolshift.agents.span_picker`", "")

@@ -12,7 +12,7 @@ import httpx
 
 from toolshift.gateway import GatewayConfig, GatewayServer, build_gateway
 from toolshift.gateway.server import http_gateway_thread, in_memory_client
-from toolshift.world.serve import free_port
+from toolshift.world.mcp.serve import free_port
 
 # Prometheus text exposition format 0.0.4: comment lines, then `name value` (no labels here).
 SAMPLE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]* -?(?:[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?|NaN|[+-]Inf)$")

@@ -22,7 +22,7 @@ from toolshift.gateway.backends import BackendUnreachable
 from toolshift.gateway.build import prepare
 from toolshift.gateway.server import http_gateway_thread, in_memory_client
 from toolshift.world import load_domain
-from toolshift.world.serve import WorldServer, free_port
+from toolshift.world.mcp.serve import WorldServer, free_port
 
 
 def _gateway(**fields: Any) -> tuple[Any, GatewayServer]:

@@ -22,7 +22,7 @@ from toolshift.gateway import GatewayConfig, GatewayServer, build_gateway
 from toolshift.gateway.build import prepare
 from toolshift.gateway.server import in_memory_client
 from toolshift.traces.store import iter_episodes
-from toolshift.world.serve import free_port
+from toolshift.world.mcp.serve import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 from toolshift.agents.demo import demo_tasks
+from toolshift.agents.embedded_study import NAMED, Picked, names_every_value
 from toolshift.agents.tasks import task_from_path
 from toolshift.models import UserInstruction
-from toolshift.report.embedded import (
-    NAMED,
-    Picked,
-    episode_rows,
-    names_every_value,
-    paired_section,
-    success_section,
-)
+from toolshift.report.embedded import episode_rows, paired_section, success_section
 from toolshift.traces.episode import Episode, Outcome
 
 

@@ -122,7 +122,7 @@ def test_bad_catalog_files(tmp_path):
 
 
 def test_catalog_from_a_live_mcp_server_over_http(tmp_path):
-    serve = pytest.importorskip("toolshift.world.serve")
+    serve = pytest.importorskip("toolshift.world.mcp.serve")
     from typer.testing import CliRunner
 
     from toolshift.cli import app

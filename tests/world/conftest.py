@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from toolshift.world import CompiledDomain, World, compile_domain, load_domain
-from toolshift.world.actions import register_action
-from toolshift.world.spec import parse_spec
+from toolshift.world.language.actions import register_action
+from toolshift.world.language.spec import parse_spec
 
 
 @register_action("tests.sneaky_read")

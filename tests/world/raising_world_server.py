@@ -10,7 +10,7 @@ import sys
 import anyio
 
 from toolshift.world import Tool, World
-from toolshift.world.serve import WorldServer
+from toolshift.world.mcp.serve import WorldServer
 
 
 class Escape(BaseException):

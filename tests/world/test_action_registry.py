@@ -9,8 +9,8 @@ import pytest
 
 from toolshift.errors import BadInputError
 from toolshift.world import World, compile_domain
-from toolshift.world.actions import ENTRY_POINT_GROUP, registered_actions, unregister_action
-from toolshift.world.spec import parse_spec
+from toolshift.world.language.actions import ENTRY_POINT_GROUP, registered_actions, unregister_action
+from toolshift.world.language.spec import parse_spec
 
 PACKAGE = """
 import datetime

@@ -11,7 +11,7 @@ import yaml
 
 from toolshift.errors import BadInputError
 from toolshift.world import compile_domain
-from toolshift.world.spec import load_spec, parse_spec
+from toolshift.world.language.spec import load_spec, parse_spec
 
 
 def _write(tmp_path: Path, data: dict | str, name: str = "spec.yaml") -> Path:

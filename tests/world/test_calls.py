@@ -208,7 +208,7 @@ def test_tool_with_an_invalid_schema_is_an_error_not_a_crash(tiny):
 
 def test_action_results_are_made_json_values(tiny_data):
     from toolshift.world import compile_domain
-    from toolshift.world.spec import parse_spec
+    from toolshift.world.language.spec import parse_spec
 
     tiny_data["actions"].append(
         {

@@ -10,8 +10,8 @@ import pytest
 
 from toolshift.errors import BadInputError
 from toolshift.world import World, compile_domain, load_domain
-from toolshift.world.registry import resolve_spec_path, world_domains
-from toolshift.world.spec import load_spec
+from toolshift.world.language.spec import load_spec
+from toolshift.world.state.registry import resolve_spec_path, world_domains
 
 WORLD_DOMAINS = ["clinic", "freight_depot", "library"]
 
@@ -131,7 +131,7 @@ def test_open_refuses_other_files(tmp_path: Path):
 
 
 def test_row_dependent_generators(tiny_data):
-    from toolshift.world.spec import parse_spec
+    from toolshift.world.language.spec import parse_spec
 
     order = tiny_data["entities"][1]
     order["fields"].append(
@@ -161,7 +161,7 @@ def test_row_dependent_generators(tiny_data):
 
 
 def test_generator_cycles_are_refused(tiny_data):
-    from toolshift.world.spec import parse_spec
+    from toolshift.world.language.spec import parse_spec
 
     fields = tiny_data["entities"][1]["fields"]
     fields[2]["gen"] = {"kind": "money", "when": {"placed_on": "2026-01-01"}}

@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 # Copies the world page by page into the file, and the process SIGKILLs itself after the first page.
 KILLED_MID_WRITE = """
 import os, signal, sys
-from toolshift.world.world import Snapshot, World
+from toolshift.world.state.world import Snapshot, World
 
 world = World.load("clinic", seed=11)
 

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from toolshift.cli import app
 from toolshift.errors import BadInputError
 from toolshift.world import World, load_domain
-from toolshift.world.http_guard import host_allowed
-from toolshift.world.serve import WorldServer, http_server_thread
+from toolshift.world.mcp.http_guard import host_allowed
+from toolshift.world.mcp.serve import WorldServer, http_server_thread
 
 INIT = {
     "jsonrpc": "2.0",

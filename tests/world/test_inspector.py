@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from toolshift.world.serve import free_port
+from toolshift.world.mcp.serve import free_port
 
 pytestmark = pytest.mark.slow
 

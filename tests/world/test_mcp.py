@@ -9,7 +9,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from toolshift.world import World
-from toolshift.world.serve import (
+from toolshift.world.mcp.serve import (
     CHANGES_META_KEY,
     WorldServer,
     http_server_thread,

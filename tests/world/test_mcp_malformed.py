@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rawmcp import NAMED_CASES, RawHttp, RawStdio, _call, _message
-from toolshift.world.serve import free_port
+from toolshift.world.mcp.serve import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from toolshift.world.serve import (
+from toolshift.world.mcp.serve import (
     OPEN_WORLD,
     WorldServer,
     close_world,
@@ -27,7 +27,7 @@ from toolshift.world.serve import (
     parse_tool_result,
     world_meta,
 )
-from toolshift.world.sessions import SessionTable
+from toolshift.world.mcp.sessions import SessionTable
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from toolshift.world import World, compile_domain
-from toolshift.world.spec import parse_spec
+from toolshift.world.language.spec import parse_spec
 
 
 def test_an_integral_float_past_64_bits_is_invalid_arguments(clinic):

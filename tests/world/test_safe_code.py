@@ -15,7 +15,7 @@ import yaml
 
 from toolshift.errors import BadInputError
 from toolshift.world import World, compile_domain
-from toolshift.world.spec import parse_spec
+from toolshift.world.language.spec import parse_spec
 
 
 def _with_action(

@@ -19,11 +19,11 @@ from mcp import Client, StdioServerParameters
 
 from toolshift.errors import BadInputError
 from toolshift.world import World
-from toolshift.world.compiler import compile_domain
-from toolshift.world.datasets import DataUnavailable
-from toolshift.world.registry import resolve_spec_path
-from toolshift.world.serve import parse_tool_result
-from toolshift.world.spec import load_spec
+from toolshift.world.language.datasets import DataUnavailable
+from toolshift.world.language.spec import load_spec
+from toolshift.world.mcp.serve import parse_tool_result
+from toolshift.world.state.compiler import compile_domain
+from toolshift.world.state.registry import resolve_spec_path
 from toolshift.world.tau2 import files
 from toolshift.world.tau2.domains import tau2_world
 from toolshift.world.tau2.tasks import import_tasks

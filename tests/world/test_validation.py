@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolshift.world.compiler import compile_domain
-from toolshift.world.registry import builtin_domains, load_domain_spec
-from toolshift.world.validation import FORMATS, ArgumentSchema, SchemaProblem
+from toolshift.world.state.compiler import compile_domain
+from toolshift.world.state.registry import builtin_domains, load_domain_spec
+from toolshift.world.state.validation import FORMATS, ArgumentSchema, SchemaProblem
 
 TRICKY = [
     "2024-01-01", "2024-02-30", "2024-1-01", "2024-01-01\n", "2024-01-01T10:00", "20240101", "0000-01-01",

@@ -18,8 +18,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from toolshift.intervals import Interval, bootstrap_mean
 from toolshift.models import Task
-from toolshift.report.intervals import Interval, bootstrap_mean
 from toolshift.traces.episode import Episode
 
 

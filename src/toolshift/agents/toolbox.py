@@ -10,7 +10,7 @@ from typing import Any
 
 from toolshift.agents.chat import ProposedCall, ToolDef
 from toolshift.models import RowChange
-from toolshift.world.validation import ArgumentSchema
+from toolshift.world.state.validation import ArgumentSchema
 
 CHANGES_META_KEY = "toolshift/changes"
 TOOLS_CHANGED_META_KEY = "toolshift/tools_changed"
@@ -141,7 +141,7 @@ class DirectToolbox(McpToolbox):
     change reports as over MCP, without the protocol (D149).
 
     The listing is the world's catalog as the MCP server lists it (`mcp_tool`), the call is the server's own
-    path (`toolshift.world.direct.call_world`: inline for this package's code, a worker thread otherwise, so
+    path (`toolshift.world.state.direct.call_world`: inline for this package's code, a worker thread otherwise, so
     `tool_timeout` still bounds a handler that blocks), and the text is the server's text content.
     tests/agents/test_direct_toolbox.py checks that whole episodes are identical on both paths.
     """
@@ -151,7 +151,7 @@ class DirectToolbox(McpToolbox):
         self.world = world
 
     async def list_tools(self) -> list[ToolDef]:
-        from toolshift.world.serve import mcp_tool
+        from toolshift.world.mcp.serve import mcp_tool
 
         found = []
         for t in self.world.tools:
@@ -170,7 +170,7 @@ class DirectToolbox(McpToolbox):
         return found
 
     async def call(self, call: ProposedCall) -> ToolOutcome:
-        from toolshift.world.direct import call_world, result_text
+        from toolshift.world.state.direct import call_world, result_text
 
         refused = self.check(call)
         if refused is not None:

@@ -34,7 +34,7 @@ def toolbox_for(session: Any, *, tool_timeout: float, check_schemas: bool) -> Mc
 async def listed_tools(session: Any) -> list[Any]:
     """The MCP tool listing of an opened session (for an in-process world without a client: as its server lists it)."""
     if getattr(session, "client", None) is None:
-        from toolshift.world.serve import mcp_tool
+        from toolshift.world.mcp.serve import mcp_tool
 
         return [mcp_tool(t) for t in session.world.tools]
     return list((await session.client.list_tools()).tools)
@@ -86,7 +86,7 @@ async def in_process_client(world: Any, via: Via = "direct") -> AsyncIterator[An
         return
     from mcp import Client
 
-    from toolshift.world.serve import WorldServer
+    from toolshift.world.mcp.serve import WorldServer
 
     async with Client(WorldServer(world, shared_state=True).server, mode="legacy") as client:
         yield client

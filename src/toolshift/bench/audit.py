@@ -17,8 +17,8 @@ from typing import Any
 from toolshift.bench.graph import ToolSignature, signatures
 from toolshift.bench.instructions import row_value_text
 from toolshift.models import RowChange, Task, covers
-from toolshift.world.spec import DomainSpec
-from toolshift.world.world import World
+from toolshift.world.language.spec import DomainSpec
+from toolshift.world.state.world import World
 
 
 def _canon(value: Any) -> str:

@@ -26,10 +26,10 @@ from toolshift.errors import BadInputError, ToolshiftError
 from toolshift.fileio import read_json, read_text, write_text_atomic
 from toolshift.models import Task, TaskRevision
 from toolshift.taskfile import read_tasks as read_task_file
-from toolshift.world.compiler import compile_domain
-from toolshift.world.registry import resolve_spec_path
-from toolshift.world.spec import load_spec
-from toolshift.world.world import World
+from toolshift.world.language.spec import load_spec
+from toolshift.world.state.compiler import compile_domain
+from toolshift.world.state.registry import resolve_spec_path
+from toolshift.world.state.world import World
 
 BUILD_FORMAT = "toolshift.bench-build/2"
 REPORT_FORMAT = "toolshift.bench-report/2"

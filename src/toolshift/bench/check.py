@@ -16,10 +16,10 @@ from toolshift.bench.build import MIN_TASKS_PER_DOMAIN, replay_problems
 from toolshift.bench.graph import graph_summary
 from toolshift.bench.synthesis import Synthesizer
 from toolshift.errors import ToolshiftError
-from toolshift.world.compiler import compile_domain
-from toolshift.world.registry import resolve_spec_path
-from toolshift.world.spec import load_spec
-from toolshift.world.world import World
+from toolshift.world.language.spec import load_spec
+from toolshift.world.state.compiler import compile_domain
+from toolshift.world.state.registry import resolve_spec_path
+from toolshift.world.state.world import World
 
 
 def check_spec(spec_ref: str, *, target: int = 20, console: Console | None = None) -> int:

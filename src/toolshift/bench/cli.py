@@ -29,7 +29,7 @@ def domains_cmd(
 ) -> None:
     """List the benchmark domains with entity, tool and seeded-row counts."""
     from toolshift.bench.domains import bench_domain_names, catalog_collisions, domain_info
-    from toolshift.world.registry import world_domains
+    from toolshift.world.state.registry import world_domains
 
     names = bench_domain_names() + (world_domains() if world else [])
     infos = [domain_info(n) for n in names]
@@ -305,7 +305,7 @@ def graph_cmd(
 ) -> None:
     """Write a domain's tool dependency graph as JSON and PNG."""
     from toolshift.bench.graph import build_graph, graph_summary, render_png, require_usable, signatures
-    from toolshift.world.registry import load_domain
+    from toolshift.world.state.registry import load_domain
 
     d = load_domain(domain)
     graph = build_graph(d.spec, signatures(d.tools, d.spec))

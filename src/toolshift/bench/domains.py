@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolshift.errors import BadInputError
-from toolshift.world.registry import load_domain, world_domains
+from toolshift.world.state.registry import load_domain, world_domains
 
 BENCH_DOMAINS_DIR = Path(__file__).resolve().parent / "domains"
 

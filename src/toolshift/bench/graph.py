@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field
 
 from toolshift.errors import BadInputError
 from toolshift.fileio import atomic_path, read_json, write_text_atomic
-from toolshift.world.spec import DomainSpec, EntitySpec
-from toolshift.world.tools import Tool
+from toolshift.world.language.spec import DomainSpec, EntitySpec
+from toolshift.world.state.tools import Tool
 
 GRAPH_FORMAT = "toolshift.bench-graph/1"
 

@@ -22,7 +22,7 @@ from toolshift.bench.build import (
     spec_text_digest,
     write_manifest,
 )
-from toolshift.world.registry import resolve_spec_path
+from toolshift.world.state.registry import resolve_spec_path
 
 IMPORTED_MODEL = "imported"
 """`report.json`'s `model` for an imported domain: its tasks were not synthesised."""
@@ -45,7 +45,7 @@ def import_domain(out: Path, name: str, *, seed: int = 0) -> tuple[DomainReport,
     _atomic_write(ddir / "tasks.jsonl", tasks_text)
     problems = [f"task {f.task_id} step {f.step} {f.tool}: {f.reason}" for f in report.gold_errors]
     problems += [f"task {task_id} not imported: {why}" for task_id, why in report.skipped]
-    from toolshift.world.registry import load_domain
+    from toolshift.world.state.registry import load_domain
 
     rep = DomainReport(
         domain=name,

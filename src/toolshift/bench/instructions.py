@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from toolshift.models import UserInstruction
-from toolshift.world.spec import DomainSpec
+from toolshift.world.language.spec import DomainSpec
 
 if TYPE_CHECKING:
-    from toolshift.bench.synthesis import Draft
+    from toolshift.bench.drafts import Draft
 
 _MOTIVATIONS = (
     "A colleague is waiting on this before they can carry on.",

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 from toolshift.agents.users import END_CONVERSATION
 from toolshift.bench.reference import CALL_COST, Criterion
+from toolshift.intervals import Interval, bootstrap_mean
 from toolshift.models import RowChange, judge_diff
-from toolshift.report.intervals import Interval, bootstrap_mean
 from toolshift.traces.episode import Episode
 
 EPS = 1e-9

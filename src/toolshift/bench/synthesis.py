@@ -12,15 +12,21 @@ true already, not solvable by reading) pass. Rejections are counted by reason.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import random
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 from toolshift.bench.audit import TaskReader, delta_signature, same_delta
+from toolshift.bench.drafts import (
+    Draft,
+    Reach,
+    Rejected,
+    Step,
+    SynthesisReport,
+    WriteIntent,
+    add_fact,
+    stable_rng,
+)
 from toolshift.bench.graph import (
     DependencyGraph,
     Param,
@@ -34,15 +40,16 @@ from toolshift.bench.instructions import (
     entity_noun,
     fact_key,
     field_words,
-    identified_phrase,
     make_instruction,
     missing_facts,
     role_words,
     row_value_text,
 )
+from toolshift.bench.reaching import Reaching
+from toolshift.bench.values import WriteValues, canonical, generated_values, managed_fields
 from toolshift.models import GoldCall, RowChange, Task, UserInstruction, covers
-from toolshift.world.spec import DomainSpec, EntitySpec
-from toolshift.world.world import World
+from toolshift.world.language.spec import DomainSpec, EntitySpec
+from toolshift.world.state.world import World
 
 MAX_DEPTH = 3
 CANDIDATES_PER_WRITE = 14
@@ -53,146 +60,7 @@ SPLICE_CHANCE = 0.55
 PAGE = 20
 
 
-@dataclass
-class Step:
-    tool: str
-    args: dict[str, Any]
-    result: Any = None
-
-
-@dataclass
-class Reach:
-    """How the agent gets to one row: the reads to make, what the user says, how the user names it."""
-
-    steps: list[Step]
-    facts: dict[str, str]
-    phrase: str
-    start: str | None
-    rows: list[tuple[str, str, str]] = field(default_factory=list)
-    """Every row the reads put in the agent's hands on the way, as (entity, key, phrase)."""
-    sibling_fact: tuple[str, str] | None = None
-    """For a row picked out of its parent's list: the (fact, value) that tells it from its siblings."""
-
-
-@dataclass
-class WriteIntent:
-    """One change the task asks for, in words the user would use."""
-
-    kind: str
-    verb: str
-    noun: str
-    target: str
-    details: list[tuple[str, str]]
-    repeat: int = 1
-
-
-@dataclass
-class Draft:
-    steps: list[Step] = field(default_factory=list)
-    facts: dict[str, str] = field(default_factory=dict)
-    intents: list[WriteIntent] = field(default_factory=list)
-    known: dict[tuple[str, str], str] = field(default_factory=dict)
-    """(entity, key) → phrase, for rows the path has already put in the agent's hands."""
-    sibling_facts: dict[tuple[str, str], str] = field(default_factory=dict)
-    """(entity, key) → the name of the fact that tells that row from its siblings."""
-    related: set[tuple[str, str]] = field(default_factory=set)
-    """Rows with identifiers that rows of the path refer to: a spliced write may take one (the user then
-    names it by its identifier), so the second change is about a record the first one touches."""
-    spliced: bool = False
-    repeated: int = 1
-
-
-class Rejected(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass
-class SynthesisReport:
-    domain: str
-    target: int
-    made: int = 0
-    attempts: int = 0
-    rejections: Counter[str] = field(default_factory=Counter)
-    candidates: Counter[str] = field(default_factory=Counter)
-    """Why candidate rows for a write were passed over (the attempt itself may still succeed)."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "domain": self.domain,
-            "target": self.target,
-            "made": self.made,
-            "attempts": self.attempts,
-            "rejections": dict(sorted(self.rejections.items(), key=lambda kv: (-kv[1], kv[0]))),
-            "candidates_passed_over": dict(sorted(self.candidates.items(), key=lambda kv: (-kv[1], kv[0]))),
-        }
-
-
-def stable_rng(*parts: object) -> random.Random:
-    digest = hashlib.sha256(":".join(str(p) for p in parts).encode()).hexdigest()
-    return random.Random(int(digest[:16], 16))
-
-
-_NAMES = ("Alex Morgan", "Sam Patel", "Jordan Lee", "Riley Chen", "Casey Novak", "Robin Okafor")
-_NOTES = (
-    "Requested by phone this morning",
-    "Agreed with the team lead",
-    "Follow-up from last week's call",
-    "Raised during the monthly review",
-    "Confirmed in writing by the requester",
-)
-_TEXT_POOLS: dict[str, tuple[str, ...]] = {
-    "reason": (
-        "Duplicate request",
-        "No longer needed",
-        "Budget was cut this quarter",
-        "Raised in error",
-        "Failed the review",
-        "Requested by the owner",
-    ),
-    "resolution": (
-        "Fixed and confirmed with the requester",
-        "Resolved after a call with the requester",
-        "Closed after the replacement arrived",
-        "Workaround agreed and documented",
-    ),
-    "title": (
-        "Quarterly review",
-        "Annual safety review",
-        "Follow-up check",
-        "Process improvement",
-        "Capacity upgrade",
-        "Customer request",
-    ),
-}
-_COMPANIES = (
-    "Harbor Supplies Ltd",
-    "Northwind Partners",
-    "Cedar Works Co",
-    "Atlas Systems Inc",
-    "Lumen Group",
-)
-_PERSON_SUFFIXES = (
-    "_by",
-    "approver",
-    "assignee",
-    "owner",
-    "reviewer",
-    "manager",
-    "technician",
-    "inspector",
-    "requester",
-    "recipient",
-    "contact",
-    "signatory",
-    "investigator",
-)
-_TEXT_POOLS["outcome"] = _TEXT_POOLS["summary"] = _TEXT_POOLS["resolution"]
-_TEXT_POOLS["subject"] = _TEXT_POOLS["name"] = _TEXT_POOLS["title"]
-
-
-class Synthesizer:
+class Synthesizer(Reaching, WriteValues):
     """Makes validated tasks for one compiled domain, deterministically from a seed."""
 
     def __init__(self, world: World, *, seed: int = 0) -> None:
@@ -228,10 +96,6 @@ class Synthesizer:
 
     # --- state access -----------------------------------------------------------------------------
 
-    def rows(self, entity: str) -> list[dict[str, Any]]:
-        """Rows of an entity in the current state of the world (key order)."""
-        return self.world.runtime.find(entity)
-
     def run(self, draft: Draft, step: Step) -> Any:
         res = self.world.call(step.tool, step.args)
         if not res.ok:
@@ -244,287 +108,6 @@ class Synthesizer:
         step.result = res.result
         draft.steps.append(step)
         return res.result
-
-    # --- reaching a row -----------------------------------------------------------------------------
-
-    def _unique_value(self, e: EntitySpec, row: dict[str, Any], among: list[dict[str, Any]], skip: set[str]):
-        order = [e.label] if e.label else []
-        order += [f.name for f in e.fields if f.type in ("date", "string", "money", "email", "datetime")]
-        order += [f.name for f in e.fields if f.type in ("enum", "int", "float", "phone")]
-        for name in dict.fromkeys(n for n in order if n):
-            f = e.field(name)
-            if f is None or name == e.key or name in skip or f.type == "ref":
-                continue
-            v = row.get(name)
-            if v in (None, "") or isinstance(v, bool):
-                continue
-            if sum(1 for r in among if r.get(name) == v) == 1:
-                return name, v
-        return None
-
-    def reach(
-        self,
-        entity: str,
-        row: dict[str, Any],
-        draft: Draft,
-        depth: int = 0,
-        visiting: frozenset[tuple[str, str]] = frozenset(),
-    ) -> Reach:
-        """Sample a read path from a query-type start to `row`; biased toward starting reads.
-
-        A row whose entity has identifiers (`lookup`: the ones its domain's policy accepts) is named
-        by one of them — looked up directly, searched, or picked from its listing — and reached
-        through a parent's list only when none of those reads exists; a row without identifiers is
-        named through a record that holds or lists it ("the line of order … whose sku is …").
-        """
-        e = self.ent[entity]
-        key = str(row[e.key])
-        if (entity, key) in draft.known:
-            return Reach([], {}, draft.known[(entity, key)], None)
-        noun = entity_noun(entity)
-        options: list[tuple[float, str, Any]] = []
-        if e.key in e.lookup and ("get", entity) in self.by_kind:
-            options.append((3.0 if depth else 1.0, "direct", None))
-        current = self.rows(entity)
-        search = self.by_kind.get(("search", entity))
-        if search:
-            sig = self.sigs[search]
-            for p in sig.params:
-                if p.vtype.startswith("lookup:") and row.get(p.name) not in (None, ""):
-                    val = row[p.name]
-                    if sum(1 for r in current if r.get(p.name) == val) == 1:
-                        options.append((3.0 if depth else 1.2, "search", p.name))
-        lst = self.by_kind.get(("list", entity))
-        if lst and self.sigs[lst].query_start and e.lookup:
-            idx = next(i for i, r in enumerate(current) if str(r[e.key]) == key)
-            lab = self._identifier_among(e, row, current)
-            if idx < 100 and lab is not None:
-                options.append((1.5 if depth else 0.6, "list", (idx, lab)))
-        if depth < MAX_DEPTH and (not e.lookup or not options):
-            for rel in self.relations_into.get(entity, []):
-                via = self._via(rel)
-                if via and row.get(via):
-                    options.append((1.0 if depth else 2.2, "parent", (rel, via)))
-        if depth < MAX_DEPTH and not e.lookup:
-            for child, fname in self._children_of(entity):
-                options.append((0.5 if depth else 1.2, "child", (child, fname)))
-        self.rng.shuffle(options)
-        tried = 0
-        while options and tried < 4:
-            tried += 1
-            weights = [w for w, _, _ in options]
-            i = self.rng.choices(range(len(options)), weights=weights)[0]
-            _, how, extra = options.pop(i)
-            try:
-                got = self._reach_by(how, extra, e, row, noun, draft, depth, visiting | {(entity, key)})
-                got.rows.append((entity, key, got.phrase))
-                return got
-            except Rejected:
-                continue
-        raise Rejected(f"unreachable:{entity}")
-
-    @staticmethod
-    def _identifier_among(e: EntitySpec, row: dict[str, Any], among: list[dict[str, Any]]) -> str | None:
-        """The first identifier (`lookup` field, the key last) whose value tells `row` from `among`."""
-        for name in sorted(e.lookup, key=lambda n: n == e.key):
-            v = row.get(name)
-            if v not in (None, "") and sum(1 for r in among if r.get(name) == v) == 1:
-                return name
-        return None
-
-    def _via(self, rel: ToolSignature) -> str | None:
-        name = rel.name.removeprefix(self.spec.tool_prefix)
-        for r in self.spec.relations:
-            if f"list_{r.from_}_{r.name}" == name:
-                return r.via
-        return None
-
-    def _children_of(self, entity: str) -> list[tuple[str, str]]:
-        out = []
-        for e in self.spec.entities:
-            for f in e.fields:
-                if f.type == "ref" and f.ref == entity and e.name != entity:
-                    out.append((e.name, f.name))
-        return out
-
-    def _reach_by(
-        self,
-        how: str,
-        extra: Any,
-        e: EntitySpec,
-        row: dict[str, Any],
-        noun: str,
-        draft: Draft,
-        depth: int,
-        visiting: frozenset[tuple[str, str]],
-    ) -> Reach:
-        key = str(row[e.key])
-        if how == "direct":
-            step = Step(self.by_kind[("get", e.name)], {e.key: key})
-            return Reach([step], {fact_key(noun, field_words(e.key, noun)): key}, f"{noun} {key}", step.tool)
-        if how == "search":
-            fname = extra
-            val = row[fname]
-            step = Step(self.by_kind[("search", e.name)], {fname: val})
-            words = field_words(fname, noun)
-            return Reach(
-                [step],
-                {fact_key(noun, words): row_value_text(val)},
-                identified_phrase(noun, words, row_value_text(val)),
-                step.tool,
-            )
-        if how == "list":
-            idx, lab = extra
-            args: dict[str, Any] = {"limit": 100} if idx >= PAGE else {}
-            step = Step(self.by_kind[("list", e.name)], args)
-            words = field_words(lab, noun)
-            val = row_value_text(row[lab])
-            return Reach([step], {fact_key(noun, words): val}, identified_phrase(noun, words, val), step.tool)
-        if how == "parent":
-            rel, via = extra
-            parent_entity = rel.entity or ""
-            pe = self.ent[parent_entity]
-            parent = self.world.runtime.get(parent_entity, row[via])
-            if parent is None:
-                raise Rejected("dangling_ref")
-            if (parent_entity, str(parent[pe.key])) in visiting:
-                raise Rejected("cycle")
-            siblings = self.world.runtime.find(e.name, **{via: row[via]})
-            idx = next(i for i, r in enumerate(siblings) if str(r[e.key]) == key)
-            if idx >= 100:
-                raise Rejected("not_specific")
-            if e.lookup:  # named by an identifier that is unique only among its parent's rows
-                name = self._identifier_among(e, row, siblings)
-                pick = None if name is None else (name, row[name])
-            else:
-                pick = self._unique_value(e, row, siblings, {via})
-            if pick is None:
-                raise Rejected("not_specific")
-            pr = self.reach(parent_entity, parent, draft, depth + 1, visiting)
-            args = {pe.key: str(parent[pe.key])}
-            if idx >= PAGE:
-                args["limit"] = 100
-            step = Step(rel.name, args)
-            fname, fval = pick
-            words = field_words(fname, noun)
-            # one "whose" per reference: a nested pick reads "with <attribute> <value>"
-            attr = attribute_phrase(words, row_value_text(fval), nested="whose " in pr.phrase, noun=noun)
-            phrase = f"the {noun} {attr} of {pr.phrase}"
-            facts = dict(pr.facts)
-            if pr.sibling_fact is not None:
-                add_fact(facts, *pr.sibling_fact)
-            own = (fact_key(noun, words), row_value_text(fval))
-            return Reach([*pr.steps, step], facts, phrase, pr.start or step.tool, list(pr.rows), own)
-        if how == "child":
-            child, fname = extra
-            ck = self.ent[child].key
-            kids = [
-                r
-                for r in self.world.runtime.find(child, **{fname: key})
-                if (child, str(r[ck])) not in visiting
-            ]
-            if not kids:
-                raise Rejected(f"unreachable:{e.name}")
-            kid = self.rng.choice(kids)
-            cr = self.reach(child, kid, draft, depth + 1, visiting)
-            if not cr.steps:
-                raise Rejected(f"unreachable:{e.name}")
-            phrase = f"the {noun} on {cr.phrase}"
-            steps = list(cr.steps)
-            getter = self.by_kind.get(("get", e.name))
-            if getter and self.rng.random() < 0.5:
-                # look the referenced row up by the key the child row holds
-                steps.append(Step(getter, {e.key: key}))
-            facts = dict(cr.facts)
-            if cr.sibling_fact is not None:
-                add_fact(facts, *cr.sibling_fact)
-            return Reach(steps, facts, phrase, cr.start, list(cr.rows))
-        raise Rejected("no_option")
-
-    # --- values ------------------------------------------------------------------------------------
-
-    def _from_gen(self, name: str, entity: str | None) -> Any:
-        """A value from the seed generator of a same-named field (the given entity's first), or None."""
-        order = [self.ent[entity]] if entity in self.ent else []
-        order += [e for e in self.spec.entities if e.name != entity]
-        r = self.rng
-        for e in order:
-            f = e.field(name)
-            if f is None or f.gen is None:
-                continue
-            kind, extra = f.gen.kind, f.gen.model_extra or {}
-            if kind in ("choice", "word") and extra.get("values"):
-                return r.choice(list(extra["values"]))
-            if kind == "pattern" and extra.get("format"):
-                try:
-                    return str(extra["format"]).format(n=e.rows + r.randint(100, 900))
-                except (KeyError, IndexError, ValueError):
-                    return None
-            if kind in ("person_name", "first_name", "last_name"):
-                return r.choice(_NAMES)
-            if kind == "company":
-                return r.choice(_COMPANIES)
-            if kind in ("range", "money") and isinstance(extra.get("min"), int | float):
-                lo, hi = float(extra["min"]), float(extra.get("max", extra["min"]))
-                if f.type == "int":
-                    return r.randint(int(lo), int(hi))
-                return round(r.uniform(lo, hi), 2 if kind == "money" else 1)
-            return None
-        return None
-
-    def value_for(
-        self, p: Param, rows: list[dict[str, Any]], entity: str | None = None, current: Any = None
-    ) -> Any:
-        """A plausible value for a non-key parameter or field (enum choice, related amount, generator rule)."""
-        r = self.rng
-        if p.values:
-            return r.choice(p.values)
-        st = p.spec_type
-        if (
-            st in ("money", "float", "int")
-            and isinstance(current, int | float)
-            and not isinstance(current, bool)
-        ):
-            v = current * r.choice([0.9, 1.05, 1.1, 1.15]) if current else r.choice([5, 10, 20])
-            return round(v) if st == "int" else round(v, 2)
-        if st not in ("money",):
-            gen = self._from_gen(p.name, entity)
-            numeric = st in ("int", "float")
-            if gen is not None and (isinstance(gen, int | float) if numeric else isinstance(gen, str)):
-                return gen
-        if st == "money":
-            base = [
-                v
-                for row in rows
-                for k, v in row.items()
-                if isinstance(v, float) and v > 0 and not k.endswith("_id")
-            ]
-            if base and r.random() < 0.75:
-                v = r.choice(base) * r.choice([0.25, 0.5, 1.0, 1.05, 1.1])
-                return round(max(v, 1.0), 2)
-            gen = self._from_gen(p.name, entity)
-            if isinstance(gen, int | float):
-                return float(gen)
-            return float(r.choice([15, 25, 40, 50, 75, 100, 150]))
-        if st == "int":
-            return r.randint(1, 8)
-        if st == "float":
-            return round(r.uniform(1, 5), 1)
-        if st == "bool":
-            return r.random() < 0.5
-        if st in ("date", "datetime"):
-            d = self.world.runtime.add_days(self.spec.today, r.randint(1, 45))
-            return d if st == "date" else f"{d}T10:00"
-        if st == "email":
-            return f"{r.choice(_NAMES).lower().replace(' ', '.')}@example.org"
-        if st == "phone":
-            return f"+44 20 7946 0{r.randint(100, 999)}"
-        if p.name.endswith(_PERSON_SUFFIXES) or p.name == "full_name":
-            return r.choice(_NAMES)
-        for word, values in _TEXT_POOLS.items():
-            if p.name == word or p.name.endswith("_" + word):
-                return r.choice(values)
-        return r.choice(_NOTES)
 
     # --- writes ------------------------------------------------------------------------------------
 
@@ -817,7 +400,7 @@ class Synthesizer:
             res = self.world.call(s.tool, s.args)
             if not res.ok:
                 raise Rejected("replay_failed")
-            if _canon(res.result) != _canon(s.result):
+            if canonical(res.result) != canonical(s.result):
                 raise Rejected("replay_nondeterministic")
             step_changes.append(res.changes)
         delta = self.world.diff(self.base)
@@ -825,14 +408,14 @@ class Synthesizer:
             raise Rejected("empty_delta")
         seen_calls = set()
         for s in draft.steps:
-            sig = _canon([s.tool, s.args])
+            sig = canonical([s.tool, s.args])
             if sig in seen_calls:
                 raise Rejected("incoherent:repeated_call")
             seen_calls.add(sig)
         # covers its functions: every read feeds a later argument; every write leaves a net change
         for i, s in enumerate(draft.steps):
             if self.sigs[s.tool].effect == "read":
-                text = _canon(s.result)
+                text = canonical(s.result)
                 later = [v for t in draft.steps[i + 1 :] for v in _key_args(self.sigs[t.tool], t.args)]
                 if not any(f'"{v}"' in text for v in later):
                     raise Rejected("uncovered:unused_read")
@@ -848,7 +431,7 @@ class Synthesizer:
         # flow: every key argument is a fact the user gives or a value an earlier result returned
         facts_text = set(instruction.facts.values())
         for i, s in enumerate(draft.steps):
-            earlier = _canon([t.result for t in draft.steps[:i]])
+            earlier = canonical([t.result for t in draft.steps[:i]])
             for v in _key_args(self.sigs[s.tool], s.args):
                 if v not in facts_text and f'"{v}"' not in earlier:
                     raise Rejected("incoherent:value_from_nowhere")
@@ -892,7 +475,7 @@ class Synthesizer:
             except Rejected as exc:
                 report.rejections[exc.reason] += 1
                 continue
-            sig = _canon([[s.tool, s.args] for s in draft.steps])
+            sig = canonical([[s.tool, s.args] for s in draft.steps])
             if sig in seen:
                 report.rejections["duplicate"] += 1
                 continue
@@ -938,62 +521,7 @@ class Synthesizer:
         return tasks, report
 
 
-_UPDATE_CALL = re.compile(r"""update\(\s*["']([a-z][a-z0-9_]*)["']\s*,([^)]*)\)""", re.S)
 _FAIL_CALL = re.compile(r"""fail\(\s*["']([A-Za-z0-9_]+)["']""")
-_KWARG = re.compile(r"\b([a-z][a-z0-9_]*)\s*=(?!=)")
-
-
-def managed_fields(spec: DomainSpec) -> dict[str, set[str]]:
-    """Entity → fields some custom action sets (`update("order", key, status=...)` in its code), plus
-    fields a spec marks `managed` (if the spec format has that flag)."""
-    out: dict[str, set[str]] = {}
-    for e in spec.entities:
-        for f in e.fields:
-            if getattr(f, "managed", False):
-                out.setdefault(e.name, set()).add(f.name)
-    for act in spec.actions:
-        for entity, rest in _UPDATE_CALL.findall(act.code):
-            out.setdefault(entity, set()).update(_KWARG.findall(rest))
-    return out
-
-
-def generated_values(
-    spec: DomainSpec, arguments: list[dict[str, Any]], changes: list[list[RowChange]]
-) -> list[str]:
-    """Values the world generated in the rows a path created, besides their keys: running numbers.
-
-    A `unique` field of a created row whose value the creating call was not given can only have been
-    numbered by the world (a tracking number from a count of shipments), so its value depends on what
-    was created before; the judge renames these like keys (D70). `changes[i]` are call i's changes.
-    """
-    unique = {(e.name, f.name) for e in spec.entities for f in e.fields if f.unique and f.name != e.key}
-    out: list[str] = []
-    for args, made in zip(arguments, changes, strict=True):
-        given = {_canon(v) for v in args.values()}
-        for c in made:
-            if (
-                c.op == "insert"
-                and (c.table, c.field) in unique
-                and isinstance(c.after, str)
-                and _canon(c.after) not in given
-                and c.after not in out
-            ):
-                out.append(c.after)
-    return out
-
-
-def add_fact(facts: dict[str, str], name: str, value: str) -> str:
-    """Add a fact without overwriting a different value under the same name (`amount`, `amount (2)`)."""
-    n, key = 1, name
-    while key in facts and facts[key] != value:
-        n += 1
-        key = f"{name} ({n})"
-    facts[key] = value
-    return key
-
-
-def _canon(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _key_args(sig: ToolSignature, args: dict[str, Any]) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any
 from toolshift.evolve.program import ChangeSpec, TaskSpec
 from toolshift.models import GoldCall, RowChange, Task, covers, judge_diff
 from toolshift.world import World, load_domain
-from toolshift.world.tools import shorten
+from toolshift.world.toolerror import shorten
 
 
 class Rejected(Exception):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from toolshift.flows.calibration import Calibration, calibrate
 from toolshift.flows.replay import ReplayResult, WeighedLookup
-from toolshift.report.intervals import Interval, bootstrap_ratio, bootstrap_statistic, paired_ratio_difference
+from toolshift.intervals import Interval, bootstrap_ratio, bootstrap_statistic, paired_ratio_difference
 
 
 def _per_task(result: ReplayResult) -> dict[str, tuple[float, float, float]]:

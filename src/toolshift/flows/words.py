@@ -6,7 +6,7 @@ what the user wrote so far, the tool about to be called and the argument's name,
 the spans of the user's words (one to six words, `toolshift.traces.spans`). `PatternPicker` is a rule
 (the most recent span of the argument's shape); a model-backed picker (the embedded SmolLM2 in
 `toolshift.agents.span_picker`) satisfies the same `WordsPicker` protocol. Flows never import a model:
-the CLI hands one in when asked (`--picker embedded`).
+it is found by name among the `toolshift.pickers` entry points when asked (`--picker embedded`).
 
 `read_request` counts, as seed 003 does, the questions those turns pose (one per value taken from the
 words), the values picked right, and the turns whose every value was picked right.
@@ -205,14 +205,26 @@ def count_questions(timelines: Iterable[Timeline]) -> int:
     return sum(len(q) for t in timelines for q in words_questions(t)[2])
 
 
-def picker_for(name: str, **options: Any) -> WordsPicker:
-    """`pattern`, or `embedded` (the embedded SmolLM2, imported only now: flows never import a model)."""
-    if name == "pattern":
-        return PatternPicker()
-    if name == "embedded":
-        from toolshift.agents.span_picker import EmbeddedSpanPicker
+PICKER_ENTRY_POINTS = "toolshift.pickers"
+"""Entry-point group of model-backed pickers: `embedded` is the agents room's SmolLM2 picker (pyproject.toml).
+Flows find a picker by name there and never import the room that holds the model (D179)."""
 
-        return EmbeddedSpanPicker(**options)
+
+def picker_for(name: str, **options: Any) -> WordsPicker:
+    """`pattern`, or a picker registered under `toolshift.pickers` (`embedded`: the embedded SmolLM2)."""
+    from importlib.metadata import entry_points
+
     from toolshift.errors import BadInputError
 
+    if name == "pattern":
+        return PatternPicker()
+    registered = {ep.name: ep for ep in entry_points(group=PICKER_ENTRY_POINTS)}
+    if name in PICKERS and name in registered:
+        return registered[name].load()(**options)
+    if name in PICKERS:
+        raise BadInputError(
+            f"picker {name!r} is not installed: no {PICKER_ENTRY_POINTS} entry point named {name!r} "
+            "(reinstall toolshift: `make test` or `pip install -e .`)",
+            field="picker",
+        )
     raise BadInputError(f"unknown picker {name!r}: one of {', '.join(PICKERS)}", field="picker")

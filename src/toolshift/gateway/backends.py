@@ -62,7 +62,7 @@ class Backend:
         """For build backends: `<ecosystem id>/v<n>`, as bench's evaluation reads it from an episode."""
         if config.world is not None:
             from toolshift.world import load_domain
-            from toolshift.world.serve import WorldServer
+            from toolshift.world.mcp.serve import WorldServer
 
             compiled = load_domain(config.world)
             self._served = WorldServer(compiled, idle_timeout=None, max_sessions=None)
@@ -112,7 +112,7 @@ def _version_server(config: BackendConfig) -> tuple[Any, str]:
     """One ecosystem version of a bench build, served as `toolshift bench serve` serves it."""
     from toolshift.bench.ecosystem.store import load_ecosystem, version_world
     from toolshift.errors import BadInputError
-    from toolshift.world.serve import WorldServer
+    from toolshift.world.mcp.serve import WorldServer
 
     assert config.build is not None and config.domain is not None and config.version is not None
     eco = load_ecosystem(config.build)
@@ -221,7 +221,7 @@ class BackendSession:
         if self.tools is not None:
             return self.tools
         if self.world is not None:
-            from toolshift.world.serve import mcp_tool
+            from toolshift.world.mcp.serve import mcp_tool
 
             self.list_calls += 1
             self.tools = [mcp_tool(t) for t in self.world.tools]
@@ -258,8 +258,8 @@ class BackendSession:
 
     async def _call_direct(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """The world server's own call path and result, on this session's world (D149)."""
-        from toolshift.world.direct import call_world
-        from toolshift.world.serve import mcp_result
+        from toolshift.world.mcp.serve import mcp_result
+        from toolshift.world.state.direct import call_world
 
         try:
             with anyio.fail_after(self.backend.call_timeout + 1):

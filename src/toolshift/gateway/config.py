@@ -1,6 +1,6 @@
 """The gateway's configuration (`toolshift.gateway/1`): backends, the middleware chain, recording, flows, serving.
 
-Read from YAML with the strict bounded loader (`toolshift.world.yamlfile`, a `safe_load` that refuses
+Read from YAML with the strict bounded loader (`toolshift.world.language.yamlfile`, a `safe_load` that refuses
 duplicate keys and alias bombs) and validated by pydantic; every CLI flag maps onto one field, so a
 flag-only gateway and a `--config` one are the same object. A bad file is one line naming the file and
 field (exit 2). The auth token is never in the file: `token_env` names the environment variable holding it.
@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolshift.errors import BadInputError
-from toolshift.world.http_guard import is_loopback
+from toolshift.world.mcp.http_guard import is_loopback
 
 GATEWAY_FORMAT = "toolshift.gateway/1"
 MiddlewareName = Literal["record", "flows", "steward"]
@@ -168,7 +168,7 @@ class GatewayConfig(BaseModel):
 
 def load_config(path: Path) -> GatewayConfig:
     """A gateway YAML file, read strictly and validated; bad input names the file and field."""
-    from toolshift.world.yamlfile import load_yaml
+    from toolshift.world.language.yamlfile import load_yaml
 
     raw = load_yaml(path, what="gateway config")
     if not isinstance(raw, dict):

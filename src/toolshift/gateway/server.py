@@ -7,7 +7,7 @@ the initialize handshake and its sessions (a backend session per client session 
 and a 2026-07-28 request without one is refused with that reason. `/health` answers `{"status": "ok"}`
 and `/metrics` the gateway's counters as JSON, or in Prometheus' text format to a scraper (an Accept naming
 `text/plain` or OpenMetrics, or `?format=prometheus`); each POST to the MCP path is screened first
-(`toolshift.world.http_guard.ScreenGate`: malformed JSON-RPC gets one short error per request id); with a token (required when bound beyond loopback) every
+(`toolshift.world.mcp.http_guard.ScreenGate`: malformed JSON-RPC gets one short error per request id); with a token (required when bound beyond loopback) every
 path but `/health` needs `Authorization: Bearer <token>`. A request whose Host is not loopback to a gateway
 bound to loopback gets 421 on every path (`HostGate`: the viewer and the world server share the rule).
 """
@@ -32,7 +32,7 @@ from toolshift.gateway.backends import BackendUnreachable
 from toolshift.gateway.chain import TASK_META_KEY, GatewaySession
 from toolshift.gateway.core import Gateway
 from toolshift.gateway.flows import render_outcome
-from toolshift.world.http_guard import HostGate, ScreenGate, TokenGate, require_token
+from toolshift.world.mcp.http_guard import HostGate, ScreenGate, TokenGate, require_token
 
 __all__ = ["GatewayServer", "TokenGate", "check_binding", "http_gateway_thread", "in_memory_client"]
 
@@ -132,7 +132,7 @@ class GatewayServer:
         """Serve this process's stdin and stdout: one client, one gateway session."""
         from mcp.server.stdio import stdio_server
 
-        from toolshift.world.jsonrpc_guard import ScreenedLines
+        from toolshift.world.mcp.jsonrpc_guard import ScreenedLines
 
         self.single_session = True
         lines = ScreenedLines.stdin()
@@ -253,7 +253,7 @@ def http_gateway_thread(
     """Run the gateway's HTTP transport on a loopback port in a background thread; yields the MCP URL."""
     import uvicorn
 
-    from toolshift.world.serve import free_port
+    from toolshift.world.mcp.serve import free_port
 
     port = port or free_port(host)
     config = uvicorn.Config(

@@ -1,1 +1,1 @@
-"""Reporting shared by every capability: benchmark logs, intervals, tables and plots."""
+"""Reporting over every capability: benchmark logs, the HTML report, the trajectory viewer and results pages."""

@@ -5,35 +5,35 @@ the demo tasks and on a sample of a benchmark build's test tasks (with the model
 the most-recent-span rule), resumable run by run; the reading-the-request counts on the converted
 τ-bench airline and WorkBench runs (a pattern and the embedded model as pickers); what a flow that reads
 the user's words adds on WorkBench; and whether the embedded user simulator's prompt keeps every fact
-and rule of the build's tasks. It sits in the top room because it uses agents and flows together.
+and rule of the build's tasks. It sits in the top room because it uses agents and flows together; the episodes themselves are run by
+`toolshift.agents.embedded_study`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from toolshift.models import Task
-from toolshift.report.intervals import bootstrap_mean
+from toolshift.agents.embedded_study import (
+    MAX_TURNS,
+    MODELS,
+    NAMED,
+    SAMPLE,
+    TRIALS,
+    Picked,
+    run_episodes,
+    select_tasks,
+)
+from toolshift.intervals import bootstrap_mean
 
-MODELS = ("embedded", "embedded:recent")
 LABELS = {"embedded": "the model picks the span", "embedded:recent": "the most recent span (rule)"}
-NAMED = "one write, every value of it named by the user"
-SAMPLE = {2: 5, 3: 5, 4: 2}
-"""Test tasks sampled per gold-path length (besides the named ones), seeded."""
-MAX_TURNS = 6
-TRIALS = {"embedded": 3, "embedded:recent": 1}
-"""Trials per task: the rule decodes the same tools as the model (same seeds), so one trial pairs with the
-model's first; the machine's two shared cores set the budget."""
 THETAS = (0.3, 0.1)
 
 
@@ -44,97 +44,6 @@ def pct(x: float, digits: int = 0) -> str:
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
-
-
-# -- which tasks ------------------------------------------------------------------------------------
-
-
-def _writes(task: Task) -> list[Any]:
-    """The gold path's writes, by the generated tools' verbs (`get_…`, or `pay_get_…` with a domain prefix)."""
-    reads = ("get_", "list_", "search_", "find_")
-    return [
-        g for g in task.gold_path if not any(n.startswith(reads) for n in (g.tool, g.tool.split("_", 1)[-1]))
-    ]
-
-
-def names_every_value(task: Task) -> bool:
-    """Every argument of the task's one write is a value the user holds (its facts, intent or request)."""
-    said = " ".join(
-        [task.public_request, task.instruction.intent, *map(str, task.instruction.facts.values())]
-    )
-    writes = _writes(task)
-    return len(writes) == 1 and all(str(v) in said for v in writes[0].arguments.values())
-
-
-@dataclass
-class Picked:
-    domain: str
-    task: Task
-    group: str
-
-
-def select_tasks(build: Path, sample: dict[int, int] | None = None, seed: int = 0) -> list[Picked]:
-    """Every test task with one write whose values the user names, and a seeded sample of the other test
-    tasks by gold-path length."""
-    from toolshift.taskfile import read_tasks
-
-    sample = SAMPLE if sample is None else sample
-    named: list[Picked] = []
-    by_length: dict[int, list[Picked]] = defaultdict(list)
-    for path in sorted((build / "domains").glob("*/tasks.jsonl")):
-        for task in read_tasks(path):
-            if task.split != "test":
-                continue
-            if names_every_value(task):
-                named.append(Picked(path.parent.name, task, NAMED))
-            else:
-                by_length[len(task.gold_path)].append(Picked(path.parent.name, task, ""))
-    rng = random.Random(seed)
-    out = list(named)
-    for length, n in sorted(sample.items()):
-        pool = by_length.get(length, [])
-        for p in rng.sample(pool, min(n, len(pool))):
-            out.append(Picked(p.domain, p.task, f"{length} steps"))
-    return out
-
-
-# -- running the episodes ---------------------------------------------------------------------------
-
-
-def run_episodes(
-    build: Path, runs: Path, picked: list[Picked], *, trials: dict[str, int], console: Console
-) -> dict[str, list[Any]]:
-    """Episodes per model (resumable: each (model, domain) is a `toolshift run` folder)."""
-    import asyncio
-
-    from rich.progress import Progress
-
-    from toolshift.agents.config import RunConfig
-    from toolshift.agents.demo import demo_tasks
-    from toolshift.agents.runner import plan_run, run_local
-
-    groups: dict[str, list[Task]] = defaultdict(list)
-    for p in picked:
-        groups[p.domain].append(p.task)
-    jobs = [("clinic", "clinic", demo_tasks())]
-    jobs += [(d, str(build / "domains" / d / "spec.yaml"), tasks) for d, tasks in sorted(groups.items())]
-    out: dict[str, list[Any]] = {m: [] for m in MODELS}
-
-    def plan(model: str, domain: str, world: str, tasks: list[Task]) -> Any:
-        config = RunConfig(world=world, model=model, max_turns=MAX_TURNS)
-        return plan_run(config, tasks, trials[model], runs / model.replace(":", "-") / domain)
-
-    todo = sum(len(plan(m, *j).todo) for m in MODELS for j in jobs)
-    console.print(f"embedded episodes: {todo} to run")
-    with Progress(console=console) as bar:
-        job = bar.add_task("episodes", total=todo)
-        for model in MODELS:
-            for domain, world, tasks in jobs:
-                current = plan(model, domain, world, tasks)  # planned now: another process may have run some
-                if current.todo:
-                    asyncio.run(run_local(current, concurrency=1, on_episode=lambda _e: bar.advance(job)))
-                out[model] += current.current_episodes()
-    return out
 
 
 def success_section(picked: list[Picked], episodes: dict[str, list[Any]]) -> tuple[str, dict[str, Any]]:

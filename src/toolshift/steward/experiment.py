@@ -97,7 +97,7 @@ def domain_opener(worlds: VersionWorlds, domain: str, version: int) -> Callable[
     async def open_world() -> Any:
         from mcp import Client
 
-        from toolshift.world.serve import WorldServer
+        from toolshift.world.mcp.serve import WorldServer
 
         world = worlds.world(domain, version)
         try:

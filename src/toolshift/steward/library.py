@@ -104,7 +104,7 @@ def _expected_schema() -> dict[tuple[str, str], str]:
 
 def schema_problems(conn: sqlite3.Connection) -> list[str]:
     """How a library's schema differs from `_SCHEMA` (an added trigger, a changed table): [] when it does not."""
-    from toolshift.world.world import compare_schemas
+    from toolshift.world.state.world import compare_schemas
 
     return compare_schemas(_schema_rows(conn), _expected_schema())
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from toolshift.agents.users import ScriptedUser
 from toolshift.bench.metrics import tool_retrieval
-from toolshift.report.intervals import bootstrap_mean
+from toolshift.intervals import bootstrap_mean
 from toolshift.steward.distill import parse_facts
 from toolshift.steward.experiment import KINDS, Context, library_path
 from toolshift.steward.instruments import ask_text

@@ -57,7 +57,7 @@ def strict_sr(ctx: Context, paths: list[Path], resamples: int) -> dict[str, dict
     the instances `bench eval` scores (valid reference path; the step or both-criteria episode), with
     bootstrap intervals over tasks (overall: tasks resampled with all their versions)."""
     from toolshift.bench.ecosystem.evaluate import agent_label
-    from toolshift.report.intervals import bootstrap_mean
+    from toolshift.intervals import bootstrap_mean
     from toolshift.traces.store import iter_episodes
 
     valid = {(r.task_id, r.version) for r in ctx.records if r.valid and r.step is not None}

@@ -1,6 +1,6 @@
 """`toolshift steward serve`: a version's world over MCP behind Steward's supply.
 
-Each MCP session (one world fork per session, as `toolshift.world.serve.WorldServer`) has its own
+Each MCP session (one world fork per session, as `toolshift.world.mcp.serve.WorldServer`) has its own
 `EpisodeSupply`. `tools/list` shows the three Steward tools and the world tools supplied to the
 session so far; a world tool outside the supplied view is refused with a message saying how to get
 it. The Steward tools:
@@ -26,8 +26,8 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
 from toolshift.steward.supply import EpisodeSupply, Supply
-from toolshift.world.serve import WorldServer, mcp_tool
-from toolshift.world.world import World
+from toolshift.world.mcp.serve import WorldServer, mcp_tool
+from toolshift.world.state.world import World
 
 MAX_QUERY = 2000
 MAX_FACTS = 64

@@ -6,7 +6,7 @@ version, revision, active, and the library's version on export). A spec-valid SK
 `metadata.level` (another source's skill: name and description only, say) is a foreign skill, kept as
 written and never supplied or maintained. The body, under 500 lines, is readable markdown ending in one fenced
 `json` block that holds the skill's structured content, so a round trip is lossless for everything
-the format holds. Reading uses the bounded YAML loader (`toolshift.world.yamlfile`: no duplicate keys,
+the format holds. Reading uses the bounded YAML loader (`toolshift.world.language.yamlfile`: no duplicate keys,
 aliases counted as what they expand to, depth ≤ 64) and `json.loads` only, so data never runs code; the
 size is checked before a file is read, a skill folder or file that is a symlink is refused, and the json
 block is checked against the level's body shape (docs/formats.md), finite numbers and valid Unicode
@@ -27,7 +27,7 @@ import yaml
 from toolshift.errors import BadInputError
 from toolshift.fileio import encodes_utf8
 from toolshift.steward.library import LEVELS, MAX_NAME, NAME, Skill
-from toolshift.world.yamlfile import parse_yaml
+from toolshift.world.language.yamlfile import parse_yaml
 
 MAX_DESCRIPTION = 1024
 MAX_BODY_LINES = 500

@@ -364,13 +364,13 @@ def catalog_world(
     out: Annotated[Path, typer.Option("--out", help="Folder for <domain>.catalog.json.")],
 ) -> None:
     """Write a toolshift world's tool catalog (its tools' MCP annotations), e.g. beside agent-run episodes."""
-    from toolshift.traces.catalog import catalog_from_mcp_tools, save_catalog
-    from toolshift.world import World
+    import anyio
 
-    world = World.load(domain)
-    name = world.domain.spec.name
-    catalog = catalog_from_mcp_tools(name, world.tools, source=f"toolshift world {domain}")
-    path = save_catalog(catalog, catalog_path(out, name))
+    from toolshift.traces.catalog import save_catalog
+    from toolshift.traces.mcp_catalog import catalog_of_world
+
+    catalog = anyio.run(lambda: catalog_of_world(domain))
+    path = save_catalog(catalog, catalog_path(out, catalog.domain))
     effects = list(catalog.effects().values())
     console.print(f"wrote {path}: {effects.count('read')} read, {effects.count('write')} write")
 

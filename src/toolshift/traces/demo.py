@@ -26,19 +26,16 @@ _DROPPED = {"raw_data", "is_audio", "turn_taking_action", "contains_speech"}
 
 
 def _mcp_catalog(console: Console, out: Path) -> None:
-    from toolshift.traces.mcp_catalog import catalog_from_mcp_server
-    from toolshift.world import load_domain
-    from toolshift.world.serve import WorldServer, http_server_thread
+    from toolshift.traces.mcp_catalog import catalog_of_world
 
-    with http_server_thread(WorldServer(load_domain("clinic"))) as url:
-        catalog = anyio.run(lambda: catalog_from_mcp_server(url, "clinic"))
+    catalog = anyio.run(lambda: catalog_of_world("clinic"))
     path = save_catalog(catalog, catalog_path(out, "clinic"))
     effects = catalog.effects()
     reads = sorted(n for n, e in effects.items() if e == "read")
     writes = sorted(n for n, e in effects.items() if e == "write")
     console.print(
-        f"catalog of the clinic world from MCP tools/list at {url}: {len(reads)} read, {len(writes)} write "
-        f"(labels from readOnlyHint) → {path.name}"
+        f"catalog of the clinic world from MCP tools/list of `toolshift world serve clinic` (stdio): "
+        f"{len(reads)} read, {len(writes)} write (labels from readOnlyHint) → {path.name}"
     )
 
 

@@ -1,10 +1,11 @@
 """Stateful tool worlds: domain specs compiled to SQLite and a tool surface, served over MCP."""
 
-from toolshift.world.actions import register_action
-from toolshift.world.compiler import CompiledDomain, compile_domain
-from toolshift.world.registry import builtin_domains, load_domain
-from toolshift.world.tools import CallResult, Tool, ToolError
-from toolshift.world.world import Snapshot, World, compose_changes
+from toolshift.world.language.actions import register_action
+from toolshift.world.state.compiler import CompiledDomain, compile_domain
+from toolshift.world.state.registry import builtin_domains, load_domain
+from toolshift.world.state.tools import CallResult, Tool
+from toolshift.world.state.world import Snapshot, World, compose_changes
+from toolshift.world.toolerror import ToolError
 
 __all__ = [
     "CallResult",

@@ -51,8 +51,8 @@ def _world(domain: str, seed: int | None = None) -> Any:
         if seed is not None:
             raise BadInputError("other benchmarks' worlds have their own fixed state", field="--seed")
         return open_world(domain)
-    from toolshift.world.registry import load_domain
-    from toolshift.world.world import World
+    from toolshift.world.state.registry import load_domain
+    from toolshift.world.state.world import World
 
     return World(load_domain(domain, seed=seed))
 
@@ -64,8 +64,8 @@ def domains(
     ] = False,
 ) -> None:
     """Table of built-in domains with entity, tool and row counts."""
-    from toolshift.world.datasets import DataUnavailable
-    from toolshift.world.registry import builtin_domains, load_domain
+    from toolshift.world.language.datasets import DataUnavailable
+    from toolshift.world.state.registry import builtin_domains, load_domain
 
     table = Table(title="Built-in domains")
     for col in ("domain", "entities", "tools", "rows", "from"):
@@ -118,8 +118,8 @@ def compile_cmd(
     seed: SeedOpt = None,
 ) -> None:
     """Compile a domain spec into a seeded SQLite database file."""
-    from toolshift.world.registry import load_domain
-    from toolshift.world.world import World
+    from toolshift.world.state.registry import load_domain
+    from toolshift.world.state.world import World
 
     if out.is_dir():
         raise BadInputError("is a folder; give the SQLite file to write", source=str(out), field="--out")
@@ -159,7 +159,7 @@ def call_cmd(
 
     An unknown tool or arguments its schema rejects exit 2; a domain error (a failed precondition) exits 1.
     """
-    from toolshift.world.tools import ToolError
+    from toolshift.world.toolerror import ToolError
 
     parsed = loads_json(args, source="--args")
     if not isinstance(parsed, dict):
@@ -219,9 +219,9 @@ def serve_cmd(
 
     import anyio
 
-    from toolshift.world.http_guard import require_token
-    from toolshift.world.registry import load_domain
-    from toolshift.world.serve import TOKEN_ENV, WorldServer, world_token
+    from toolshift.world.mcp.http_guard import require_token
+    from toolshift.world.mcp.serve import TOKEN_ENV, WorldServer, world_token
+    from toolshift.world.state.registry import load_domain
 
     if transport != Transport.stdio:
         require_token(host, world_token(), TOKEN_ENV)

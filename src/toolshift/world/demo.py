@@ -13,8 +13,8 @@ from rich.table import Table
 
 from toolshift.errors import ToolshiftError
 from toolshift.world.cli import changes_table
-from toolshift.world.registry import builtin_domains, load_domain
-from toolshift.world.serve import WorldServer, http_server_thread, parse_tool_result
+from toolshift.world.mcp.serve import WorldServer, http_server_thread, parse_tool_result
+from toolshift.world.state.registry import builtin_domains, load_domain
 
 SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("search_patients", {"full_name": "Abbott", "limit": 3}),

@@ -30,9 +30,10 @@ import jsonschema
 
 from toolshift.bench.ecosystem.codecs import Codec, codec
 from toolshift.models import GoldCall
-from toolshift.world.runtime import Runtime
-from toolshift.world.tools import Tool, ToolError
-from toolshift.world.world import World
+from toolshift.world.state.runtime import Runtime
+from toolshift.world.state.tools import Tool
+from toolshift.world.state.world import World
+from toolshift.world.toolerror import ToolError
 
 PlannedCall = tuple[str, dict[str, Any]]
 Plan = Callable[[Sequence[GoldCall]], list[PlannedCall]]

@@ -32,8 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from toolshift.world.compiler import CompiledDomain
-from toolshift.world.tools import Tool
+from toolshift.world.state.compiler import CompiledDomain
+from toolshift.world.state.tools import Tool
 
 MIN_SCORE, MAX_SCORE = 1, 10
 WIDE_ROW = 10

@@ -41,9 +41,10 @@ from toolshift.bench.ecosystem.costs import (
 from toolshift.bench.ecosystem.knowledge import TaskKnowledge
 from toolshift.bench.ecosystem.verify import GoldSample, Verifier
 from toolshift.models import Task
-from toolshift.world.compiler import CompiledDomain
-from toolshift.world.tools import Tool, ToolError
-from toolshift.world.world import World
+from toolshift.world.state.compiler import CompiledDomain
+from toolshift.world.state.tools import Tool
+from toolshift.world.state.world import World
+from toolshift.world.toolerror import ToolError
 
 VERSION_SUFFIX = re.compile(r"(_v\d+)+(_\d+)?$")
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from toolshift.models import Task
-from toolshift.world.compiler import PAGING
+from toolshift.world.state.compiler import PAGING
 
 Token = tuple[str, Any]
 """A value as it is compared: ("s", text), ("n", float) or ("b", bool)."""

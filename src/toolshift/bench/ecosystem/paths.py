@@ -35,8 +35,8 @@ from toolshift.bench.reference import Implementation, ImplementationIndex, Refer
 from toolshift.errors import BadInputError
 from toolshift.fileio import atomic_path, read_text
 from toolshift.models import Task
-from toolshift.world.tools import ToolError
-from toolshift.world.world import World
+from toolshift.world.state.world import World
+from toolshift.world.toolerror import ToolError
 
 
 class PathRecord(BaseModel):

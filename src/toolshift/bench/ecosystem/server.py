@@ -40,9 +40,9 @@ from toolshift.bench.ecosystem.settings import (
     VersionWorlds,
 )
 from toolshift.models import RowChange
-from toolshift.world.serve import CHANGES_META_KEY, mcp_result, mcp_tool
-from toolshift.world.tools import CallResult
-from toolshift.world.world import Snapshot, World
+from toolshift.world.mcp.serve import CHANGES_META_KEY, mcp_result, mcp_tool
+from toolshift.world.state.tools import CallResult
+from toolshift.world.state.world import Snapshot, World
 
 SERVED_KEY = "toolshift/ecosystem"
 TOOLS_CHANGED_KEY = "toolshift/tools_changed"
@@ -345,8 +345,8 @@ class EcosystemServer:
 
     def http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp", token: str | None = None) -> Any:
         """The Starlette app serving streamable HTTP at `path` (plain JSON responses, as worlds are served),
-        behind the same Host rule and optional bearer token as a world server (`toolshift.world.http_guard`)."""
-        from toolshift.world.http_guard import HostGate, TokenGate
+        behind the same Host rule and optional bearer token as a world server (`toolshift.world.mcp.http_guard`)."""
+        from toolshift.world.mcp.http_guard import HostGate, TokenGate
 
         app = self.server.streamable_http_app(streamable_http_path=path, host=host, json_response=True)
         return HostGate(TokenGate(app, token) if token else app, host)

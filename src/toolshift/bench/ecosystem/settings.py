@@ -30,9 +30,9 @@ from toolshift.bench.ecosystem.search import ToolDoc, ToolSearch
 from toolshift.bench.ecosystem.store import compiled_domain, domain_tasks, load_history, rebuild_catalog
 from toolshift.errors import BadInputError
 from toolshift.models import Task
-from toolshift.world.compiler import CompiledDomain
-from toolshift.world.tools import Tool
-from toolshift.world.world import World
+from toolshift.world.state.compiler import CompiledDomain
+from toolshift.world.state.tools import Tool
+from toolshift.world.state.world import World
 
 SETTINGS: tuple[str, ...] = ("standard", "domain-tools", "task-tools", "oracle-tools", "oracle-path")
 SETTING_HELP: dict[str, str] = {

@@ -31,9 +31,9 @@ from toolshift.bench.reference import Implementation
 from toolshift.errors import BadInputError
 from toolshift.fileio import read_json, write_text_atomic
 from toolshift.models import Task
-from toolshift.world.compiler import compile_domain
-from toolshift.world.spec import load_spec
-from toolshift.world.world import World
+from toolshift.world.language.spec import load_spec
+from toolshift.world.state.compiler import compile_domain
+from toolshift.world.state.world import World
 
 ECOSYSTEM_FORMAT = "toolshift.bench-ecosystem/1"
 REFERENCE_FORMAT = "toolshift.bench-reference/1"

@@ -18,9 +18,9 @@ from typing import Any
 
 from toolshift.bench.ecosystem.catalog import Impl
 from toolshift.models import RowChange, Task
-from toolshift.world.compiler import CompiledDomain
-from toolshift.world.tools import Tool
-from toolshift.world.world import Snapshot, World, compose_changes
+from toolshift.world.state.compiler import CompiledDomain
+from toolshift.world.state.tools import Tool
+from toolshift.world.state.world import Snapshot, World, compose_changes
 
 MAX_CACHED_STATES = 48
 

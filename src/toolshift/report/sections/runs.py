@@ -9,7 +9,7 @@ as unknown and left out of that rate, never taken as clean) and the mean collate
 where known. pass^k (k = 2 up to the most trials a task has) is `toolshift agents results`' own: per task
 (and ecosystem version) τ-bench's chance that k of its trials drawn without replacement all succeed,
 averaged over the tasks with at least k judged trials. Intervals are 95% percentile bootstraps over tasks
-(`report.intervals`).
+(`toolshift.intervals`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections import Counter
 import numpy as np
 
 from toolshift.agents.results import pass_hat_k
+from toolshift.intervals import Interval, bootstrap_mean
 from toolshift.report.episode_index import RunSet
-from toolshift.report.intervals import Interval, bootstrap_mean
 from toolshift.report.page import Section, esc, figure, figure_png, pyplot, table
 from toolshift.report.sections import Context
 

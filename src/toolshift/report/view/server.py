@@ -5,7 +5,7 @@ The server is the standard library's threading HTTP server. It holds only the ep
 episode reads its one line. It binds to loopback unless told otherwise, and a non-loopback address
 needs an explicit `allow_remote`. Bound to loopback, it answers only requests whose Host names loopback
 (421 otherwise, against DNS rebinding: the rule of the gateway and the world server,
-`toolshift.world.http_guard.host_allowed`). It serves GET only: the static page and
+`toolshift.world.mcp.http_guard.host_allowed`). It serves GET only: the static page and
 
     GET /api/runs                       files, their kinds and problems, totals, the flow if any
     GET /api/episodes?offset&limit&…    a page of rows, the total, and facet counts (filters: domain,
@@ -187,7 +187,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(value, ensure_ascii=False).encode(), "application/json; charset=utf-8")
 
     def do_GET(self) -> None:
-        from toolshift.world.http_guard import host_allowed, misdirected
+        from toolshift.world.mcp.http_guard import host_allowed, misdirected
 
         host = self.headers.get("Host")
         if not host_allowed(host, str(self.server.server_address[0])):

@@ -22,7 +22,8 @@ from typing import Any
 from toolshift.errors import BadInputError
 from toolshift.models import GoldCall, RowChange, ScriptedTurn, Task, UserInstruction
 from toolshift.world.external.objects import ExternalDomain, ExternalSpec, ObjectWorld, View, jsonable
-from toolshift.world.tools import Tool, ToolError
+from toolshift.world.state.tools import Tool
+from toolshift.world.toolerror import ToolError
 
 PACKAGE = "agentdojo"
 FAMILY = "agentdojo"

@@ -30,7 +30,8 @@ from toolshift.errors import BadInputError
 from toolshift.fileio import loads_json, read_text
 from toolshift.models import GoldCall, ScriptedTurn, Task, UserInstruction
 from toolshift.world.external.objects import ExternalDomain, ExternalSpec, ObjectWorld, View, jsonable
-from toolshift.world.tools import Tool, ToolError, argument_problem
+from toolshift.world.state.tools import Tool, argument_problem
+from toolshift.world.toolerror import ToolError
 
 PACKAGE = "bfcl_eval"
 FAMILY = "bfcl"

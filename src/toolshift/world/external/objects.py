@@ -30,7 +30,8 @@ import jsonschema
 
 from toolshift.errors import BadInputError
 from toolshift.models import RowChange
-from toolshift.world.tools import CallResult, Tool, ToolError, argument_problem, shorten
+from toolshift.world.state.tools import CallResult, Tool, argument_problem
+from toolshift.world.toolerror import ToolError, shorten
 
 View = dict[str, dict[str, Any]]
 """component → attribute → JSON value."""

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolshift.world.datasets import DataRows, register_data_source
+from toolshift.world.language.datasets import DataRows, register_data_source
 from toolshift.world.tau2 import files
 from toolshift.world.tau2.arithmetic import calculate_expression
 from toolshift.world.tau2.rows import append_child, child_key, insert, refused, replace_children, select
-from toolshift.world.tools import ToolError
+from toolshift.world.toolerror import ToolError
 
 FLIGHTS = "data/tau-bench/airline/flights.json"
 RESERVATIONS = "data/tau-bench/airline/reservations.json"

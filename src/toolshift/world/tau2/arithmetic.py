@@ -13,7 +13,7 @@ import ast
 import operator
 from typing import Any
 
-from toolshift.world.tools import ToolError
+from toolshift.world.toolerror import ToolError
 
 ALLOWED = set("0123456789+-*/(). ")
 MAX_EXPRESSION_CHARS = 1_000

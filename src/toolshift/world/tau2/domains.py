@@ -96,7 +96,7 @@ class Tau2World:
 
 
 def _tools(name: str) -> list[Any]:
-    from toolshift.world.registry import load_domain
+    from toolshift.world.state.registry import load_domain
 
     return load_domain(name).tools
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolshift.world.datasets import DataUnavailable
+from toolshift.world.language.datasets import DataUnavailable
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 """Largest data file read (the largest, τ²'s retail db.json, is 2.8 MB)."""

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolshift.errors import BadInputError
-from toolshift.world.tools import CallResult
+from toolshift.world.state.tools import CallResult
 
 
 def episode_calls(episode: Any) -> list[tuple[str, dict[str, Any]]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from toolshift.world.datasets import DataRows, register_data_source
+from toolshift.world.language.datasets import DataRows, register_data_source
 from toolshift.world.tau2 import files
 from toolshift.world.tau2.arithmetic import calculate_expression
 from toolshift.world.tau2.rows import (

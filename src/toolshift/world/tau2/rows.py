@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from toolshift.world.tools import ToolError
+from toolshift.world.toolerror import ToolError
 
 
 def child_key(parent: str, position: int) -> str:

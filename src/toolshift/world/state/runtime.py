@@ -13,12 +13,12 @@ from collections.abc import Callable
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from toolshift.world.bounds import Budget
-from toolshift.world.schema import Table, quote
-from toolshift.world.tools import ToolError
+from toolshift.world.language.bounds import Budget
+from toolshift.world.state.schema import Table, quote
+from toolshift.world.toolerror import ToolError
 
 if TYPE_CHECKING:
-    from toolshift.world.world import World
+    from toolshift.world.state.world import World
 
 MAX_CALL_DEPTH = 16
 """How deep tools may call each other through `call` (a spec cannot recurse without end)."""

@@ -12,7 +12,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from toolshift.errors import BadInputError
-from toolshift.world.spec import DomainSpec, EntitySpec, FieldSpec, Generator, row_format_problem
+from toolshift.world.language.spec import DomainSpec, EntitySpec, FieldSpec, Generator, row_format_problem
 
 MAX_VALUE_CHARS = 10_000
 """Characters of one generated value."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from toolshift.errors import BadInputError
 
 if TYPE_CHECKING:
-    from toolshift.world.spec import DomainSpec
+    from toolshift.world.language.spec import DomainSpec
 
 ENTRY_POINT_GROUP = "toolshift.data"
 
@@ -52,7 +52,7 @@ _lock = threading.Lock()
 
 def register_data_source(name: str, function: DataSource | None = None) -> Any:
     """Register `function` as the data source named `name` (usable as a decorator)."""
-    from toolshift.world.actions import IMPL_NAME
+    from toolshift.world.language.actions import IMPL_NAME
 
     if not IMPL_NAME.match(name):
         raise ValueError(f"data source name {name!r} is not dotted snake_case")
@@ -87,7 +87,7 @@ def find_data_source(name: str) -> DataSource | None:
 
 def check_data_source(spec: DomainSpec, source: str) -> None:
     """Refuse, at load, a spec naming a data source no installed package registers."""
-    from toolshift.world.actions import IMPL_NAME
+    from toolshift.world.language.actions import IMPL_NAME
 
     name = spec.data or ""
     if not IMPL_NAME.match(name):

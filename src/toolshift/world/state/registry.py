@@ -7,10 +7,10 @@ import threading
 from pathlib import Path
 
 from toolshift.errors import BadInputError
-from toolshift.world.compiler import CompiledDomain, compile_domain
-from toolshift.world.spec import DomainSpec, load_spec
+from toolshift.world.language.spec import DomainSpec, load_spec
+from toolshift.world.state.compiler import CompiledDomain, compile_domain
 
-PACKAGE = Path(__file__).resolve().parents[1]
+PACKAGE = Path(__file__).resolve().parents[2]
 DOMAIN_DIRS: tuple[Path, ...] = (
     PACKAGE / "world" / "domains",
     PACKAGE / "bench" / "domains",

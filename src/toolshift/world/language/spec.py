@@ -1,6 +1,6 @@
 """The YAML domain spec: entities, relations, seed-data rules and custom actions, validated on load.
 
-A spec is the single source of a world. `toolshift.world.compiler` turns it into a SQLite database
+A spec is the single source of a world. `toolshift.world.state.compiler` turns it into a SQLite database
 and a generated tool surface (get / list / search / create / update / delete per entity, one
 traversal per relation, plus the custom actions). Format `toolshift.domain/1`; see docs/formats.md.
 
@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from toolshift.errors import BadInputError
-from toolshift.world.yamlfile import load_yaml
+from toolshift.world.language.yamlfile import load_yaml
 
 SPEC_FORMAT = "toolshift.domain/1"
 
@@ -78,7 +78,7 @@ class _Strict(BaseModel):
 class Generator(BaseModel):
     """How seed data for a field is made. `kind` picks the rule; the other keys are its options.
 
-    Kinds (the compiler's `toolshift.world.seeding` implements them):
+    Kinds (the compiler's `toolshift.world.state.seeding` implements them):
     `person_name`, `first_name`, `last_name`, `company`, `email` (`from`: a name field),
     `phone`, `word` / `choice` (`values`, optional `weights`), `range` (`min`, `max`, ints or
     floats), `money` (`min`, `max`), `date` / `datetime` (`start`, `end`, ISO), `bool` (`p`),
@@ -184,14 +184,14 @@ class Precondition(_Strict):
 class ActionSpec(_Strict):
     """A custom tool: preconditions, then its effect as `code` in the action language or as a registered `impl`.
 
-    `code` is a function body in the safe interpreter's subset of Python (`toolshift.world.interpreter`),
+    `code` is a function body in the safe interpreter's subset of Python (`toolshift.world.language.interpreter`),
     run inside the call's transaction, with these names: `args` (validated arguments) and each
     parameter, `today` (the world's fixed date, ISO) and `now`, and the calls `get(entity, key)`,
     `require`, `find(entity, **where) -> list[dict]`, `count`, `insert(entity, **values) -> key`,
     `update(entity, key, **values)`, `delete(entity, key)`, `fail(code, message)` (a domain error;
     the transaction rolls back), `call(tool, args)`, `add_days`, `days_between`. It returns the
     tool's result. `impl` instead names a Python implementation an installed package registers
-    (`toolshift.world.actions`); exactly one of the two is given.
+    (`toolshift.world.language.actions`); exactly one of the two is given.
     """
 
     name: str
@@ -237,7 +237,7 @@ class DomainSpec(_Strict):
     today: str = "2026-06-01"
 
     data: str | None = None
-    """The name of a registered data source (`toolshift.world.datasets`) whose rows replace seed generation."""
+    """The name of a registered data source (`toolshift.world.language.datasets`) whose rows replace seed generation."""
 
     entities: list[EntitySpec]
     relations: list[RelationSpec] = Field(default_factory=list)
@@ -366,11 +366,11 @@ def validate_references(spec: DomainSpec, source: str) -> None:
         names = [p.name for p in act.params]
         if len(set(names)) != len(names):
             raise bad(f"actions[{i}].params", f"parameter names repeat in action {act.name!r}")
-    from toolshift.world.actions import check_actions
+    from toolshift.world.language.actions import check_actions
 
     check_actions(spec, source)
     if spec.data is not None:
-        from toolshift.world.datasets import check_data_source
+        from toolshift.world.language.datasets import check_data_source
 
         check_data_source(spec, source)
 
@@ -502,5 +502,5 @@ def parse_spec(data: Any, source: str) -> DomainSpec:
 
 
 def load_spec(path: str | Path) -> DomainSpec:
-    """Read and validate a YAML domain spec file (strictly: see `toolshift.world.yamlfile`)."""
+    """Read and validate a YAML domain spec file (strictly: see `toolshift.world.language.yamlfile`)."""
     return parse_spec(load_yaml(path, what="domain spec"), str(path))

@@ -21,7 +21,8 @@ from typing import Any
 
 import anyio
 
-from toolshift.world.tools import CallResult, Tool, ToolError, shorten
+from toolshift.world.state.tools import CallResult, Tool
+from toolshift.world.toolerror import ToolError, shorten
 
 OUR_PACKAGE = "toolshift."
 

@@ -1,8 +1,8 @@
 """What interpreted action code may call and apply: the builtins, the methods, the operators.
 
-Each entry takes the call's `Budget` first and goes through `toolshift.world.bounds`, so what it
+Each entry takes the call's `Budget` first and goes through `toolshift.world.language.bounds`, so what it
 costs is charged and what it makes is bounded before it is made (D55). The interpreter
-(`toolshift.world.interpreter`) refuses at load any name, method or operator not listed here.
+(`toolshift.world.language.interpreter`) refuses at load any name, method or operator not listed here.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from toolshift.world import bounds
-from toolshift.world.bounds import Budget, cost
-from toolshift.world.tools import ToolError
+from toolshift.world.language import bounds
+from toolshift.world.language.bounds import Budget, cost
+from toolshift.world.toolerror import ToolError
 
 MISSING = object()
 

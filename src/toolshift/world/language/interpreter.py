@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from toolshift.world.bounds import Budget
-from toolshift.world.expressions import (
+from toolshift.world.language.bounds import Budget
+from toolshift.world.language.expressions import (
     BUILTINS,
     DATA_NAMES,
     HELPERS,

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolshift.world.http_guard import reply as _reply
-from toolshift.world.http_guard import screened_post
-from toolshift.world.jsonrpc_guard import error_reply, top_level_id
 from toolshift.world.limits import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
+from toolshift.world.mcp.http_guard import reply as _reply
+from toolshift.world.mcp.http_guard import screened_post
+from toolshift.world.mcp.jsonrpc_guard import error_reply, top_level_id
 
 if TYPE_CHECKING:
-    from toolshift.world.world import World
+    from toolshift.world.state.world import World
 
 log = logging.getLogger(__name__)
 

@@ -17,21 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolshift.errors import BadInputError
-from toolshift.world.actions import compile_action
-from toolshift.world.bounds import Budget, jsonable
-from toolshift.world.datasets import DataRows, load_data_rows
-from toolshift.world.runtime import Runtime
-from toolshift.world.schema import (
-    DATE_PATTERN,
-    DATETIME_PATTERN,
-    WORLD_FORMAT,
-    Table,
-    build_tables,
-    ddl,
-    quote,
-)
-from toolshift.world.seeding import seed_rows
-from toolshift.world.spec import (
+from toolshift.world.language.actions import compile_action
+from toolshift.world.language.bounds import Budget, jsonable
+from toolshift.world.language.datasets import DataRows, load_data_rows
+from toolshift.world.language.spec import (
     TOOL_NAME,
     ActionSpec,
     DomainSpec,
@@ -40,7 +29,19 @@ from toolshift.world.spec import (
     ParamSpec,
     RelationSpec,
 )
-from toolshift.world.tools import Tool, ToolError
+from toolshift.world.state.runtime import Runtime
+from toolshift.world.state.schema import (
+    DATE_PATTERN,
+    DATETIME_PATTERN,
+    WORLD_FORMAT,
+    Table,
+    build_tables,
+    ddl,
+    quote,
+)
+from toolshift.world.state.seeding import seed_rows
+from toolshift.world.state.tools import Tool
+from toolshift.world.toolerror import ToolError
 
 DEFAULT_PAGE = 20
 MAX_PAGE = 100

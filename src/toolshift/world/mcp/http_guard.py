@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from toolshift.errors import BadInputError
-from toolshift.world.jsonrpc_guard import INVALID_REQUEST, error_reply, screen, top_level_id
 from toolshift.world.limits import MAX_MESSAGE_BYTES
+from toolshift.world.mcp.jsonrpc_guard import INVALID_REQUEST, error_reply, screen, top_level_id
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

@@ -1,6 +1,6 @@
 """What interpreted action code may cost: one call's step budget, and the bounded operations that charge it.
 
-Every operation of `toolshift.world.interpreter` whose cost or result size depends on the data
+Every operation of `toolshift.world.language.interpreter` whose cost or result size depends on the data
 (string and list building, big integers, comparing or hashing containers, converting them to
 text) goes through a function here that checks the size *before* making the value and charges
 the call's `Budget`. A spec can therefore neither hang a call nor exhaust memory: it is stopped
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from datetime import date
 from typing import Any
 
-from toolshift.world.tools import ToolError
+from toolshift.world.toolerror import ToolError
 
 STEP_BUDGET = 1_000_000
 """Steps one outermost call may use: about one per syntax node evaluated, per element, per 64 characters."""

@@ -23,18 +23,12 @@ from typing import Any
 from toolshift.errors import BadInputError
 from toolshift.fileio import atomic_path, loads_json
 from toolshift.models import RowChange
-from toolshift.world.compiler import CompiledDomain
-from toolshift.world.runtime import Runtime
-from toolshift.world.schema import Table, quote
-from toolshift.world.tools import (
-    CallResult,
-    Tool,
-    ToolError,
-    argument_problem,
-    integral_floats,
-    nonfinite_path,
-)
-from toolshift.world.validation import ArgumentSchema, SchemaProblem
+from toolshift.world.state.compiler import CompiledDomain
+from toolshift.world.state.runtime import Runtime
+from toolshift.world.state.schema import Table, quote
+from toolshift.world.state.tools import CallResult, Tool, argument_problem, integral_floats, nonfinite_path
+from toolshift.world.state.validation import ArgumentSchema, SchemaProblem
+from toolshift.world.toolerror import ToolError
 
 _READ_ACTIONS = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
@@ -171,7 +165,7 @@ class World:
     @classmethod
     def load(cls, name_or_path: str | Path, *, seed: int | None = None) -> World:
         """A fresh world of a built-in domain (by name) or a spec file (by path)."""
-        from toolshift.world.registry import load_domain
+        from toolshift.world.state.registry import load_domain
 
         return cls(load_domain(name_or_path, seed=seed))
 
@@ -182,9 +176,9 @@ class World:
         A file whose schema (tables, indexes, triggers, views) is not exactly what its spec compiles to is
         refused, naming what differs: a trigger or view in a world file would be code the data runs.
         """
-        from toolshift.world.compiler import compile_domain
-        from toolshift.world.schema import WORLD_FORMAT
-        from toolshift.world.spec import parse_spec
+        from toolshift.world.language.spec import parse_spec
+        from toolshift.world.state.compiler import compile_domain
+        from toolshift.world.state.schema import WORLD_FORMAT
 
         path = Path(path)
         if not path.is_file():

@@ -1,6 +1,6 @@
 """Compile expressions of the action language into closures: names and scopes, operators, comprehensions, calls.
 
-`ExpressionCompiler` is the half of `toolshift.world.interpreter` that both a precondition
+`ExpressionCompiler` is the half of `toolshift.world.language.interpreter` that both a precondition
 `check` and an action `code` use; the statements are in the interpreter. Each expression becomes
 a function of a `Frame`; whatever it may not do is a `Refusal` raised while compiling (D55).
 """
@@ -12,9 +12,9 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from toolshift.world import bounds
-from toolshift.world.bounds import ATOMS, Budget, cost
-from toolshift.world.vocabulary import BINARY, BUILTINS, COMPARISONS, KEY_TAKERS, METHODS, UNARY
+from toolshift.world.language import bounds
+from toolshift.world.language.bounds import ATOMS, Budget, cost
+from toolshift.world.language.vocabulary import BINARY, BUILTINS, COMPARISONS, KEY_TAKERS, METHODS, UNARY
 
 HELPERS: dict[str, str] = {
     "get": "read",
@@ -29,7 +29,7 @@ HELPERS: dict[str, str] = {
     "add_days": "read",
     "days_between": "read",
 }
-"""The runtime's helpers (`toolshift.world.runtime.Runtime.helpers`) and what each does."""
+"""The runtime's helpers (`toolshift.world.state.runtime.Runtime.helpers`) and what each does."""
 WRITE_HELPERS = frozenset(n for n, kind in HELPERS.items() if kind == "write")
 DATA_NAMES = ("args", "today", "now")
 

@@ -12,8 +12,8 @@ is the session: it serves one fork of the base world in either era.
 Over HTTP, a request whose Host is not loopback to a server bound to loopback gets 421 on every path, and
 bound beyond loopback the server needs a bearer token (`TOOLSHIFT_WORLD_TOKEN`; 401 without it).
 Sessions and world keys unused for `idle_timeout` seconds are closed, and no more than
-`max_sessions` are held (`toolshift.world.sessions`). Malformed JSON-RPC gets an error reply for
-every request id, over both transports (`toolshift.world.jsonrpc_guard`).
+`max_sessions` are held (`toolshift.world.mcp.sessions`). Malformed JSON-RPC gets an error reply for
+every request id, over both transports (`toolshift.world.mcp.jsonrpc_guard`).
 
 Tool results are JSON text content plus `structuredContent`; domain errors come back as
 `isError: true` with the JSON body `{code, message}`. Every result carries the row changes the
@@ -39,11 +39,9 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolshift.world.compiler import CompiledDomain
-from toolshift.world.direct import call_world, result_body, result_text
-from toolshift.world.jsonrpc_guard import ScreenedLines
 from toolshift.world.limits import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
-from toolshift.world.sessions import (
+from toolshift.world.mcp.jsonrpc_guard import ScreenedLines
+from toolshift.world.mcp.sessions import (
     SERVER_BUSY,
     Clock,
     SessionGate,
@@ -51,8 +49,11 @@ from toolshift.world.sessions import (
     release_freed_memory,
     world_key,
 )
-from toolshift.world.tools import CallResult, Tool, shorten
-from toolshift.world.world import World
+from toolshift.world.state.compiler import CompiledDomain
+from toolshift.world.state.direct import call_world, result_body, result_text
+from toolshift.world.state.tools import CallResult, Tool
+from toolshift.world.state.world import World
+from toolshift.world.toolerror import shorten
 
 CHANGES_META_KEY = "toolshift/changes"
 WORLD_KEY_META = "toolshift/world"
@@ -302,7 +303,7 @@ class WorldServer:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         world = self.world_for(ctx)
-        # Inline when the tool's code is ours, else off the event loop (D36, D148: toolshift.world.direct).
+        # Inline when the tool's code is ours, else off the event loop (D36, D148: toolshift.world.state.direct).
         return mcp_result(await call_world(world, params.name, params.arguments or {}))
 
     # --- transports -----------------------------------------------------------------------------
@@ -327,7 +328,7 @@ class WorldServer:
     ) -> Any:
         """The ASGI app serving streamable HTTP at `path` (plain JSON responses unless `json_response=False`:
         a world call never streams, and JSON skips the SSE framing), behind the `SessionGate`, the token
-        check (with a `token`) and the Host rule (`toolshift.world.http_guard`).
+        check (with a `token`) and the Host rule (`toolshift.world.mcp.http_guard`).
 
         Idle expiry and the session cap are the gate's (the SDK's own are off), and a task started with
         the app reaps idle sessions even while no request arrives.
@@ -351,7 +352,7 @@ class WorldServer:
                 tg.cancel_scope.cancel()
 
         app.router.lifespan_context = lifespan
-        from toolshift.world.http_guard import HostGate, TokenGate
+        from toolshift.world.mcp.http_guard import HostGate, TokenGate
 
         gated = SessionGate(app, table)
         return HostGate(TokenGate(gated, token) if token else gated, host)
@@ -367,7 +368,7 @@ class WorldServer:
         """Serve streamable HTTP; bound beyond loopback it needs a bearer token (refused to start without one)."""
         import uvicorn
 
-        from toolshift.world.http_guard import require_token
+        from toolshift.world.mcp.http_guard import require_token
 
         require_token(host, token, token_env)
         uvicorn.run(self.http_app(host=host, token=token), host=host, port=port, log_level="warning")

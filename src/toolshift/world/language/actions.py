@@ -2,7 +2,7 @@
 the Python implementations that installed packages register.
 
 A spec never carries code that Python runs. An action's logic is either `code` (the interpreter's
-subset, `toolshift.world.interpreter`) or `impl: NAME`, a name an installed package registers:
+subset, `toolshift.world.language.interpreter`) or `impl: NAME`, a name an installed package registers:
 
 - by entry point: a distribution declares `[project.entry-points."toolshift.actions"]`
   `NAME = "package.module:function"`, found with `importlib.metadata` and imported on first use;
@@ -26,7 +26,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any
 
 from toolshift.errors import BadInputError
-from toolshift.world.interpreter import (
+from toolshift.world.language.interpreter import (
     BUILTINS,
     DATA_NAMES,
     HELPERS,
@@ -37,11 +37,12 @@ from toolshift.world.interpreter import (
 )
 
 if TYPE_CHECKING:
-    from toolshift.world.runtime import Runtime
-    from toolshift.world.spec import ActionSpec, DomainSpec, Precondition
+    from toolshift.world.language.spec import ActionSpec, DomainSpec, Precondition
 
 ENTRY_POINT_GROUP = "toolshift.actions"
-ActionImpl = Callable[["Runtime", dict[str, Any]], Any]
+ActionImpl = Callable[[Any, dict[str, Any]], Any]
+"""A registered Python action: `(runtime, args) -> result`, the runtime being the world's
+`toolshift.world.state.runtime.Runtime` (the language layer names no runtime type: it sits below it)."""
 IMPL_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 """Dotted snake_case, e.g. `tau2.airline.book_reservation`."""
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from toolshift.world.spec import DomainSpec, EntitySpec, FieldSpec
+from toolshift.world.language.spec import DomainSpec, EntitySpec, FieldSpec
 
 WORLD_FORMAT = "toolshift.world/1"
 

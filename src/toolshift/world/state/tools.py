@@ -3,7 +3,7 @@
 A `Tool` is a small dataclass so a catalog can be changed after compilation: tools are added,
 removed, renamed (`Tool.renamed`) or wrapped with new handlers (`Tool.wrapped`, or
 `dataclasses.replace(tool, handler=...)`). A handler takes `(runtime, args)` — the runtime is the
-world's `toolshift.world.runtime.Runtime` (database connection, row helpers, `call` for composing
+world's `toolshift.world.state.runtime.Runtime` (database connection, row helpers, `call` for composing
 other tools) — and returns a JSON-serialisable result or raises `ToolError`.
 """
 
@@ -16,36 +16,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolshift.models import RowChange
-from toolshift.world.limits import INTEGER_BOUND, MAX_ARGUMENT_DEPTH, MAX_MESSAGE_CHARS, MAX_STRING_CHARS
+from toolshift.world.limits import INTEGER_BOUND, MAX_ARGUMENT_DEPTH, MAX_STRING_CHARS
+from toolshift.world.toolerror import shorten
 
 if TYPE_CHECKING:
-    from toolshift.world.runtime import Runtime
+    from toolshift.world.state.runtime import Runtime
 
 ToolEffect = Literal["read", "write"]
 Handler = Callable[["Runtime", dict[str, Any]], Any]
-
-
-def shorten(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """`text` cut to `limit` characters, saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    return f"{text[: limit - 40]}… ({len(text) - limit + 40:,} more characters)"
-
-
-class ToolError(Exception):
-    """A domain failure reported to the caller as `{code, message}`; the call's transaction rolls back.
-
-    The message is cut to `MAX_MESSAGE_CHARS`, whatever argument it quotes.
-    """
-
-    def __init__(self, code: str, message: str) -> None:
-        message = shorten(message)
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    def as_dict(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
 
 
 def argument_problem(args: dict[str, Any]) -> tuple[str, str] | None:
