@@ -44,7 +44,8 @@ def test_seeds_run_resume_select_report(tmp_path: Path):
     _ok("evolve", "report", str(out), "--out", str(md), "--embeddings", "tfidf")
     text = md.read_text()
     assert "Made by: `toolshift evolve report" in text and "## Completion rates before and after" in text
-    for png in ("completion", "features", "heatmap", "embedding", "cooccurrence"):
+    assert "## Lineages: before and after" in text and "## Naturalness rubric" in text
+    for png in ("completion", "features", "heatmap", "embedding", "cooccurrence", "lineages"):
         assert (md.parent / f"evolve-{png}.png").stat().st_size > 1000
 
 
@@ -65,3 +66,33 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path):
     assert not_a_run.returncode == 2 and "not an evolve run" in not_a_run.stderr
     for result in (missing, bad, not_a_run):
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_seeds_from_another_benchmark_and_a_bad_world_is_one_line_exit_2(tmp_path: Path):
+    import pytest
+
+    pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (make extras)")
+    from toolshift.taskfile import read_tasks
+
+    out = tmp_path / "seeds.jsonl"
+    _ok(
+        "evolve",
+        "seeds",
+        "--no-builtin",
+        "--world",
+        "bfcl",
+        "--per-world",
+        "2",
+        "--world-calls",
+        "5-9",
+        "--out",
+        str(out),
+    )
+    tasks = read_tasks(out)
+    assert len(tasks) == 2 and all(
+        t.judge == "bfcl-multi-turn-checker" and 5 <= len(t.gold_path) <= 9 for t in tasks
+    )
+    for world in ("nosuch", "tau2-airline:x"):
+        result = _toolshift("evolve", "seeds", "--no-builtin", "--world", world, "--out", str(out))
+        lines = [x for x in result.stderr.splitlines() if x.strip()]
+        assert result.returncode == 2 and len(lines) == 1 and "world" in lines[0], result.stderr

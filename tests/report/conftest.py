@@ -106,3 +106,29 @@ def add_corrupt_files(folder: Path) -> dict[str, Path]:
     lines = one_bad.read_text(encoding="utf-8").splitlines(keepends=True)
     one_bad.write_text("".join([*lines[:2], '{"id": "half", "task_id": \n', *lines[2:]]), encoding="utf-8")
     return {"headless": headless, "catalog": catalog, "one_bad": one_bad}
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """One headless Chromium for a module's browser tests (contexts are made per use).
+
+    Per module, not per session: Playwright's sync API keeps an event loop marked running in this thread
+    while the browser is open, so any later test that calls `asyncio.run` (building runs, serving worlds)
+    would be refused; a module's end closes it. Session fixtures (the runs) are made before it."""
+    from .pages import launch_chromium
+
+    p, browser = launch_chromium()
+    yield browser
+    browser.close()
+    p.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    """A context of the module's Chromium with the page's CSP bypassed (Playwright evaluates its waits)."""
+    from .pages import TIMEOUT_MS, VIEWPORT
+
+    context = chromium.new_context(viewport=VIEWPORT, bypass_csp=True)
+    context.set_default_timeout(TIMEOUT_MS)
+    yield context
+    context.close()

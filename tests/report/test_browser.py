@@ -7,9 +7,6 @@ where it is absent.
 
 from __future__ import annotations
 
-import struct
-from pathlib import Path
-
 import pytest
 
 from toolshift.report.build import build_report
@@ -19,44 +16,9 @@ from toolshift.report.view.marks import FlowMarker
 from toolshift.report.view.server import Viewer, serving
 
 from .conftest import add_corrupt_files
-
-CHROMIUM = Path("/usr/bin/chromium")
-# bypass_csp: the page forbids eval (its own CSP), and Playwright evaluates its wait conditions.
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
-TIMEOUT_MS = 120_000
-"""How long a step may wait for the page (a hang guard on a loaded machine, not a speed requirement)."""
+from .pages import in_viewport, png_size, rows, visible_box, wait_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared]
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    if not CHROMIUM.exists():
-        pytest.skip(
-            f"Debian's chromium is not installed at {CHROMIUM} (`make test` installs it with apt-get)"
-        )
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (extra `view`)")
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_api.sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(profile), executable_path=str(CHROMIUM), args=ARGS, headless=True,
-            viewport={"width": 1400, "height": 1000}, bypass_csp=True,
-        )  # fmt: skip
-        context.set_default_timeout(TIMEOUT_MS)
-        yield context
-        context.close()
-
-
-def png_size(data: bytes) -> tuple[int, int]:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    return struct.unpack(">II", data[16:24])
-
-
-def visible_box(page, selector: str) -> dict:
-    box = page.locator(selector).first.bounding_box()
-    assert box is not None and box["width"] > 0 and box["height"] > 0, selector
-    return box
 
 
 @pytest.fixture
@@ -67,18 +29,6 @@ def viewer_url(tmp_path, eco_runs, tau_runs, tau2_results):
     marker = FlowMarker(tau_runs / "flow.json", tau_runs / "taubench-v1-airline.catalog.json")
     with serving(Viewer(inputs, marker)) as url:
         yield url, inputs
-
-
-def rows(page) -> list[list[str]]:
-    return page.eval_on_selector_all(
-        "#episodes tbody tr", "trs => trs.map(tr => [...tr.cells].map(td => td.textContent))"
-    )
-
-
-def wait_page(page, needle: str) -> None:
-    page.wait_for_function(
-        "needle => document.getElementById('page-info').textContent.includes(needle)", arg=needle
-    )
 
 
 def test_viewer_filters_pages_steps_and_marks(browser, viewer_url, tmp_path):
@@ -128,13 +78,6 @@ def test_viewer_filters_pages_steps_and_marks(browser, viewer_url, tmp_path):
                      "#problems"):  # fmt: skip
         visible_box(page, selector)
     page.close()
-
-
-def in_viewport(page, selector: str) -> bool:
-    return page.eval_on_selector(
-        selector,
-        "e => { const r = e.getBoundingClientRect(); return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight; }",
-    )
 
 
 def test_viewer_keeps_the_episode_list_in_view_while_a_long_episode_scrolls(browser, viewer_url):

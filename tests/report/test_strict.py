@@ -96,5 +96,5 @@ def test_the_viewer_filters_by_strict_verdict_and_names_the_collateral_and_missi
         ]
         old = httpx.get(url + "api/episode", params={"row": every["old-greedy"]["row"]}, timeout=60).json()
         assert old["verdict"]["strict_success"] is None and old["verdict"]["collateral_rows"] is None
-        script = httpx.get(url + "viewer.js", timeout=60).text
+        script = "".join(httpx.get(url + name, timeout=60).text for name in ("viewer.js", "episode.js"))
         assert "collateral writes (outside Δgold)" in script and "missing gold changes" in script

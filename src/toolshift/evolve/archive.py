@@ -78,7 +78,7 @@ class ProgramRecord(BaseModel):
     mutation: Mutation
     status: Literal["evaluated", "rejected"]
     stage: str | None = None
-    """For a rejected program: propose, parse, verify, duplicate or solve."""
+    """For a rejected program: propose, parse, verify, rubric, duplicate or solve."""
     reason: str | None = None
     task: Task | None = None
     initial_state: list[GoldCall] = Field(default_factory=list)
@@ -99,6 +99,10 @@ class ProgramRecord(BaseModel):
     features_by: str = ""
     failure_mode: str | None = None
     failure_by: str = ""
+    rubric_failed: list[str] | None = None
+    """The naturalness rubric's failed rules on the task's text (`toolshift.evolve.render`); None: not
+    scored (a record from before the rubric, or a program rejected before it had a task)."""
+    rubric_why: str = ""
     costs: dict[str, Cost] = Field(default_factory=dict)
     """By part: proposer, verify, solver, feedback."""
     created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))

@@ -28,21 +28,34 @@ def seeds_cmd(
     calls: str = typer.Option(
         "", "--calls", help="Only build tasks whose ground truth has this many calls, e.g. 1,5-9."
     ),
+    world: list[str] = typer.Option(
+        [],
+        "--world",
+        help="Another benchmark's tasks: tau2-airline, tau2-retail, bfcl[:category], "
+        "agentdojo[:suite] (repeatable).",
+    ),
+    per_world: int = typer.Option(4, "--per-world", min=1, help="Tasks sampled per --world."),
+    world_calls: str = typer.Option(
+        "", "--world-calls", help="Only --world tasks of these ground-truth lengths (default: --calls)."
+    ),
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
-    """Write a seed task set: the built-in worlds' tasks and/or a sample of a benchmark build."""
-    from toolshift.evolve.seeds import builtin_world_tasks, parse_calls, sample_build
+    """Write a seed task set: the built-in worlds' tasks, a sample of a benchmark build, other benchmarks' tasks."""
+    from toolshift.evolve.seeds import builtin_world_tasks, parse_calls, sample_build, world_seeds
     from toolshift.taskfile import write_tasks
 
     tasks = builtin_world_tasks() if builtin else []
+    lengths = parse_calls(calls) if calls else None
     if build is not None:
         wanted = [d for d in domains.split(",") if d] or None
-        lengths = parse_calls(calls) if calls else None
         tasks += sample_build(build, per_domain, domains=wanted, seed=seed, calls=lengths)
-    elif calls:
-        raise BadInputError("--calls selects tasks of a --build", field="calls")
+    elif calls and not world:
+        raise BadInputError("--calls selects tasks of a --build or a --world", field="calls")
+    world_lengths = parse_calls(world_calls) if world_calls else lengths
+    for name in world:
+        tasks += world_seeds(name, per_world, seed=seed, calls=world_lengths)
     if not tasks:
-        raise BadInputError("no seed tasks: give --builtin or --build", field="seeds")
+        raise BadInputError("no seed tasks: give --builtin, --build or --world", field="seeds")
     write_tasks(out, tasks)
     console.print(f"{len(tasks)} seed tasks over {len({t.domain for t in tasks})} domains → {out}")
 

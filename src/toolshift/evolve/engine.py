@@ -26,14 +26,15 @@ from toolshift.evolve.fitness import score
 from toolshift.evolve.judge import model_labels
 from toolshift.evolve.modelcalls import ModelCallFailed, complete
 from toolshift.evolve.program import ProgramError, parse_program, render_program, spec_from_task
+from toolshift.evolve.render import revise, score_task
 from toolshift.evolve.solver import attempt_record, solve
 from toolshift.evolve.store import Checkpoint, EvolveConfig, ProposalRecord, RunStore, generation_stats
 from toolshift.evolve.structural import Lineage, StructuralProposer
 from toolshift.evolve.taxonomy import task_features
 from toolshift.evolve.verify import Rejected, VerifiedTask, verify
+from toolshift.evolve.worlds import is_external_domain, write_tools
 from toolshift.models import Task
 from toolshift.traces.episode import Episode
-from toolshift.world import load_domain
 
 
 @dataclass
@@ -56,6 +57,8 @@ def content_fingerprint(v: VerifiedTask) -> str:
         "gold": [(c.tool, c.arguments) for c in t.gold_path],
         "expected": [c.model_dump(mode="json") for c in t.expected_changes],
     }
+    if t.turns:  # a BFCL child may differ from its parent only in how the turns are grouped
+        body["turns"] = [(x.text, x.gold_calls) for x in t.turns]
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -74,6 +77,21 @@ class Engine:
     config: EvolveConfig
     events: Events = field(default_factory=Events)
     structural: StructuralProposer = field(default_factory=StructuralProposer)
+    roots: dict[str, Task] = field(default_factory=dict)
+    """The seed tasks by id (what a lineage's programs are verified and judged against)."""
+    _rewriter: list = field(default_factory=list)
+
+    def rewriter(self):  # type: ignore[no-untyped-def]
+        """The model that paraphrases a child's intent: the proposer model, else the judge model, else none."""
+        cfg = self.config
+        spec = cfg.proposer if cfg.proposer != "structural" else (cfg.judge if cfg.judge != "rules" else None)
+        if spec is None:
+            return None
+        if not self._rewriter:
+            from toolshift.bench.instructions import model_rewriter
+
+            self._rewriter.append(model_rewriter(spec, seed=cfg.seed))
+        return self._rewriter[0]
 
     # --- evaluation -------------------------------------------------------------------------------
 
@@ -107,12 +125,17 @@ class Engine:
                 raise ProgramError(f"the program is for domain {got_domain!r}, its lineage is {domain!r}")
         except ProgramError as exc:
             return self._rejected(base, "parse", str(exc), costs)
+        root_task = self.roots.get(root)
         try:
-            verified = verify(pid, domain, spec)
+            verified = verify(pid, domain, spec, root=root_task)
         except Rejected as exc:
             costs["verify"] = Cost(seconds=time.perf_counter() - started)
             return self._rejected(base, exc.stage, exc.reason, costs)
         costs["verify"] = Cost(seconds=time.perf_counter() - started)
+        rubric = score_task(verified.task)
+        base.update(rubric_failed=rubric.failed, rubric_why=rubric.reason())
+        if not rubric.ok and pid != root:  # a seed is scored as it is; a child must read as people write
+            return self._rejected(base, "rubric", rubric.reason(), costs)
         fp = content_fingerprint(verified)
         if fp in known:
             return self._rejected(base, "duplicate", f"the same task as {known[fp]}", costs)
@@ -150,7 +173,7 @@ class Engine:
             [float(a.tool_calls) for a in judged if a.strict_success],
         )
         sr_completion = sum(bool(a.success) for a in judged) / len(judged)
-        writes = {t.name for t in load_domain(domain).tools if t.effect == "write"}
+        writes = write_tools(domain, root_task)
         features = task_features(task, writes)
         failed = [
             e for e, a in zip(episodes, attempts, strict=True) if a.score is not None and not a.strict_success
@@ -196,7 +219,7 @@ class Engine:
     # --- the loop ---------------------------------------------------------------------------------
 
     def seed_record(self, task: Task, known: dict[str, str]) -> ProgramRecord:
-        spec = spec_from_task(task.public_request, task.instruction, task.gold_path)
+        spec = spec_from_task(task.public_request, task.instruction, task.gold_path, turns=task.turns)
         program = render_program(task.domain, spec)
         return self.evaluate(
             task.id, task.id, task.domain, program, Mutation(proposer="seed", kind="seed"),
@@ -220,6 +243,13 @@ class Engine:
         base = dict(step=step, root=root, parent=parent.id, parent_why=why,
                     inspirations=[r.id for r, _ in inspirations])  # fmt: skip
         started = time.perf_counter()
+        if parent.domain == "bfcl" and parent.task is not None:
+            return self._propose_turns(base, parent, archive, rng, started)
+        if is_external_domain(parent.domain):
+            mutation = Mutation(proposer="structural", kind="structural", description="no change")
+            return ProposalRecord(**base, mutation=mutation, cost=Cost(seconds=time.perf_counter() - started),
+                                  error=f"{parent.domain} tasks are judged by a check the benchmark wrote for the "
+                                  "task as given, so they are evaluated as given (no children)")  # fmt: skip
         if self.config.proposer == "structural":
             by_id = {r.id: r for r in archive}
             favoured = Counter(r.mutation.operator for r, _ in inspirations if r.mutation.operator)
@@ -236,9 +266,11 @@ class Engine:
                 mutation = Mutation(proposer="structural", kind="structural", description="no change")
                 return ProposalRecord(**base, error=str(exc), mutation=mutation,
                                       cost=Cost(seconds=time.perf_counter() - started))  # fmt: skip
-            program = render_program(parent.domain, made.spec)
+            revised, notes = revise(made.spec, self.rewriter())
+            program = render_program(parent.domain, revised)
+            description = made.description + (f" (writer: {'; '.join(notes)})" if notes else "")
             mutation = Mutation(
-                proposer="structural", kind="structural", operator=made.operator, description=made.description,
+                proposer="structural", kind="structural", operator=made.operator, description=description,
                 diff=_recorded_diff(parent.program, program), added={"edit": edit_json(made.edit)},
             )  # fmt: skip
             return ProposalRecord(**base, program=program, mutation=mutation,
@@ -258,11 +290,43 @@ class Engine:
                                 diff=response)  # fmt: skip
             cost = getattr(exc, "cost", None) or Cost(calls=1, seconds=time.perf_counter() - started)
             return ProposalRecord(**base, error=str(exc), mutation=mutation, cost=cost)
+        description = describe_response(response)
+        try:  # the model's child goes through the same writer as a structural one
+            _, child = parse_program(program)
+            revised, notes = revise(child, self.rewriter())
+            if notes:
+                program = render_program(parent.domain, revised)
+                description += f" (writer: {'; '.join(notes)})"
+        except ProgramError:
+            pass  # rejected at the parse stage, with its reason
         mutation = Mutation(
-            proposer=f"model:{spec_name}", kind=kind, description=describe_response(response),  # type: ignore[arg-type]
+            proposer=f"model:{spec_name}", kind=kind, description=description,  # type: ignore[arg-type]
             diff=response if kind == "diff" else _recorded_diff(parent.program, program),
         )  # fmt: skip
         return ProposalRecord(**base, program=program, mutation=mutation, cost=cost)
+
+    def _propose_turns(self, base: dict, parent: ProgramRecord, archive: list[ProgramRecord], rng: random.Random,
+                       started: float) -> ProposalRecord:  # fmt: skip
+        """A BFCL child: the entry's turns regrouped (`toolshift.evolve.turns`), whatever the proposer."""
+        from toolshift.evolve.turns import propose_turns
+
+        root = self.roots[parent.root]
+        held = {r.program for r in archive if r.program}
+        try:
+            _, spec = parse_program(parent.program)
+            made = propose_turns(
+                spec, root, parent.completion if parent.feasible else None, rng,
+                known=lambda child: render_program(parent.domain, child) in held,
+            )  # fmt: skip
+        except (EditError, ProgramError) as exc:
+            mutation = Mutation(proposer="structural", kind="structural", description="no change")
+            return ProposalRecord(**base, error=str(exc), mutation=mutation,
+                                  cost=Cost(seconds=time.perf_counter() - started))  # fmt: skip
+        program = render_program(parent.domain, made.spec)
+        mutation = Mutation(proposer="structural", kind="structural", operator=made.operator,
+                            description=made.description, diff=_recorded_diff(parent.program, program))  # fmt: skip
+        return ProposalRecord(**base, program=program, mutation=mutation,
+                              cost=Cost(seconds=time.perf_counter() - started))  # fmt: skip
 
     def run_step(
         self, step: int, roots: list[str], archive: list[ProgramRecord], known: dict[str, str]
@@ -290,6 +354,7 @@ class Engine:
     def run(self, *, max_steps: int | None = None) -> list[ProgramRecord]:
         """Evaluate missing seeds, then the remaining steps (at most `max_steps` of them now)."""
         seeds = self.store.seeds()
+        self.roots = {t.id: t for t in seeds}
         archive = self.store.records()
         known = {self._fingerprint(r): r.id for r in archive if r.task is not None}
         done = {r.id for r in archive}

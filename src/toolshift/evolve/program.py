@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from toolshift.models import GoldCall, RowChange, UserInstruction
+from toolshift.models import GoldCall, RowChange, ScriptedTurn, UserInstruction
 
 PROGRAM_FORMAT = "toolshift.task-program/1"
 MAX_PROGRAM_CHARS = 64_000
@@ -85,6 +85,15 @@ class CriteriaSpec(_Strict):
     expected_changes: list[ChangeSpec] = Field(min_length=1, max_length=200)
 
 
+class TurnSpec(_Strict):
+    """One scripted user turn of a multi-turn benchmark task (BFCL): its message, how many ground-truth
+    calls answer it, and which of the benchmark entry's turns it stands for (several when merged)."""
+
+    text: str = Field(min_length=1, max_length=MAX_TEXT)
+    calls: int = Field(ge=0, le=40)
+    of: list[int] = Field(min_length=1, max_length=20)
+
+
 class TaskSpec(_Strict):
     """What `get_task()` returns: the task as the proposer writes it."""
 
@@ -95,6 +104,8 @@ class TaskSpec(_Strict):
     """Calls applied to a fresh world before the episode begins (the task's starting state)."""
     ground_truth_calls: list[CallSpec] = Field(min_length=1, max_length=40)
     evaluation_criteria: CriteriaSpec | None = None
+    turns: list[TurnSpec] = Field(default_factory=list, max_length=20)
+    """A multi-turn benchmark task's scripted user turns (empty: one conversation with a user simulator)."""
 
     def user_instruction(self) -> UserInstruction:
         i = self.instruction
@@ -133,8 +144,9 @@ def literal_source(value: Any, indent: int = 0) -> str:
 def task_spec_data(spec: TaskSpec) -> dict[str, Any]:
     """The block's dictionary, in a stable key order, without empty optional parts."""
     data = spec.model_dump(mode="json", exclude_none=True)
-    if not data.get("initial_state"):
-        data.pop("initial_state", None)
+    for part in ("initial_state", "turns"):
+        if not data.get(part):
+            data.pop(part, None)
     return data
 
 
@@ -302,6 +314,7 @@ def spec_from_task(
     gold: list[GoldCall],
     initial_state: list[GoldCall] | None = None,
     criteria: list[RowChange] | None = None,
+    turns: list[ScriptedTurn] | None = None,
 ) -> TaskSpec:
     """The block's task for an existing task (a seed): its request, manual and gold calls."""
     return TaskSpec(
@@ -321,4 +334,5 @@ def spec_from_task(
         )
         if criteria
         else None,
+        turns=[TurnSpec(text=t.text, calls=t.gold_calls, of=[i]) for i, t in enumerate(turns or [])],
     )

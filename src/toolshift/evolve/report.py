@@ -30,6 +30,7 @@ from toolshift.evolve.analysis import (
     tsne,
 )
 from toolshift.evolve.archive import ProgramRecord
+from toolshift.evolve.evidence import evolved_only, lineage_lines, lineages, rubric_lines, source_of
 from toolshift.evolve.feedback import FAILURE_MODES
 from toolshift.evolve.select import read_selection
 from toolshift.evolve.store import RunStore, generation_stats
@@ -52,7 +53,9 @@ class RunData:
         self.seeds = [r for r in self.records if r.step is None and r.evaluated]
         selection = read_selection(folder)
         kept = [i for root in selection.roots for i in root.kept] if selection else []
-        self.final = [self.by_id[i] for i in kept if i in self.by_id]
+        self.final_all = [self.by_id[i] for i in kept if i in self.by_id]
+        # "final" figures count only what evolved: seeds kept unchanged are reported apart
+        self.final, self.unchanged = evolved_only(self.final_all)
         self.selection = selection
 
 
@@ -92,7 +95,9 @@ def _bars(
     fig, ax = plt.subplots(figsize=(9, 4))
     x = np.arange(len(labels))
     ax.bar(x - 0.2, before, 0.4, label="seed tasks (before)", color="#f28e2b")
-    ax.bar(x + 0.2, after, 0.4, label="evolved final tasks (after)", color="#4e79a7")
+    ax.bar(
+        x + 0.2, after, 0.4, label="evolved final tasks (after; unchanged seeds excluded)", color="#4e79a7"
+    )
     ax.set_xticks(x, labels, rotation=30 if len(labels) > 6 and max(map(len, labels)) > 4 else 0, ha="right")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -122,6 +127,29 @@ def _heatmaps(
                     ax.text(j, i, f"{100 * m[i, j]:.0f}", ha="center", va="center", fontsize=6)
         ax.set_title(t, fontsize=9)
     fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _lineage_plot(path: Path, ls: list) -> None:  # type: ignore[type-arg]
+    """Each lineage's seed completion (orange) and its evolved final tasks' mean (blue), by source; a
+    lineage without evolved final tasks shows its seed alone."""
+    plt = _plt()
+    ls = sorted(ls, key=lambda x: (source_of(x.root), x.root.completion or 0.0, x.root.id))
+    fig, ax = plt.subplots(figsize=(9, 0.28 * len(ls) + 1.6))
+    ax.axvspan(0.3, 0.7, color="#59a14f", alpha=0.12, label="30–70%")
+    for y, x in enumerate(ls):
+        b = x.root.completion or 0.0
+        ax.scatter([b], [y], color="#f28e2b", zorder=3, s=28)
+        if x.after is not None:
+            ax.annotate("", xy=(x.after, y), xytext=(b, y), arrowprops={"arrowstyle": "->", "color": "#888"})
+            ax.scatter([x.after], [y], color="#4e79a7", zorder=4, s=16)
+    ax.set_yticks(range(len(ls)), [f"{x.root.id} ({source_of(x.root)})" for x in ls], fontsize=7)
+    ax.set_xlim(-0.05, 1.05)
+    ax.set_xlabel("completion rate: seed (orange) → mean of its evolved final tasks (blue)")
+    ax.set_title("Per lineage, before and after (unchanged seeds excluded from after)")
+    ax.legend(loc="lower right", fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -254,12 +282,14 @@ def write_report(
         "",
         *([note, ""] if note else []),
         "",
-        "Before = each run's seed tasks as its solver did on them; after = its final dataset (per seed, the "
-        "programs with the highest completion-rate variance, ties kept, after the trivial-failure judge).",
+        "Before = each run's seed tasks as its solver did on them; after = the evolved tasks of its final dataset "
+        "(per seed, the programs with the highest completion-rate variance, ties kept, after the trivial-failure "
+        "judge). A seed the selection kept unchanged is not an evolved task: it is listed apart (Lineages) and "
+        "counted in no final-task figure.",
         "",
         "## Runs",
         "",
-        "| run | seeds | generations | solver (N attempts) | proposer | programs | evaluated | rejected (by stage) | final tasks |",
+        "| run | seeds | generations | solver (N attempts) | proposer | programs | evaluated | rejected (by stage) | final tasks: evolved (+ unchanged seeds) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
     for run in runs:
@@ -268,7 +298,7 @@ def write_report(
         rej = ", ".join(f"{k} {v}" for k, v in stages.most_common()) or "none"
         lines.append(
             f"| `{run.folder.name}` | {len(run.seeds)} | {c.generations} | {c.solver.model} ({c.solver.attempts}) | "
-            f"{c.proposer} | {len(run.records)} | {sum(r.evaluated for r in run.records)} | {rej} | {len(run.final)} |"
+            f"{c.proposer} | {len(run.records)} | {sum(r.evaluated for r in run.records)} | {rej} | {len(run.final)} (+ {len(run.unchanged)}) |"
         )
     lines += [
         "",
@@ -287,12 +317,17 @@ def write_report(
         "| completion rate | " + " | ".join(f"{b:.1f}" for b in BINS) + " | in 30–70% | in 40–60% |",
         "|---|" + "---|" * (len(BINS) + 2),
         f"| seed tasks (n={sum(hb)}) | " + " | ".join(map(str, hb)) + f" | {_pct(share_between(before, 0.3, 0.7))} | {_pct(share_between(before, 0.4, 0.6))} |",
-        f"| final tasks (n={sum(ha)}) | " + " | ".join(map(str, ha)) + f" | {_pct(share_between(after, 0.3, 0.7))} | {_pct(share_between(after, 0.4, 0.6))} |",
+        f"| evolved final tasks (n={sum(ha)}) | " + " | ".join(map(str, ha)) + f" | {_pct(share_between(after, 0.3, 0.7))} | {_pct(share_between(after, 0.4, 0.6))} |",
         "",
         SEED_PAPER,
         "",
     ]  # fmt: skip
     lines += [*strict_lines(before, after), ""]
+    finals = [r for run in runs for r in run.final_all]
+    _lineage_plot(out.with_name(f"{stem}-lineages.png"), lineages(before, finals))
+    lines += lineage_lines(before, finals)
+    lines += [f"![lineages before and after]({stem}-lineages.png)", ""]
+    lines += rubric_lines(before, after, [r for run in runs for r in run.records])
     goal = share_between(after, 0.3, 0.7)
     lines.append(
         f"Goal (≥ 80% of the final tasks within 30–70%): **{_pct(goal)} — {'met' if goal >= 0.8 else 'not met'}**"
@@ -370,13 +405,28 @@ def write_report(
     ]
     lines += [f"| {op} | {n} | {e} | {d:+.2f} | {_pct(b)} |" for op, n, e, d, b in _operators(runs)]
     lines += ["", "## Lineage examples", ""]
-    for seed, evolved in _descendant_pairs(runs)[:4]:
+    pairs = _descendant_pairs(runs)
+    firsts = list({source_of(seed): (seed, evolved) for seed, evolved in reversed(pairs)}.values())[::-1]
+    shown_pairs = (firsts + [p for p in pairs if p not in firsts])[
+        : max(4, len(firsts))
+    ]  # one per source first
+    for seed, evolved in shown_pairs:
         run = next(r for r in runs if evolved.id in r.by_id)
         chain, node = [], evolved
         while node is not None and node.parent:
-            chain.append(node.mutation.operator or node.mutation.proposer)
+            chain.append(node.mutation)
             node = run.by_id.get(node.parent)
-        lines += [f"- **{seed.id}** (c = {seed.completion:.1f}) → **{evolved.id}** (c = {evolved.completion:.1f}) by "
-                  f"{' → '.join(reversed(chain))}", f"  - before: {instruction(seed)[:300]}", f"  - after: {instruction(evolved)[:400]}"]  # fmt: skip
+        ops = " → ".join(m.operator or m.proposer for m in reversed(chain))
+        b, a = instruction(seed), instruction(evolved)
+        same = next((i for i, (x, y) in enumerate(zip(b, a, strict=False)) if x != y), min(len(a), len(b)))
+        start = max(0, same - 60)
+        after = ("…" if start else "") + a[start : start + 360].replace("\n", " ")
+        lines += [f"- **{seed.id}** ({source_of(seed)}, c = {seed.completion:.1f}) → **{evolved.id}** "
+                  f"(c = {evolved.completion:.1f}) by {ops}",
+                  *[f"  - {m.operator}: {m.description}" for m in reversed(chain)],
+                  f"  - before: {b[:240].replace(chr(10), ' ')}", f"  - after: {after}"]  # fmt: skip
+        if evolved.task is not None and seed.task is not None and seed.task.turns:
+            lines.append(f"  - turns: {len(seed.task.turns)} → {len(evolved.task.turns)}; ground-truth calls "
+                         f"{len(seed.task.gold_path)} → {len(evolved.task.gold_path)}")  # fmt: skip
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out

@@ -1,12 +1,11 @@
 """What the structural operators stand on: a domain's schema and tools, fresh worlds at any point of a
-ground-truth path, and small text helpers (fact names, mentions of a value, derived values)."""
+ground-truth path, and small text helpers (fact names, mentions of a value, values relative to a record's)."""
 
 from __future__ import annotations
 
 import json
-import random
 import re
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
 from toolshift.bench.graph import ToolSignature, signatures
@@ -82,24 +81,34 @@ SENTENCE_SPLIT = re.compile(r"(?<=[.!?)])\s+")
 SENTENCE_END = re.compile(r"\.(?=\s+[A-Z(]|\s*$)")
 
 
-def derive(value: Any, rng: random.Random) -> str | None:
-    """A short computation that gives `value`: for money and numbers, a half or a sum; for dates, a day count."""
-    if isinstance(value, str):
-        m = DATE_PREFIX.match(value)
-        if not m:
+MAX_SHIFT_DAYS = 60
+
+
+def relative(current: Any, value: Any) -> tuple[str, str] | None:
+    """`value` said against the record's `current` one, and the change as the value the user states:
+    (`5.00 more than it is now`, `5.00`), (`3 days later than it is now`, `3 days`); None when they are
+    not two numbers or two dates, or are equal."""
+    if isinstance(current, bool) or isinstance(value, bool):
+        return None
+    if isinstance(current, int | float) and isinstance(value, int | float):
+        d = value - current
+        if d == 0 or current == 0 or abs(d) > abs(current):
+            return None  # a change that is not an adjustment of the value there is no relative value
+        amount = f"{abs(d):.2f}" if isinstance(value, float) or isinstance(current, float) else str(abs(d))
+        return f"{amount} {'more' if d > 0 else 'less'} than it is now", amount
+    if isinstance(current, str) and isinstance(value, str):
+        a, b = DATE_PREFIX.match(current), DATE_PREFIX.match(value)
+        if not (a and b) or a.group(2) != b.group(2):
             return None
         try:
-            day = date.fromisoformat(m.group(1))
+            days = (date.fromisoformat(b.group(1)) - date.fromisoformat(a.group(1))).days
         except ValueError:
             return None
-        n = rng.randint(2, 9)
-        return f"{n} days after {(day - timedelta(days=n)).isoformat()}{m.group(2)}"
-    if isinstance(value, float):
-        if rng.random() < 0.5:
-            return f"half of {value * 2:.2f}"
-        d = float(rng.choice([5, 10, 15, 20]))
-        return f"{value + d:.2f} minus {d:.2f}"
-    if isinstance(value, int):
-        d = rng.randint(1, 5)
-        return f"{value - d} plus {d}" if value - d >= 0 else f"{value + d} minus {d}"
+        if days == 0 or abs(days) > MAX_SHIFT_DAYS:
+            return None
+        unit = "day" if abs(days) == 1 else "days"
+        return (
+            f"{abs(days)} {unit} {'later' if days > 0 else 'earlier'} than it is now",
+            f"{abs(days)} {unit}",
+        )
     return None

@@ -1,9 +1,11 @@
-"""Seed task sets: the built-in worlds' tasks, made as the agents demo makes its own, and a build's sample.
+"""Seed task sets: the built-in worlds' tasks, a build's sample, and other benchmarks' own tasks.
 
 The built-in worlds' tasks are short errands with the record named (the demo's three clinic tasks and
 the same kind on library and freight_depot): a read and a write, Δgold recorded by replaying them.
 A sample of a `toolshift bench build` adds the benchmark's synthesised tasks — longer paths from a
-user-known value to a write — so a seed set holds tasks at both ends of a solver's range.
+user-known value to a write — so a seed set holds tasks at both ends of a solver's range. `world_seeds`
+samples the tasks of τ²-bench airline and retail, BFCL multi-turn and AgentDojo as toolshift imports
+them, each keeping its benchmark's judge (`tau2-evaluator`, BFCL's checker, AgentDojo's utility).
 """
 
 from __future__ import annotations
@@ -106,3 +108,51 @@ def sample_build(
     if not out:
         raise BadInputError("the build holds no tasks for these domains", source=str(build))
     return out
+
+
+WORLD_FAMILIES = ("tau2-airline", "tau2-retail", "bfcl", "agentdojo")
+
+
+def world_seeds(world: str, per_world: int, *, seed: int = 0, calls: set[int] | None = None) -> list[Task]:
+    """`per_world` tasks of another benchmark (the same ones for the same seed): `tau2-airline`,
+    `tau2-retail`, `bfcl[:<category>]` (default `base`) or `agentdojo[:<suite>]` (default every suite).
+    Only tasks whose ground truth changes the world and succeeds on it; τ² tasks that need a starting
+    state are left out, and τ² ids get their world's name (`tau2-airline-7`: ids repeat across worlds)."""
+    family, _, subset = world.partition(":")
+    if family not in WORLD_FAMILIES:
+        raise BadInputError(
+            f"{world!r}: seeds come from {', '.join(WORLD_FAMILIES)} (bfcl:<category>, agentdojo:<suite>)",
+            field="world",
+        )
+    if family.startswith("tau2-"):
+        if subset:
+            raise BadInputError(f"{world!r}: a τ² world has no subsets", field="world")
+        tasks = _tau2_tasks(family)
+    else:
+        from toolshift.world.external import export_tasks, require_family
+
+        require_family(family)
+        chosen = [subset] if subset else (["base"] if family == "bfcl" else None)
+        report = export_tasks(family, subsets=chosen)
+        tasks = [t for t in report.tasks if t.expected_changes]
+    if calls:
+        tasks = [t for t in tasks if len(t.gold_path) in calls]
+    ranked = sorted(tasks, key=lambda t: hashlib.sha256(f"{seed}:{t.id}".encode()).hexdigest())
+    if not ranked:
+        raise BadInputError(f"{world} has no tasks of these lengths that change the world", field="world")
+    return ranked[:per_world]
+
+
+def _tau2_tasks(name: str) -> list[Task]:
+    from toolshift.world.tau2.domains import tau2_world
+    from toolshift.world.tau2.tasks import import_tasks, read_tau2_tasks
+
+    world = tau2_world(name)
+    needs_state = {t.id for t in read_tau2_tasks(world) if world.initial_calls(t)}
+    report = import_tasks(name)
+    broken = {f.task_id for f in report.gold_errors}  # our verification replays every call
+    return [
+        t.model_copy(update={"id": f"{name}-{t.id}", "domain": name})
+        for t in report.tasks
+        if t.expected_changes and t.id not in needs_state and t.id not in broken
+    ]

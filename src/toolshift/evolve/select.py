@@ -19,10 +19,10 @@ from toolshift.evolve.archive import Cost, ProgramRecord
 from toolshift.evolve.feedback import diff_attempt
 from toolshift.evolve.judge import Verdict, model_verdict, rule_verdict
 from toolshift.evolve.store import EvolveConfig, RunStore
+from toolshift.evolve.worlds import write_tools
 from toolshift.models import GoldCall, Task
 from toolshift.taskfile import write_tasks
 from toolshift.traces.store import iter_episodes, write_text_atomic
-from toolshift.world import load_domain
 
 SELECTION_FORMAT = "toolshift.evolve-selection/1"
 EVOLVED_FORMAT = "toolshift.evolved-tasks/1"
@@ -73,7 +73,7 @@ def _verdict(store: RunStore, config: EvolveConfig, r: ProgramRecord, cache: dic
         c = cache[r.id]
         return Verdict(bool(c["trivial"]), str(c["reason"]), str(c["by"]), Cost())
     assert r.task is not None
-    writes = {t.name for t in load_domain(r.domain).tools if t.effect == "write"}
+    writes = write_tools(r.domain, r.task)
     path = store.episodes_path(r.id)
     # the failed attempts: those not strictly successful (older records: by SR, their only verdict)
     wanted = {

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolshift.agents.config import RunConfig, check_model_spec, make_agent, make_user
 from toolshift.agents.loop import EpisodeHung, EpisodeLimits, hung_episode, run_episode, run_isolated
-from toolshift.agents.policies import ScriptedCall, ScriptedPolicy
+from toolshift.agents.policies import DONE_TEXT, ScriptedCall, ScriptedPolicy, TurnScriptedPolicy
 from toolshift.agents.runner import HUNG_GRACE, DurableLog, read_finished
 from toolshift.agents.worlds import InProcessSession
 from toolshift.errors import BadInputError
@@ -107,17 +107,40 @@ def noisy_oracle_rate(spec: str) -> float:
     return q
 
 
+def _kept_calls(task: Task, q: float, rng: random.Random) -> int:
+    """How many gold calls the instrument makes: the first always, each later one with probability q."""
+    n = 0
+    for i in range(len(task.gold_path)):
+        if i > 0 and rng.random() >= q:
+            break
+        n += 1
+    return n
+
+
 class NoisyOracle(ScriptedPolicy):
     """A measuring instrument: the gold path, cut at the first step lost (each after the first kept with
-    probability q), so a task of L calls is completed with probability q^(L−1)."""
+    probability q), so a task of L calls is completed with probability q^(L−1). Its closing text says
+    what the task's judge requires said (τ²'s `communicate_info`), as the oracle's does."""
 
     def __init__(self, task: Task, q: float, rng: random.Random) -> None:
-        calls = []
-        for i, c in enumerate(task.gold_path):
-            if i > 0 and rng.random() >= q:
-                break
-            calls.append(ScriptedCall(c.tool, c.arguments))
-        super().__init__(f"{NOISY_ORACLE}:{q:g}", calls)
+        n = _kept_calls(task, q, rng)
+        calls = [ScriptedCall(c.tool, c.arguments) for c in task.gold_path[:n]]
+        said = (task.criteria.communicate_info or []) if task.criteria is not None else []
+        super().__init__(f"{NOISY_ORACLE}:{q:g}", calls, " ".join([DONE_TEXT, *said]))
+
+
+class NoisyTurnOracle(TurnScriptedPolicy):
+    """The instrument on a task with scripted user turns (BFCL): the same cut of the gold path, made turn
+    by turn as the oracle makes it (later turns get no calls once a step is lost)."""
+
+    def __init__(self, task: Task, q: float, rng: random.Random) -> None:
+        super().__init__(f"{NOISY_ORACLE}:{q:g}", task)
+        left = _kept_calls(task, q, rng)
+        cut = []
+        for turn in self.turns:
+            cut.append(turn[:left])
+            left = max(0, left - len(turn))
+        self.turns = cut
 
 
 class AttemptRecord(BaseModel):
@@ -208,10 +231,23 @@ def world_with_setup(domain: str, setup: list[tuple[str, dict[str, Any]]]) -> Ca
     return open_world
 
 
+def _opener(verified: VerifiedTask) -> Callable[[], Any]:
+    """Fresh worlds for the task's attempts: its own object world for a BFCL or AgentDojo task."""
+    from toolshift.evolve.worlds import external_world, is_external_domain
+
+    task = verified.task
+    if is_external_domain(task.domain):
+        from toolshift.agents.worlds import external
+
+        return external(external_world(task))
+    return world_with_setup(task.domain, verified.setup)
+
+
 def _agent(config: SolverConfig, run: RunConfig, task: Task, trial: int) -> Any:
     if config.model.startswith(NOISY_ORACLE):
         rng = random.Random(f"{config.seed}:{task.id}:{task.fingerprint()}:{trial}")
-        return NoisyOracle(task, noisy_oracle_rate(config.model), rng)
+        kind = NoisyTurnOracle if task.turns else NoisyOracle
+        return kind(task, noisy_oracle_rate(config.model), rng)
     return make_agent(run, task, trial)
 
 
@@ -231,7 +267,7 @@ def solve(
     }
     todo = [k for k in range(config.attempts) if k not in have]
     if todo:
-        opener = world_with_setup(task.domain, verified.setup)
+        opener = _opener(verified)
         meta = {"task": task.id, "solver": config.model_dump(mode="json")}
         new = asyncio.run(_attempts(task, config, run, opener, todo, episodes_path, meta, on_attempt))
         have.update(new)

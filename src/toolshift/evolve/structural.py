@@ -9,7 +9,7 @@ Operators come from the seed's feature taxonomy, each with an inverse:
 | `add_follow_on`: a second change to the same record (or one it refers to) | multi-step | `drop_step`: the last added change (or a seed's second clause) is dropped |
 | `add_filter`: the same change for every sibling record sharing an attribute | constraint & filter | `remove_filter` |
 | `add_distractor`: the opening names another record of the same kind | distractor | `remove_distractor` |
-| `add_derived_value`: a number or date is given as a computation | reasoning | `state_value` |
+| `add_derived_value`: a number or date is given relative to the record's current one | reasoning | `state_value` |
 
 Every operator works on the live world (rows, relations, policy checks through real calls), writes new
 ground-truth calls, and returns an `Edit`; the child is then rendered, parsed and verified like any
@@ -26,14 +26,15 @@ from typing import Any
 
 from toolshift.bench.instructions import _intent_clause, entity_noun, field_words, row_value_text
 from toolshift.bench.synthesis import Draft, Rejected, Synthesizer
+from toolshift.errors import BadInputError
 from toolshift.evolve.edits import Edit, EditError, PlacedCall, Replacement, apply_edit, undo
+from toolshift.evolve.operators_text import TextOperators
 from toolshift.evolve.program import CallSpec, TaskSpec
 from toolshift.evolve.scene import (
     SENTENCE_END,
     SENTENCE_SPLIT,
     Scene,
     canon,
-    derive,
     free_name,
     mention,
     user_text,
@@ -86,7 +87,7 @@ class Proposal:
     edit: Edit
 
 
-class StructuralProposer:
+class StructuralProposer(TextOperators):
     """Proposes a child task from a parent by one structural operator (seeded, model-free)."""
 
     name = "structural"
@@ -131,14 +132,14 @@ class StructuralProposer:
         for op in order:
             try:
                 made = getattr(self, op)(scene, task, spec, lineage, rng)
-            except (EditError, Rejected) as exc:
-                tried.append(f"{op}: {exc}")
+                if made is None:
+                    tried.append(f"{op}: does not apply")
+                    continue
+                edit, description = made
+                child = apply_edit(spec, edit)
+            except (EditError, Rejected, BadInputError) as exc:  # BadInputError: the world's graph cannot
+                tried.append(f"{op}: {exc}")  # synthesise this (a τ² world has no query-type start)
                 continue
-            if made is None:
-                tried.append(f"{op}: does not apply")
-                continue
-            edit, description = made
-            child = apply_edit(spec, edit)
             if known is not None and known(child):
                 tried.append(f"{op}: makes a program the archive holds")
                 continue
@@ -538,75 +539,3 @@ class StructuralProposer:
 
     def remove_filter(self, scene: Scene, task: Task, spec: TaskSpec, lineage: Lineage, rng: random.Random):
         return self._undo("remove_filter", spec, lineage)
-
-    # --- distractors ----------------------------------------------------------------------------------
-
-    def add_distractor(self, scene: Scene, task: Task, spec: TaskSpec, lineage: Lineage, rng: random.Random):
-        tables = list(dict.fromkeys(c.table for c in task.expected_changes if c.table in scene.ent))
-        if not tables:
-            return None
-        ent = tables[rng.randrange(len(tables))]
-        e = scene.ent[ent]
-        touched = {c.key for c in task.expected_changes if c.table == ent}
-        world = scene.world_after(list(spec.initial_state))
-        try:
-            others = [r for r in world.runtime.find(ent)[:80] if str(r[e.key]) not in touched]
-        finally:
-            world.close()
-        if not others:
-            return None
-        other = others[rng.randrange(len(others))]
-        text = user_text(spec)
-        by_id = any(k in text for k in touched)
-        label = e.label or (e.lookup[0] if e.lookup else e.key)
-        value = str(other[e.key]) if by_id or not other.get(label) else row_value_text(other[label])
-        noun = entity_noun(ent)
-        templates = (
-            f" (I also asked about {noun} {value} last week, but that one is fine.)",
-            f" Please leave {noun} {value} as it is.",
-            f" A colleague looks after {noun} {value}; that one is not part of this.",
-        )
-        sentence = templates[rng.randrange(len(templates))]
-        if sentence in spec.public_request:
-            return None
-        name = free_name(spec.instruction.facts, f"unrelated {noun}", value)
-        return Edit(
-            replacements=[Replacement(field="public_request", old="", new=sentence)],
-            facts_added={name: value},
-        ), (f"the opening line now mentions another {noun}, {value}")
-
-    def remove_distractor(
-        self, scene: Scene, task: Task, spec: TaskSpec, lineage: Lineage, rng: random.Random
-    ):
-        return self._undo("remove_distractor", spec, lineage)
-
-    # --- derived values -------------------------------------------------------------------------------
-
-    def add_derived_value(
-        self, scene: Scene, task: Task, spec: TaskSpec, lineage: Lineage, rng: random.Random
-    ):
-        facts = spec.instruction.facts
-        options = []
-        for c in spec.ground_truth_calls:
-            if c.tool not in scene.writes:
-                continue
-            for v in c.arguments.values():
-                if isinstance(v, bool) or not isinstance(v, int | float | str):
-                    continue
-                for k, fv in facts.items():
-                    if fv in (str(v), row_value_text(v)) and (expr := derive(v, rng)) is not None:
-                        options.append((k, fv, expr))
-        if not options:
-            return None
-        k, fv, expr = options[rng.randrange(len(options))]
-        reps = [
-            Replacement(field=fld, old=fv, new=expr)  # type: ignore[arg-type]
-            for fld, text in (("intent", spec.instruction.intent), ("public_request", spec.public_request))
-            if fv in text
-        ]
-        return Edit(
-            replacements=reps, facts_removed={k: fv}, facts_added={k: expr}
-        ), f"{k} {fv} is now given as {expr}"
-
-    def state_value(self, scene: Scene, task: Task, spec: TaskSpec, lineage: Lineage, rng: random.Random):
-        return self._undo("state_value", spec, lineage)

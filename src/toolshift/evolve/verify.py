@@ -92,8 +92,21 @@ def names_a_tool(text: str, tools: list[str], prefix: str = "") -> str | None:
     return None
 
 
-def verify(task_id: str, domain: str, spec: TaskSpec) -> VerifiedTask:
-    """Replay and check a proposed task on fresh worlds of `domain`; `Rejected` says why it is not a task."""
+def verify(task_id: str, domain: str, spec: TaskSpec, root: Task | None = None) -> VerifiedTask:
+    """Replay and check a proposed task on fresh worlds of `domain`; `Rejected` says why it is not a task.
+
+    `root` is the lineage's seed task: a τ² seed's judge and criteria are carried to the task (a seed
+    keeps its own; a child's are carried over to its ground truth), and a BFCL or AgentDojo task is
+    replayed on its seed's object world and judged by its benchmark's checker."""
+    from toolshift.evolve.worlds import carry_judge, is_external_domain, verify_external
+
+    if is_external_domain(domain):
+        if root is None:
+            raise Rejected("verify", f"a {domain} task is verified against its seed, and none is given")
+        try:
+            return VerifiedTask(task=verify_external(task_id, root, spec))
+        except ValueError as exc:
+            raise Rejected("verify", str(exc)) from None
     try:
         compiled = load_domain(domain)
     except Exception as exc:  # an unknown domain or a broken spec: the child names a world we cannot build
@@ -158,4 +171,5 @@ def verify(task_id: str, domain: str, spec: TaskSpec) -> VerifiedTask:
         base_functions=[c.tool for c in gold],
         expected_changes=expected,
     )
+    task = carry_judge(task, root, is_seed=root is not None and task_id == root.id)
     return VerifiedTask(task=task, initial_state=initial)

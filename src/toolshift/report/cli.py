@@ -107,13 +107,32 @@ def view(
     decider: Annotated[str, typer.Option("--decider", help="reach or next-step.")] = "reach",
     threshold: Annotated[float, typer.Option("--threshold", help="θ of the decider.")] = 0.3,
     cache: CacheOpt = None,
+    export: Annotated[
+        Path | None,
+        typer.Option(
+            "--export", help="Write the selection as DIR/index.html, a page that opens without a server."
+        ),
+    ] = None,
+    select: Annotated[
+        str,
+        typer.Option(
+            "--select",
+            help="With --export: which episodes, in the viewer's address syntax "
+            "(agent=gpt-4o&outcome=failure&q=Mia&sort=turns&desc=1).",
+        ),
+    ] = "",
 ) -> None:
     """Serve a local trajectory viewer: filter episodes, step through messages, calls, results and diffs."""
     from toolshift.report.inputs import discover
     from toolshift.report.view.marks import FlowMarker
     from toolshift.report.view.server import Viewer, check_bind, make_server, url_of
 
-    check_bind(host, allow_remote)
+    if export is None:
+        check_bind(host, allow_remote)
+    elif select:
+        from toolshift.report.view.export import parse_select
+
+        parse_select(select)  # a bad selection is named before anything is indexed
     with _progress() as bar:
         task = bar.add_task("indexing", total=None)
         inputs = discover(runs, cache=cache, progress=lambda p: bar.update(task, description=f"indexed {p}"))
@@ -126,7 +145,14 @@ def view(
         marker = FlowMarker(flow, catalog or _catalog_for(flow, inputs), decider, threshold)
     elif catalog is not None:
         raise BadInputError("--catalog goes with --flow", field="catalog")
-    viewer = Viewer(inputs, marker)
+    if export is not None:
+        from toolshift.report.view.export import export as export_page
+        from toolshift.report.view.export import parse_select
+
+        page, n = export_page(Viewer(inputs, marker), parse_select(select), export)
+        console.print(f"exported {n} episodes to [bold]{page}[/] (opens without a server)", soft_wrap=True)
+        return
+    viewer = Viewer(inputs, marker, paths=[Path(r) for r in runs])
     server = make_server(viewer, host, port)
     for f in inputs.bad:
         for p in f.problems()[:3]:

@@ -9,10 +9,18 @@ needs an explicit `allow_remote`. Bound to loopback, it answers only requests wh
 
     GET /api/runs                       files, their kinds and problems, totals, the flow if any
     GET /api/episodes?offset&limit&…    a page of rows, the total, and facet counts (filters: domain,
-                                        agent, model, version, outcome, strict, task, file; q = id/task
-                                        text)
+                                        agent, model, version, outcome, strict, task, file; q = text in
+                                        the id, task or messages; sort = a column, desc = 1 descending)
+    GET /api/aggregate?…                SR, strict SR, pass^k with intervals for the same filters
     GET /api/episode?row=N              one episode in full, its index row, its verdict (strict
-                                        success, the collateral and the missing rows), the flow's marks
+                                        success, the collateral and the missing rows), the grader
+                                        breakdown, its task (from a build among the inputs), its file's
+                                        run configuration (the store header's meta), the flow's marks
+    GET /api/poll                       the inputs' generation: it grows when a run folder changed (a
+                                        run still writing), and the page then reloads its list
+
+Polling rescans only file sizes and modification times; a change re-opens the inputs (a grown file is
+indexed afresh, an unchanged one comes from the index cache) and swaps them in whole.
 """
 
 from __future__ import annotations
@@ -32,15 +40,20 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
-from toolshift.errors import BadInputError
-from toolshift.report.inputs import Inputs
+from toolshift.errors import BadInputError, ToolshiftError
+from toolshift.report.inputs import Inputs, discover
+from toolshift.report.view.aggregate import aggregate
+from toolshift.report.view.grader import TaskBook, grader, task_panel
 from toolshift.report.view.marks import FlowMarker
+from toolshift.report.view.query import facets, search_mask, sort_rows
+from toolshift.report.view.raw import tau2_raw
 
 STATIC = Path(__file__).parent / "static"
 PAGES = {
     "/": "index.html",
     "/index.html": "index.html",
     "/viewer.js": "viewer.js",
+    "/episode.js": "episode.js",
     "/viewer.css": "viewer.css",
 }
 TYPES = {
@@ -76,15 +89,73 @@ def check_bind(host: str, allow_remote: bool) -> None:
         )
 
 
+def signature(paths: list[Path]) -> tuple[tuple[str, int, int], ...]:
+    """Every file under `paths` (hidden entries skipped) with its size and modification time."""
+    out: list[tuple[str, int, int]] = []
+    for root in paths:
+        todo = [root]
+        while todo:
+            p = todo.pop()
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            if p.is_dir():
+                try:
+                    todo += [c for c in p.iterdir() if not c.name.startswith(".")]
+                except OSError:
+                    continue
+            else:
+                out.append((str(p), st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))
+
+
 @dataclass
 class Viewer:
-    """What the API answers from: the inputs, their joined index and the flow marker, if any."""
+    """What the API answers from: the inputs, their joined index and the flow marker, if any.
+
+    With `paths` (what the inputs were discovered from), `refresh` re-opens them when a file under them
+    changed: a run folder that grows is picked up while the viewer serves."""
 
     inputs: Inputs
     marker: FlowMarker | None = None
+    paths: list[Path] | None = None
 
     def __post_init__(self) -> None:
         self.runs = self.inputs.runset()
+        self.generation = 0
+        self._lock = threading.Lock()
+        self._seen = signature(self.paths) if self.paths else ()
+        self.book = TaskBook([f.path for f in self.inputs.of("bench-build")])
+        self.book.warm()
+
+    def refresh(self) -> dict[str, Any]:
+        """Re-open the inputs if a file under `paths` changed since the last look; the generation counts changes."""
+        if self.paths and self._lock.acquire(blocking=False):  # a look already under way answers for this one
+            try:
+                now = signature(self.paths)
+                if now != self._seen:
+                    try:
+                        inputs = discover(self.paths, cache=self.inputs.cache)
+                    except ToolshiftError as exc:  # a folder removed meanwhile: keep what is shown
+                        return {"generation": self.generation, "episodes": self.runs.size, "live": True,
+                                "error": str(exc)}  # fmt: skip
+                    self.inputs, self.runs, self._seen = inputs, inputs.runset(), now
+                    self.generation += 1
+                    builds = [f.path for f in inputs.of("bench-build")]
+                    if builds != self.book.builds:
+                        self.book = TaskBook(builds)
+                        self.book.warm()
+            finally:
+                self._lock.release()
+        return {"generation": self.generation, "episodes": self.runs.size, "live": bool(self.paths)}
+
+    def selection(self, query: dict[str, str]) -> tuple[Any, dict[str, str], str, np.ndarray]:
+        """(run set, filters, search text, matching rows) for a query, from one snapshot of the run set."""
+        runs = self.runs  # one snapshot for the whole answer: a refresh swaps it whole
+        filters = {FILTERS[k]: v for k, v in query.items() if k in FILTERS and v != "*"}
+        text = query.get("q", "").strip()
+        return runs, filters, text, np.nonzero(search_mask(runs, filters, text))[0]
 
     def runs_info(self) -> dict[str, Any]:
         files = []
@@ -103,34 +174,42 @@ class Viewer:
             "bad_files": [str(f.path) for f in self.inputs.bad if not f.ok],
             "problems": problems,
             "flow": self.marker.describe() if self.marker else None,
+            "builds": [str(b) for b in self.book.builds],
+            "generation": self.generation,
+            "live": bool(self.paths),
         }
 
     def page(self, query: dict[str, str]) -> dict[str, Any]:
-        filters = {FILTERS[k]: v for k, v in query.items() if k in FILTERS and v != "*"}
-        text = query.get("q", "").strip()
         try:
             offset = max(0, int(query.get("offset", "0")))
             limit = min(MAX_LIMIT, max(1, int(query.get("limit", "50"))))
         except ValueError as exc:
             raise BadInputError("offset and limit are integers", field="offset") from exc
-        mask = self.runs.mask(filters, text=text)
-        rows = np.nonzero(mask)[0]
+        runs, filters, text, rows = self.selection(query)
+        if query.get("sort"):
+            rows = sort_rows(runs, rows, query["sort"], descending=query.get("desc") == "1")
         shown = rows[offset : offset + limit]
         return {
             "total": int(rows.size),
             "offset": offset,
             "limit": limit,
-            "rows": [self.runs.summary(int(r)) for r in shown],
-            "facets": self.runs.facets(filters, text=text),
+            "generation": self.generation,
+            "rows": [runs.summary(int(r)) for r in shown],
+            "facets": facets(runs, filters, text),
         }
+
+    def aggregate(self, query: dict[str, str]) -> dict[str, Any]:
+        runs, _, _, rows = self.selection(query)
+        return aggregate(runs, rows)
 
     def episode(self, query: dict[str, str]) -> dict[str, Any]:
         try:
             row = int(query.get("row", ""))
-            index, local = self.runs.locate(row)
+            runs = self.runs
+            index, local = runs.locate(row)
         except (ValueError, IndexError) as exc:
             raise BadInputError(f"no episode row {query.get('row')!r}", field="row") from exc
-        out: dict[str, Any] = {"summary": self.runs.summary(row)}
+        out: dict[str, Any] = {"summary": runs.summary(row)}
         try:
             episode = index.episode(local)
         except BadInputError as exc:
@@ -138,6 +217,13 @@ class Viewer:
             return out
         out["episode"] = episode.model_dump(mode="json", exclude_none=True)
         out["verdict"] = verdict_of(episode)
+        if any(f.kind == "tau2-results" and f.index is index for f in self.inputs.files):
+            out["raw"] = {
+                str(k): v for k, v in tau2_raw(index.source, episode.id, len(episode.messages)).items()
+            }
+        out["run"] = dict(index.meta)
+        out["grader"] = grader(episode, self.book)
+        out["task"] = task_panel(episode, self.book)
         if self.marker is not None:
             try:
                 out["marks"] = self.marker.marks(episode)
@@ -199,8 +285,9 @@ class _Handler(BaseHTTPRequestHandler):
             static = STATIC / PAGES[url.path]
             self._send(HTTPStatus.OK, static.read_bytes(), TYPES[static.suffix])
             return
-        api = {"/api/runs": lambda: self.viewer.runs_info(), "/api/episodes": lambda: self.viewer.page(query),
-               "/api/episode": lambda: self.viewer.episode(query)}  # fmt: skip
+        api = {"/api/runs": self.viewer.runs_info, "/api/episodes": lambda: self.viewer.page(query),
+               "/api/aggregate": lambda: self.viewer.aggregate(query),
+               "/api/episode": lambda: self.viewer.episode(query), "/api/poll": self.viewer.refresh}  # fmt: skip
         answer = api.get(url.path)
         if answer is None:
             self._json(HTTPStatus.NOT_FOUND, {"error": f"no such page: {url.path}"})

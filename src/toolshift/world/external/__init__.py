@@ -197,7 +197,13 @@ def judge_task(task: Task, transcript: Transcript, world: ObjectWorld | None = N
     if family == "bfcl":
         from toolshift.world.external import bfcl
 
-        verdict = bfcl.judge(bfcl.entry(task.id), transcript.turns)
+        # an evolved task names the entry it comes from and how it regroups the entry's turns
+        origin = task.difficulty.get("bfcl_entry") if task.difficulty else None
+        e = bfcl.entry(str(origin or task.id))
+        groups = task.difficulty.get("bfcl_turn_groups") if task.difficulty else None
+        if groups is not None:
+            e = bfcl.grouped_entry(e, groups)
+        verdict = bfcl.judge(e, transcript.turns)
         valid = bool(verdict.pop("valid"))
         return {"reward": float(valid), "success": valid, "judged_by": task.judge, "info": verdict}
     from toolshift.world.external import agentdojo

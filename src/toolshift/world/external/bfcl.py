@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -211,6 +212,24 @@ def entry(entry_id: str) -> Entry:
         if e.id == entry_id:
             return e
     raise BadInputError(f"no BFCL entry {entry_id!r} in {category}")
+
+
+def grouped_entry(e: Entry, groups: list[list[int]]) -> Entry:
+    """The entry with its turns regrouped (an evolved task: consecutive turns merged into one, later
+    turns dropped): each new turn holds the messages and ground-truth calls of the turns it groups, so
+    BFCL's own checker judges it from the entry's initial state as it judges the entry."""
+    flat = [i for g in groups for i in g]
+    if not groups or any(not g for g in groups) or flat != list(range(len(flat))) or len(flat) > len(e.turns):
+        raise BadInputError(
+            f"turn groups {groups} are not consecutive turns of {e.id} from its first",
+            record=e.id,
+            field="turns",
+        )
+    return dataclasses.replace(
+        e,
+        turns=[[m for i in g for m in e.turns[i]] for g in groups],
+        ground_truth=[[c for i in g for c in e.ground_truth[i]] for g in groups],
+    )
 
 
 @functools.cache

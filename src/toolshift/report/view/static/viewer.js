@@ -1,29 +1,16 @@
-// toolshift view: the episode list (paged by the server), filters, and one episode stepped through.
-// Everything from an episode is put on the page as text (textContent), never as HTML.
+// toolshift view: the episode list (paged, filtered, searched and sorted by the server), the figures of the
+// filtered set, live refresh while a run writes, and one episode stepped through (its panels: episode.js).
+// A static export (`toolshift view --export`) carries its data in the page: `local.js` answers instead.
 "use strict";
 
 const PAGE = 50;
+const POLL_MS = 2000;
 const FILTERS = ["task", "agent", "model", "version", "outcome", "strict", "domain", "file"];
 const SELECTS = ["agent", "model", "version", "outcome", "strict", "domain", "file"];
-const state = { offset: 0, total: 0, row: null, steps: 0, step: 0, request: 0 };
-
-const $ = (id) => document.getElementById(id);
-
-function el(tag, attrs, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v);
-  }
-  for (const c of children) {
-    if (c === null || c === undefined) continue;
-    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return node;
-}
+const state = { offset: 0, total: 0, row: null, steps: 0, step: 0, request: 0, figures: 0, sort: "", desc: false, generation: null };
 
 async function getJSON(path) {
+  if (window.toolshiftLocal) return window.toolshiftLocal(path);
   const response = await fetch(path, { cache: "no-store" });
   const body = await response.json();
   if (!response.ok) throw new Error(body.error || response.statusText);
@@ -48,10 +35,16 @@ function filterQuery() {
 
 function writeHash() {
   const q = filterQuery();
+  if (state.sort) q.set("sort", state.sort);
+  if (state.sort && state.desc) q.set("desc", "1");
   if (state.offset) q.set("offset", state.offset);
   if (state.row !== null) q.set("row", state.row);
   const hash = q.toString();
   history.replaceState(null, "", hash ? "#" + hash : location.pathname);
+  q.delete("offset");
+  q.delete("row");
+  const select = q.toString();
+  $("export-command").textContent = "toolshift view RUNS --export DIR" + (select ? " --select '" + select.replace(/'/g, "'\\''") + "'" : "");
 }
 
 function readHash() {
@@ -59,6 +52,8 @@ function readHash() {
   for (const name of [...FILTERS, "q"]) {
     if (q.has(name)) $("f-" + name).dataset.wanted = q.get(name);
   }
+  state.sort = q.get("sort") || "";
+  state.desc = q.get("desc") === "1";
   state.offset = Number(q.get("offset") || 0);
   state.row = q.has("row") ? Number(q.get("row")) : null;
 }
@@ -96,21 +91,37 @@ function fillFacets(facets) {
 async function loadRuns() {
   const info = await getJSON("api/runs");
   const files = info.files.filter((f) => f.kind === "episodes" || f.kind === "tau2-results").length;
-  $("counts").textContent = info.episodes + " episodes in " + files + " files";
+  $("counts").textContent = info.episodes + " episodes in " + files + " files" + (info.exported ? " (exported " + info.exported + ")" : "");
   if (info.flow) {
     $("flow-info").textContent = "flow " + info.flow.flow + " (" + info.flow.decider + ", θ = " + info.flow.threshold + ") on " + info.flow.domain;
   }
-  if (info.problems.length) {
-    $("problems").hidden = false;
+  if (state.generation === null) state.generation = info.generation;
+  $("live").textContent = info.live ? "live: new episodes appear as the run writes" : (info.exported ? "static export" : "");
+  $("export-hint").hidden = Boolean(info.exported);
+  const problems = info.problems;
+  $("problems").hidden = !problems.length;
+  if (problems.length) {
     const bad = info.bad_files.length;
     $("problems-title").textContent = (bad ? bad + " file(s) could not be read" : "Some lines could not be read") + "; everything else is shown:";
-    $("problems-list").replaceChildren(...info.problems.map((p) => el("li", { text: p })));
+    $("problems-list").replaceChildren(...problems.map((p) => el("li", { text: p })));
+  }
+  return info;
+}
+
+function showSort() {
+  for (const th of $("episodes").tHead.rows[0].cells) {
+    const on = th.dataset.sort === state.sort;
+    th.classList.toggle("sorted", on);
+    th.setAttribute("aria-sort", on ? (state.desc ? "descending" : "ascending") : "none");
+    th.querySelector(".arrow").textContent = on ? (state.desc ? " ▼" : " ▲") : "";
   }
 }
 
 async function loadPage() {
   const ticket = ++state.request;
   const q = filterQuery();
+  if (state.sort) q.set("sort", state.sort);
+  if (state.sort && state.desc) q.set("desc", "1");
   q.set("offset", state.offset);
   q.set("limit", PAGE);
   const page = await getJSON("api/episodes?" + q.toString());
@@ -123,8 +134,32 @@ async function loadPage() {
   $("page-info").textContent = page.total ? (page.offset + 1) + "–" + last + " of " + page.total : "no episode matches";
   $("prev-page").disabled = page.offset === 0;
   $("next-page").disabled = last >= page.total;
+  showSort();
   document.body.dataset.loaded = "1";
   writeHash();
+  loadFigures().catch(showError);
+}
+
+function figureText(name, iv) {
+  return el("span", { class: "figure", "data-figure": name }, el("b", { text: name + " " }), iv.text);
+}
+
+// The figures of the filtered set: SR, strict SR, pass^k with 95% intervals over tasks.
+async function loadFigures() {
+  const ticket = ++state.figures;
+  const a = await getJSON("api/aggregate?" + filterQuery().toString());
+  if (ticket !== state.figures) return;
+  const box = $("aggregate");
+  box.replaceChildren();
+  box.append(el("div", { class: "agg-counts", text: (a.scope ? a.scope + ": " : "") + a.episodes + " episodes, " + a.judged + " judged, " + a.tasks + " tasks" +
+    (a.unjudged ? ", " + a.unjudged + " unjudged" : "") + (a.strict_unknown ? ", " + a.strict_unknown + " strict unknown" : "") }));
+  const line = el("div", { class: "agg-figures" }, figureText("SR", a.success), figureText("strict SR", a.strict_success));
+  for (const [k, iv] of Object.entries(a.pass_k)) line.append(figureText("pass^" + k, iv));
+  for (const [k, iv] of Object.entries(a.strict_pass_k)) line.append(figureText("strict pass^" + k, iv));
+  box.append(line);
+  box.append(el("div", { class: "note", text: "% with 95% bootstrap intervals over tasks; pass^k as `agents results` (one agent's trials of a task and version)" +
+    (Object.keys(a.pass_k).length ? "" : "; pass^k needs 2+ trials of a task") }));
+  box.dataset.episodes = a.episodes;
 }
 
 function rowElement(r) {
@@ -145,102 +180,6 @@ function rowElement(r) {
 function collateralText(r) {
   if (r.strict === "unjudged") return "";
   return r.collateral < 0 ? "?" : String(r.collateral);
-}
-
-function rowList(rows) {
-  return rows.length ? rows.join(", ") : "none";
-}
-
-// The grader panel: success, strict success, and which rows were changed besides Δgold or left undone.
-function verdictBlock(v) {
-  const box = el("div", { class: "verdict" });
-  if (!v) return box;
-  const strict = v.strict_success === null ? "not recorded" : (v.strict_success ? "yes" : "no");
-  box.append(el("div", { text: "success (Δgold ⊆ Δagent) " + v.success + "; strict success (no collateral write) " + strict }));
-  if (v.collateral_rows !== null) {
-    box.append(el("div", { class: v.collateral_rows.length ? "collateral" : "", text: "collateral writes (outside Δgold): " + v.collateral_changes + " change(s) on " + rowList(v.collateral_rows) }));
-  } else if (v.collateral_changes !== null && v.collateral_changes !== undefined) {
-    box.append(el("div", { text: "collateral writes: " + v.collateral_changes + " change(s)" }));
-  }
-  if (v.missing_rows !== null) {
-    box.append(el("div", { class: v.missing_rows.length ? "missing" : "", text: "missing gold changes: " + v.missing_changes + " on " + rowList(v.missing_rows) }));
-  } else if (v.missing_changes !== null && v.missing_changes !== undefined) {
-    box.append(el("div", { text: "missing gold changes: " + v.missing_changes + " (rows not recorded)" }));
-  }
-  return box;
-}
-
-function field(dl, name, value) {
-  if (value === undefined || value === null || value === "") return;
-  dl.append(el("dt", { text: name }), el("dd", { text: value }));
-}
-
-function pretty(text) {
-  if (typeof text !== "string") return JSON.stringify(text, null, 1);
-  const t = text.trim();
-  if (t.startsWith("{") || t.startsWith("[")) {
-    try { return JSON.stringify(JSON.parse(t), null, 1); } catch (e) { /* not JSON: shown as written */ }
-  }
-  return text;
-}
-
-function messageStep(m, index, marks) {
-  const li = el("li", { class: "step role-" + m.role + (m.error ? " failed" : ""), "data-index": index });
-  const head = el("div", { class: "step-head" }, el("b", { text: m.role === "tool" ? "tool result" : m.role }),
-    el("span", { class: "msg-index", text: "#" + index }));
-  if (m.role === "tool" && m.name) head.append(el("span", { class: "call-name", text: m.name }));
-  if (m.error) head.append(el("span", { class: "badge error", text: "error" }));
-  if (m.usage && m.usage.prompt_tokens !== undefined) head.append(el("span", { class: "tokens", text: m.usage.prompt_tokens + " + " + m.usage.completion_tokens + " tokens" }));
-  if (marks && marks.available) {
-    if (marks.saved_messages.includes(index)) head.append(el("span", { class: "badge saved", text: "turn saved by the flow" }));
-    else if (marks.ceiling_messages.includes(index)) head.append(el("span", { class: "badge ceiling", text: "in the ceiling" }));
-  }
-  li.append(head);
-  if (m.content) li.append(el("pre", { class: "content", text: pretty(m.content) }));
-  (m.tool_calls || []).forEach((c, k) => {
-    const call = el("div", { class: "call" }, el("span", { class: "call-name", text: (c.requestor === "user" ? "user calls " : "calls ") + c.name }));
-    if (marks && marks.available && marks.lookups.some((l) => l.answers && l.answers[0] === index && l.answers[1] === k)) {
-      call.append(el("span", { class: "badge answered", text: "answered ahead by a lookup" }));
-    }
-    call.append(el("pre", { text: JSON.stringify(c.arguments, null, 1) }));
-    li.append(call);
-  });
-  if (marks && marks.available) {
-    for (const l of marks.lookups.filter((x) => x.after_message === index)) {
-      const what = l.detour ? "detour: the agent never made this call before its next write" :
-        "used: answers the call in message #" + l.answers[0] + (l.saved_message !== undefined ? " (that turn saved)" : "");
-      li.append(el("div", { class: "lookup " + (l.detour ? "detour" : "used") },
-        "⇢ flow lookup ", el("span", { class: "call-name", text: l.tool }), " " + JSON.stringify(l.arguments) +
-        " score " + l.score.toFixed(2) + " — ",
-        el("span", { class: "badge " + (l.detour ? "detour" : "saved"), text: l.detour ? "detour" : "used" }), " " + what));
-    }
-  }
-  return li;
-}
-
-function diffStep(ep, index, verdict) {
-  const li = el("li", { class: "step diff", "data-index": index });
-  li.append(el("div", { class: "step-head" }, el("b", { text: "world diff and outcome" })));
-  const outcome = ep.outcome || {};
-  li.append(el("div", { text: "ended by " + (ep.termination_reason || "—") + "; success " + outcome.success + ", reward " + outcome.reward + (outcome.judged_by ? " (" + outcome.judged_by + ")" : "") }));
-  li.append(verdictBlock(verdict));
-  const hurt = new Set((verdict && verdict.collateral_rows) || []);
-  if (ep.world_diff === undefined || ep.world_diff === null) {
-    li.append(el("div", { class: "note", text: "The world diff was not recorded for this episode." }));
-  } else if (ep.world_diff.length === 0) {
-    li.append(el("div", { class: "note", text: "No row changed." }));
-  } else {
-    const t = el("table", { class: "diff" }, el("thead", {}, el("tr", {}, ...["table", "key", "field", "op", "before", "after"].map((h) => el("th", { text: h })))));
-    const tb = el("tbody");
-    for (const c of ep.world_diff) {
-      const mark = hurt.has(c.table + "/" + c.key) ? { class: "collateral", title: "outside Δgold: a collateral write" } : {};
-      tb.append(el("tr", mark, ...[c.table, c.key, c.field, c.op, JSON.stringify(c.before), JSON.stringify(c.after)].map((v) => el("td", { text: v }))));
-    }
-    t.append(tb);
-    li.append(t);
-  }
-  if (outcome.info && Object.keys(outcome.info).length) li.append(el("pre", { text: JSON.stringify(outcome.info, null, 1) }));
-  return li;
 }
 
 async function openEpisode(row) {
@@ -268,6 +207,8 @@ async function openEpisode(row) {
   steps.replaceChildren();
   const note = $("ep-marks-note");
   note.hidden = true;
+  $("grader").replaceChildren();
+  $("task-panel").hidden = true;
   if (data.error) {
     err.hidden = false;
     err.textContent = data.error;
@@ -280,6 +221,11 @@ async function openEpisode(row) {
   field(dl, "ended by", ep.termination_reason);
   if (ep.duration !== undefined) field(dl, "duration", ep.duration.toFixed(1) + " s");
   if (ep.agent_cost !== undefined) field(dl, "agent cost", "$" + ep.agent_cost.toFixed(4));
+  if (data.grader) graderPanel(data.grader);
+  taskPanel(data.task);
+  const run = data.run || {};
+  $("run-panel").hidden = !Object.keys(run).length;
+  $("run-meta").textContent = JSON.stringify(run, null, 1);
   const marks = data.marks;
   if (marks) {
     note.hidden = false;
@@ -288,7 +234,8 @@ async function openEpisode(row) {
         (Object.keys(marks.unlisted || {}).length ? " Calls to tools the catalog lacks (counted as neither): " + Object.keys(marks.unlisted).join(", ") + "." : "")
       : "No flow marks: " + marks.reason + ".";
   }
-  ep.messages.forEach((m, i) => steps.append(messageStep(m, i, marks)));
+  const raw = data.raw || {};
+  ep.messages.forEach((m, i) => steps.append(messageStep(m, i, marks, raw[i])));
   steps.append(diffStep(ep, ep.messages.length, data.verdict));
   state.steps = ep.messages.length + 1;
   showStep(0, false);
@@ -319,6 +266,19 @@ function showError(e) {
   $("problems-list").replaceChildren(el("li", { text: String(e.message || e) }));
 }
 
+// Live refresh: the server rescans the run folders; a new generation reloads the counts, list and figures.
+async function poll() {
+  const p = await getJSON("api/poll");
+  if (!p.live) return;
+  if (p.generation !== state.generation) {
+    state.generation = p.generation;
+    await loadRuns();
+    await loadPage();
+    $("live").textContent = "live: updated " + new Date().toLocaleTimeString() + " (" + p.episodes + " episodes)";
+    document.body.dataset.generation = p.generation;
+  }
+}
+
 function setup() {
   readHash();
   for (const name of SELECTS) $("f-" + name).addEventListener("change", refilter);
@@ -332,6 +292,13 @@ function setup() {
     $("f-q").value = "";
     refilter();
   });
+  for (const th of $("episodes").tHead.rows[0].cells) {
+    th.addEventListener("click", () => {
+      if (state.sort === th.dataset.sort) state.desc = !state.desc;
+      else { state.sort = th.dataset.sort; state.desc = false; }
+      refilter();
+    });
+  }
   $("prev-page").addEventListener("click", () => { state.offset = Math.max(0, state.offset - PAGE); loadPage().catch(showError); });
   $("next-page").addEventListener("click", () => { if (state.offset + PAGE < state.total) { state.offset += PAGE; loadPage().catch(showError); } });
   $("first-step").addEventListener("click", () => showStep(0));
@@ -347,9 +314,19 @@ function setup() {
     e.preventDefault(); // a step key steps (and scrolls to the step), it does not also scroll the list
     showStep(to);
   });
+  // An address typed or pasted (a new hash) is a new selection: filters, sort, page and episode.
+  window.addEventListener("hashchange", () => {
+    readHash();
+    loadPage().then(() => { if (state.row !== null) return openEpisode(state.row); }).catch(showError);
+  });
   const wanted = state.row;
   Promise.all([loadRuns(), loadPage()])
-    .then(() => { if (wanted !== null) return openEpisode(wanted); })
+    .then(([info]) => {
+      // One poll at a time: the next is asked for only once the last has been answered.
+      const tick = () => poll().catch(showError).finally(() => setTimeout(tick, POLL_MS));
+      if (info.live) setTimeout(tick, POLL_MS);
+      if (wanted !== null) return openEpisode(wanted);
+    })
     .catch(showError);
 }
 

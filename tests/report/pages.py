@@ -1,0 +1,56 @@
+"""Debian's headless Chromium driven by Playwright for the viewer and report tests, and what they look at."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+TIMEOUT_MS = 120_000
+"""How long a step may wait for the page (a hang guard on a loaded machine, not a speed requirement)."""
+VIEWPORT = {"width": 1400, "height": 1000}
+
+
+def launch_chromium():
+    """(playwright, browser): one Chromium for the whole session, or a skip where it is absent."""
+    if not CHROMIUM.exists():
+        pytest.skip(
+            f"Debian's chromium is not installed at {CHROMIUM} (`make test` installs it with apt-get)"
+        )
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (extra `view`)")
+    p = sync_api.sync_playwright().start()
+    return p, p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def visible_box(page, selector: str) -> dict:
+    box = page.locator(selector).first.bounding_box()
+    assert box is not None and box["width"] > 0 and box["height"] > 0, selector
+    return box
+
+
+def rows(page) -> list[list[str]]:
+    return page.eval_on_selector_all(
+        "#episodes tbody tr", "trs => trs.map(tr => [...tr.cells].map(td => td.textContent))"
+    )
+
+
+def wait_page(page, needle: str) -> None:
+    page.wait_for_function(
+        "needle => document.getElementById('page-info').textContent.includes(needle)", arg=needle
+    )
+
+
+def in_viewport(page, selector: str) -> bool:
+    return page.eval_on_selector(
+        selector,
+        "e => { const r = e.getBoundingClientRect(); return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight; }",
+    )
