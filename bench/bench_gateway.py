@@ -63,9 +63,11 @@ def learned_flow(out: Path) -> tuple[Path, Path]:
     return save_flow(flow, out / "clinic.flow.json"), catalog_path
 
 
-def every_middleware(out: Path, flow: Path, catalog: Path, **extra: Any) -> GatewayServer:
+def every_middleware(
+    out: Path, flow: Path, catalog: Path, backend: dict[str, str] | None = None, **extra: Any
+) -> GatewayServer:
     cfg = GatewayConfig(
-        backends=[{"name": "clinic", "world": "clinic"}],
+        backends=[backend or {"name": "clinic", "world": "clinic"}],
         middleware=["record", "flows"],
         record={"out": str(out / "rec")},
         flows={"flow": str(flow), "catalog": str(catalog)},
@@ -120,27 +122,42 @@ async def over_http(direct_url: str, gateway_url: str) -> Paired:
         return await interleaved(direct, through)
 
 
-async def concurrent_sessions(url: str) -> tuple[float, int, int]:
-    """SESSIONS clients at once, each writing its own phone number and reading it back: (seconds, calls, leaks)."""
+async def http_backend(direct_url: str, gateway: GatewayServer) -> Paired:
+    """An MCP backend over loopback HTTP, called directly and through the gateway (its client in this process)."""
+    async with (
+        gateway.gateway.running(),
+        Client(direct_url, mode="legacy") as direct,
+        Client(gateway.server, mode="legacy") as through,
+    ):
+        return await interleaved(direct, through)
+
+
+async def concurrent_sessions(url: str) -> tuple[float, int, int, int]:
+    """SESSIONS clients at once, each writing its own phone number and reading it back: (seconds, calls, leaks,
+    sessions that failed: a dropped connection under load is counted, not fatal)."""
     leaks = 0
     calls = 0
+    failed = 0
 
     async def one(s: int) -> None:
-        nonlocal leaks, calls
-        async with Client(url, mode="legacy") as client:
-            for k in range(PER_SESSION // 2):
-                mine = f"555-{s:03d}-{k}"
-                await client.call_tool("update_patient", {"patient_id": "PAT-00001", "phone": mine})
-                got = await client.call_tool("get_patient", {"patient_id": "PAT-00001"})
-                calls += 2
-                if got.structured_content.get("phone") != mine:
-                    leaks += 1
+        nonlocal leaks, calls, failed
+        try:
+            async with Client(url, mode="legacy") as client:
+                for k in range(PER_SESSION // 2):
+                    mine = f"555-{s:03d}-{k}"
+                    await client.call_tool("update_patient", {"patient_id": "PAT-00001", "phone": mine})
+                    got = await client.call_tool("get_patient", {"patient_id": "PAT-00001"})
+                    calls += 2
+                    if got.structured_content.get("phone") != mine:
+                        leaks += 1
+        except Exception:
+            failed += 1
 
     t0 = time.perf_counter()
     async with anyio.create_task_group() as tg:
         for s in range(SESSIONS):
             tg.start_soon(one, s)
-    return time.perf_counter() - t0, calls, leaks
+    return time.perf_counter() - t0, calls, leaks, failed
 
 
 def main() -> None:
@@ -158,9 +175,15 @@ def main() -> None:
         ):
             http = anyio.run(over_http, direct_url, url)
         own_http = percentile(gw_http.gateway.own_ms, 0.5)
+        with http_server_thread(WorldServer(load_domain("clinic"))) as backend_url:
+            gw_remote = every_middleware(
+                out / "remote", flow, catalog, {"name": "clinic", "url": backend_url}
+            )
+            remote = anyio.run(http_backend, backend_url, gw_remote)
+        own_remote = percentile(gw_remote.gateway.own_ms, 0.5)
         gw_many = every_middleware(out / "many", flow, catalog, transport="http")
         with http_gateway_thread(gw_many) as url:
-            seconds, calls, leaks = anyio.run(concurrent_sessions, url)
+            seconds, calls, leaks, failed = anyio.run(concurrent_sessions, url)
         opened = gw_many.gateway.metrics()["sessions_opened"]
 
     def added(run: Paired) -> str:
@@ -177,19 +200,30 @@ def main() -> None:
         *http.rows("loopback HTTP get_medication"),
         ("loopback HTTP: added per call, p50 − p50 ms", added(http), "< 1"),
         ("loopback HTTP: the chain's own time per call p50 ms", f"{own_http:.3f}", "< 1"),
+        *remote.rows("HTTP backend get_medication (gateway's client in-memory)"),
+        ("HTTP backend: added per call, p50 − p50 ms", added(remote), "< 1"),
+        ("HTTP backend: the chain's own time per call p50 ms", f"{own_remote:.3f}", "< 1"),
         ("in-memory: get_appointment with its 2 lookups, p50 ms", f"{percentile(mem_lookups, 0.5):.3f}", ""),
         ("lookups made in the in-memory run", str(lookups_made), ""),
         (f"{SESSIONS} concurrent HTTP sessions: calls/s", f"{calls / seconds:.0f}", ""),
         (f"{SESSIONS} concurrent HTTP sessions: cross-session leaks", f"{leaks} of {calls // 2} reads", "0"),
         (f"{SESSIONS} concurrent HTTP sessions: gateway sessions opened", str(opened), str(SESSIONS)),
+        (
+            f"{SESSIONS} concurrent HTTP sessions: sessions that failed (a dropped connection)",
+            str(failed),
+            "0",
+        ),
     ]
     record(
         "gateway added latency and concurrent sessions (clinic; record + flows on)",
         rows,
         note=(
             f"{CALLS} calls each way after {WARMUP} warm-up calls; {mem.note()} Over HTTP likewise "
-            f"(load {http.load_start:.2f} → {http.load_end:.2f}). The backend is the clinic world in-process in both cases (the gateway "
-            "reaches it over the SDK's memory transport); the client is in the same process. "
+            f"(load {http.load_start:.2f} → {http.load_end:.2f}). In the in-memory and loopback-HTTP rows the backend is "
+            "the clinic world in the gateway's process (called directly by each gateway session, D149; before D149 over "
+            "the SDK's memory transport), against the clinic world served in this process in-memory / over loopback HTTP; "
+            "in the HTTP-backend rows the backend is a clinic world server on loopback HTTP, called by its URL directly "
+            "and by a gateway (whose client is in-memory) in front of it. The client is in this process. "
             f"`{Path(sys.argv[0]).name}`."
         ),
     )

@@ -1,4 +1,4 @@
-"""kill -9 of a recording gateway loses at most the call in flight: each call is journalled (appended, fsynced) as
+"""kill -9 of a recording gateway loses at most the call in flight: each call is journalled (appended) as
 it completes, and the next start writes the sessions the kill left open as `gateway_killed` episodes."""
 
 from __future__ import annotations

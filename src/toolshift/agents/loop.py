@@ -1,6 +1,7 @@
-"""The agent loop: one episode of an agent model, a user simulator and a world reached over MCP.
+"""The agent loop: one episode of an agent model, a user simulator and a world reached over MCP or directly.
 
-The agent lists the world's tools and calls them through an MCP client session; its text goes to the
+The agent lists the world's tools and calls them through an MCP client session, or, for a world in this
+process, through a `DirectToolbox` that gives the same listing, texts and errors (D149); its text goes to the
 user simulator; the episode ends when either side ends it, at the turn limit, on a timeout or on an
 error, and the reason is recorded. The world diff since the session began judges success.
 """
@@ -20,6 +21,7 @@ from typing import Any, Protocol
 from toolshift.agents.chat import ChatModel, ModelConfigError, ModelReply, ProposedCall, ToolDef
 from toolshift.agents.toolbox import McpToolbox, ToolOutcome
 from toolshift.agents.users import END_CONVERSATION, END_TOOL, UserSimulator, UserSimulatorError, UserTurn
+from toolshift.agents.worlds import toolbox_for
 from toolshift.models import RowChange, Task
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall, Usage
 
@@ -39,6 +41,8 @@ RECORDED_RESULT_CHARS = 8000
 
 class WorldSession(Protocol):
     """One episode's private view of a world: an entered MCP client plus the diff since it opened.
+
+    `client` None means an in-process world called directly: the session then carries it as `world`.
 
     A session may also carry `served`: what the server declared it serves (an ecosystem version and
     setting, `toolshift.bench`'s experimental capability `toolshift/ecosystem`), recorded in the episode.
@@ -297,9 +301,7 @@ async def run_episode(
         async with open_for(open_world, task) as world:
             served = getattr(world, "served", None)
             # A task judged by its own benchmark gets that benchmark's harness: arguments go to the world as written.
-            toolbox = McpToolbox(
-                world.client, tool_timeout=limits.tool_timeout, check_schemas=task.judge is None
-            )
+            toolbox = toolbox_for(world, tool_timeout=limits.tool_timeout, check_schemas=task.judge is None)
             conv.system(system_prompt(world.title, world.policy))
             try:
                 async with asyncio.timeout(limits.episode_timeout):

@@ -30,7 +30,7 @@ from toolshift.agents.config import (
 )
 from toolshift.agents.loop import EpisodeHung, hung_episode, open_for, run_episode, run_isolated
 from toolshift.agents.retry import AdaptiveLimiter
-from toolshift.agents.worlds import world_opener
+from toolshift.agents.worlds import listed_tools, world_opener
 from toolshift.errors import BadInputError
 from toolshift.fileio import read_json, write_text_atomic
 from toolshift.models import Task
@@ -318,11 +318,11 @@ async def write_catalog(
             for d in sorted(domains)
         ]
     async with open_for(opener, tasks[0]) if tasks else opener() as session:
-        page = await session.client.list_tools()
+        listed = await listed_tools(session)
     written = []
     for domain in sorted(domains):
         catalog = catalog_from_mcp_tools(
-            domain, page.tools, neither=[END_CONVERSATION], source=f"MCP listing of {world}"
+            domain, listed, neither=[END_CONVERSATION], source=f"MCP listing of {world}"
         )
         written.append(save_catalog(catalog, catalog_path(folder, domain)))
     return written

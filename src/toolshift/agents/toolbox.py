@@ -1,4 +1,5 @@
-"""The agent's side of MCP: list a world's tools, check a proposed call, call it with a hard timeout."""
+"""The agent's side of a world: list its tools, check a proposed call, call it with a hard timeout — over MCP
+(`McpToolbox`, any server) or directly in-process (`DirectToolbox`, a world in this process: D149)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
 from toolshift.agents.chat import ProposedCall, ToolDef
 from toolshift.models import RowChange
+from toolshift.world.state.validation import ArgumentSchema
 
 CHANGES_META_KEY = "toolshift/changes"
 TOOLS_CHANGED_META_KEY = "toolshift/tools_changed"
@@ -98,11 +98,10 @@ class McpToolbox:
             return None
         validator = self._validators.get(call.name)
         if validator is None:
-            cls = jsonschema.validators.validator_for(
-                tool.input_schema, default=jsonschema.Draft202012Validator
+            validator = self._validators[call.name] = ArgumentSchema(
+                tool.input_schema, formats=False, check=False
             )
-            validator = self._validators[call.name] = cls(tool.input_schema)
-        problem = jsonschema.exceptions.best_match(validator.iter_errors(call.arguments))
+        problem = validator.problem(call.arguments)
         if problem is not None:
             where = "/".join(str(p) for p in problem.absolute_path)
             at = f" at {where!r}" if where else ""
@@ -135,3 +134,53 @@ class McpToolbox:
         if meta.get(TOOLS_CHANGED_META_KEY):
             self.stale = True
         return ToolOutcome(result_text(result), error, "domain_error" if error else "ok")
+
+
+class DirectToolbox(McpToolbox):
+    """`McpToolbox` for a world in this process, called directly: the same listing, checks, texts, errors and
+    change reports as over MCP, without the protocol (D149).
+
+    The listing is the world's catalog as the MCP server lists it (`mcp_tool`), the call is the server's own
+    path (`toolshift.world.state.direct.call_world`: inline for this package's code, a worker thread otherwise, so
+    `tool_timeout` still bounds a handler that blocks), and the text is the server's text content.
+    tests/agents/test_direct_toolbox.py checks that whole episodes are identical on both paths.
+    """
+
+    def __init__(self, world: Any, *, tool_timeout: float = 30.0, check_schemas: bool = True) -> None:
+        super().__init__(None, tool_timeout=tool_timeout, check_schemas=check_schemas)
+        self.world = world
+
+    async def list_tools(self) -> list[ToolDef]:
+        from toolshift.world.mcp.serve import mcp_tool
+
+        found = []
+        for t in self.world.tools:
+            listed = mcp_tool(t)
+            found.append(
+                ToolDef(
+                    name=listed.name,
+                    description=listed.description or "",
+                    input_schema=dict(listed.input_schema or {"type": "object"}),
+                    read_only=getattr(listed.annotations, "read_only_hint", None),
+                )
+            )
+        self.tools = {t.name: t for t in found}
+        self.listed.update(dict.fromkeys(self.tools))
+        self.stale = False
+        return found
+
+    async def call(self, call: ProposedCall) -> ToolOutcome:
+        from toolshift.world.state.direct import call_world, result_text
+
+        refused = self.check(call)
+        if refused is not None:
+            return refused
+        try:
+            result = await asyncio.wait_for(
+                call_world(self.world, call.name, call.arguments), self.tool_timeout
+            )
+        except TimeoutError:
+            self.unreported += 1
+            return ToolOutcome(f"error: tool call timed out after {self.tool_timeout:g} s", True, "timeout")
+        self.reported += result.changes
+        return ToolOutcome(result_text(result), not result.ok, "ok" if result.ok else "domain_error")

@@ -1,8 +1,10 @@
-"""Where an episode's world comes from: a fresh in-process world over in-memory MCP, or an MCP URL.
+"""Where an episode's world comes from: a fresh in-process world (called directly, or over in-memory MCP), or an MCP URL.
 
-In-process (a built-in domain name or a spec path): every episode gets a fresh `World` of the
-domain, served by the world's own MCP server through the SDK's in-memory transport, and the diff
-is exact (snapshot before, state after). Remote (an http(s) URL of a streamable-HTTP MCP server):
+In-process (a built-in domain name or a spec path, or another benchmark's world): every episode gets a
+fresh `World` of the domain, and the diff is exact (snapshot before, state after). By default the agent
+loop calls it directly (`via="direct"`: a `DirectToolbox`, the same listing, checks, texts and change
+reports as MCP without the protocol, D149); `via="mcp"` serves it by the world's own MCP server through
+the SDK's in-memory transport instead, the path every outside client takes. Remote (an http(s) URL of a streamable-HTTP MCP server):
 the server gives each session its own state, and the diff is composed from the row changes the
 world reports with each call (`_meta["toolshift/changes"]`), or is unknown for other servers.
 """
@@ -12,15 +14,36 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+from toolshift.agents.toolbox import DirectToolbox, McpToolbox
 from toolshift.errors import BadInputError
 from toolshift.models import RowChange
+
+Via = Literal["direct", "mcp"]
+"""How the agent loop reaches an in-process world: called directly (the default) or over in-memory MCP."""
+
+
+def toolbox_for(session: Any, *, tool_timeout: float, check_schemas: bool) -> McpToolbox:
+    """The toolbox of an opened session: direct for an in-process world without an MCP client, else MCP."""
+    if getattr(session, "client", None) is None and getattr(session, "world", None) is not None:
+        return DirectToolbox(session.world, tool_timeout=tool_timeout, check_schemas=check_schemas)
+    return McpToolbox(session.client, tool_timeout=tool_timeout, check_schemas=check_schemas)
+
+
+async def listed_tools(session: Any) -> list[Any]:
+    """The MCP tool listing of an opened session (for an in-process world without a client: as its server lists it)."""
+    if getattr(session, "client", None) is None:
+        from toolshift.world.mcp.serve import mcp_tool
+
+        return [mcp_tool(t) for t in session.world.tools]
+    return list((await session.client.list_tools()).tools)
 
 
 @dataclass
 class InProcessSession:
-    """A fresh world of a domain behind an in-memory MCP client; diff = snapshot before vs state after."""
+    """A fresh world of a domain, called directly (`client` None) or behind an in-memory MCP client; diff =
+    snapshot before vs state after."""
 
     client: Any
     policy: str
@@ -54,13 +77,22 @@ class RemoteSession:
         return compose_changes(reported)
 
 
-def _mcp_client(server: Any) -> Any:
+@asynccontextmanager
+async def in_process_client(world: Any, via: Via = "direct") -> AsyncIterator[Any]:
+    """The `client` of a session over an in-process world: None for the direct path (the loop then calls the
+    world through a `DirectToolbox`); over MCP, an in-memory client of the world's own server (same state)."""
+    if via == "direct":
+        yield None
+        return
     from mcp import Client
 
-    return Client(server, mode="legacy")
+    from toolshift.world.mcp.serve import WorldServer
+
+    async with Client(WorldServer(world, shared_state=True).server, mode="legacy") as client:
+        yield client
 
 
-def in_process(domain: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
+def in_process(domain: str, *, via: Via = "direct") -> Callable[[], AbstractAsyncContextManager[Any]]:
     """An opener of fresh worlds of `domain` (a built-in name or a spec path), compiled once per process."""
     from toolshift.world import World, load_domain
 
@@ -68,14 +100,11 @@ def in_process(domain: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
 
     @asynccontextmanager
     async def open_world() -> AsyncIterator[InProcessSession]:
-        from toolshift.world.mcp.serve import WorldServer
-
         world = World(compiled)
+        spec = compiled.spec
         try:
             before = world.snapshot()
-            server = WorldServer(world, shared_state=True)
-            async with _mcp_client(server.server) as client:
-                spec = compiled.spec
+            async with in_process_client(world, via) as client:
                 yield InProcessSession(client, spec.policy or spec.description, spec.title, world, before)
         finally:
             world.close()
@@ -112,7 +141,8 @@ def remote(url: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
 
 @dataclass
 class ExternalSession:
-    """A fresh world of another benchmark (BFCL, AgentDojo) behind an in-memory MCP client; judged by its own check."""
+    """A fresh world of another benchmark (BFCL, AgentDojo), called directly (`client` None) or behind an
+    in-memory MCP client; judged by its own check."""
 
     client: Any
     policy: str
@@ -129,8 +159,9 @@ class TaskWorlds:
 
     per_task = True
 
-    def __init__(self, family: str) -> None:
+    def __init__(self, family: str, *, via: Via = "direct") -> None:
         self.family = family
+        self.via: Via = via
 
     def world_for(self, task: Any) -> str:
         from toolshift.world.external import world_of_task
@@ -142,23 +173,21 @@ class TaskWorlds:
             raise BadInputError(
                 f"--world {self.family} opens one world per task; none was given", field="world"
             )
-        return _open_external(self.world_for(task))
+        return _open_external(self.world_for(task), self.via)
 
 
 @asynccontextmanager
-async def _open_external(name: str) -> AsyncIterator[ExternalSession]:
+async def _open_external(name: str, via: Via = "direct") -> AsyncIterator[ExternalSession]:
     from toolshift.world.external import open_world
-    from toolshift.world.mcp.serve import WorldServer
 
     world = open_world(name)
     before = world.snapshot()
-    server = WorldServer(world, shared_state=True)
-    async with _mcp_client(server.server) as client:
+    async with in_process_client(world, via) as client:
         spec = world.domain.spec
         yield ExternalSession(client, spec.policy or spec.description, spec.title, world, before)
 
 
-def external(name: str) -> Callable[..., AbstractAsyncContextManager[Any]]:
+def external(name: str, *, via: Via = "direct") -> Callable[..., AbstractAsyncContextManager[Any]]:
     """`bfcl` / `agentdojo` (each task's own world) or one world, `bfcl:<id>`, `agentdojo:<suite>.<task>`."""
     from toolshift.world.external import FAMILIES, load_external
 
@@ -166,22 +195,25 @@ def external(name: str) -> Callable[..., AbstractAsyncContextManager[Any]]:
         from toolshift.world.external import require_family
 
         require_family(name)
-        return TaskWorlds(name)
+        return TaskWorlds(name, via=via)
     load_external(name)  # an unknown world or a missing extra fails here
 
     def open_world(task: Any = None) -> AbstractAsyncContextManager[Any]:
-        return _open_external(name)
+        return _open_external(name, via)
 
     return open_world
 
 
-def world_opener(world: str) -> Callable[..., AbstractAsyncContextManager[Any]]:
+def world_opener(world: str, *, via: Via = "direct") -> Callable[..., AbstractAsyncContextManager[Any]]:
     """`clinic`, `path/to/spec.yaml`, `http://host:port/mcp`, or another benchmark's world (`bfcl`,
-    `bfcl:<id>`, `agentdojo`, `agentdojo:<suite>.<task>`). An unknown domain is a BadInputError."""
+    `bfcl:<id>`, `agentdojo`, `agentdojo:<suite>.<task>`). An unknown domain is a BadInputError.
+
+    `via` is how an in-process world is reached (a URL is always MCP): directly (default) or over in-memory MCP.
+    """
     from toolshift.world.external import is_external
 
     if world.startswith(("http://", "https://")):
         return remote(world)
     if is_external(world):
-        return external(world)
-    return in_process(world)
+        return external(world, via=via)
+    return in_process(world, via=via)

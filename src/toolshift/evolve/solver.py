@@ -206,11 +206,10 @@ def attempt_record(episode: Episode, task: Task, partial_credit: bool) -> Attemp
 
 
 def world_with_setup(domain: str, setup: list[tuple[str, dict[str, Any]]]) -> Callable[[], Any]:
-    """An opener of fresh in-process worlds of `domain` with the starting-state calls applied first."""
-    from mcp import Client
-
+    """An opener of fresh in-process worlds of `domain` with the starting-state calls applied first (called
+    directly by the agent loop, D149)."""
+    from toolshift.agents.worlds import in_process_client
     from toolshift.world import World, load_domain
-    from toolshift.world.mcp.serve import WorldServer
 
     compiled = load_domain(domain)
 
@@ -223,8 +222,7 @@ def world_with_setup(domain: str, setup: list[tuple[str, dict[str, Any]]]) -> Ca
                 if not res.ok:
                     raise RuntimeError(f"starting state {tool} failed: {res.error}")
             before = world.snapshot()
-            server = WorldServer(world, shared_state=True)
-            async with Client(server.server, mode="legacy") as client:
+            async with in_process_client(world) as client:
                 spec = compiled.spec
                 yield InProcessSession(client, spec.policy or spec.description, spec.title, world, before)
         finally:

@@ -1,8 +1,10 @@
 """The MCP servers behind the gateway: how to reach each, and one long-lived client session per client session.
 
-A `Backend` knows how to open an MCP client to its server: a subprocess over stdio, a streamable-HTTP
-URL, or a toolshift world (or one ecosystem version of a bench build) served in-process over the SDK's
-memory transport, a fork of the world per connection. A `BackendSession` is one such client held open for
+A `Backend` knows how to open an MCP client to its server: a subprocess over stdio or a streamable-HTTP
+URL. A toolshift world (or one ecosystem version of a bench build) lives in the gateway's process: each
+session gets its own fork of it and calls it directly (`direct`, the default: the world server's own
+listing, call path and results, without a second MCP session and thread hop, D149), or, with
+`direct = False`, over the SDK's memory transport as any MCP client would. A `BackendSession` is one such client held open for
 the whole of one gateway client session, so a call costs one request, never a handshake (the cause of
 FastMCP's proxy turning 9 ms into 1 s, issues #930 and #3466). The client is owned by a task in the
 gateway's task group, because an MCP client must be entered and left in the same task while requests
@@ -53,6 +55,8 @@ class Backend:
         self.call_timeout = call_timeout
         self._served: Any = None
         """For world and build backends: the `WorldServer` every connection forks its world from."""
+        self.direct = True
+        """World and build backends: each session calls its fork of the world directly (False: over in-memory MCP)."""
         self.world_domain: str | None = None
         self.ecosystem_version: str | None = None
         """For build backends: `<ecosystem id>/v<n>`, as bench's evaluation reads it from an episode."""
@@ -150,6 +154,8 @@ class BackendSession:
 
     backend: Backend
     client: Client | None = None
+    world: Any = None
+    """A direct backend's session world (then `client` stays None)."""
     tools: list[types.Tool] | None = None
     listeners: list[ChangeListener] = field(default_factory=list)
     dead: str | None = None
@@ -170,6 +176,17 @@ class BackendSession:
     async def own(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Run in the gateway's task group: open the client, hold it until `close()`, then leave it."""
         started = False
+        served = self.backend.world_server
+        if served is not None and self.backend.direct:
+            self.world = served.open_session_world()
+            try:
+                task_status.started(self)
+                await self._close.wait()
+            finally:
+                served.close_session_world(self.world)
+                self.world = None
+                self._closed.set()
+            return
         try:
             async with self.backend.client(self._on_message) as client:
                 self.client = client
@@ -203,6 +220,12 @@ class BackendSession:
     async def list_tools(self) -> list[types.Tool]:
         if self.tools is not None:
             return self.tools
+        if self.world is not None:
+            from toolshift.world.mcp.serve import mcp_tool
+
+            self.list_calls += 1
+            self.tools = [mcp_tool(t) for t in self.world.tools]
+            return self.tools
         client = self._live()
         try:
             tools = await _all_tools(client)
@@ -216,6 +239,8 @@ class BackendSession:
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """One call through the open session; an unreachable or silent backend is `BackendUnreachable`."""
+        if self.world is not None:
+            return await self._call_direct(name, arguments)
         client = self._live()
         try:
             with anyio.fail_after(self.backend.call_timeout + 1):
@@ -230,6 +255,19 @@ class BackendSession:
             raise self._unreachable(exc) from None
         except Exception as exc:
             raise self._unreachable(exc) from None
+
+    async def _call_direct(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """The world server's own call path and result, on this session's world (D149)."""
+        from toolshift.world.mcp.serve import mcp_result
+        from toolshift.world.state.direct import call_world
+
+        try:
+            with anyio.fail_after(self.backend.call_timeout + 1):
+                return mcp_result(await call_world(self.world, name, arguments or {}))
+        except TimeoutError:
+            raise BackendUnreachable(
+                f"{self.backend.describe()} did not answer {name} within {self.backend.call_timeout:g} s"
+            ) from None
 
     def _unreachable(self, exc: BaseException) -> BackendUnreachable:
         return BackendUnreachable(f"{self.backend.describe()} is unreachable: {root_cause(exc)}")

@@ -50,6 +50,7 @@ from toolshift.world.mcp.sessions import (
     world_key,
 )
 from toolshift.world.state.compiler import CompiledDomain
+from toolshift.world.state.direct import call_world, result_body, result_text
 from toolshift.world.state.tools import CallResult, Tool
 from toolshift.world.state.world import World
 from toolshift.world.toolerror import shorten
@@ -126,10 +127,10 @@ def mcp_tool(tool: Tool) -> types.Tool:
 
 def mcp_result(result: CallResult) -> types.CallToolResult:
     """A world call result as an MCP `CallToolResult` (errors: `isError` with `{code, message}`)."""
-    body = result.result if result.ok else result.error
+    body = result_body(result)
     structured = body if isinstance(body, dict) else {"result": body}
     return types.CallToolResult(
-        content=[types.TextContent(text=json.dumps(body, ensure_ascii=False, default=str))],
+        content=[types.TextContent(text=result_text(result))],
         structured_content=structured,
         is_error=not result.ok,
         meta={CHANGES_META_KEY: [c.model_dump(mode="json") for c in result.changes]},
@@ -230,6 +231,19 @@ class WorldServer:
             )
         return live.world
 
+    def open_session_world(self) -> World:
+        """The world of one in-process caller's session (a gateway's direct backend, D149), as an MCP connection
+        gets one: a fork of the base (listed in `sessions` until `close_session_world`), or the shared world."""
+        if self.shared_state:
+            return self.shared
+        world = self.base.fork()
+        self._connection_worlds.append(world)
+        return world
+
+    def close_session_world(self, world: World) -> None:
+        if not self.shared_state:
+            self._close_session(world)
+
     def _close_session(self, world: World) -> None:
         if world in self._connection_worlds:
             self._connection_worlds.remove(world)
@@ -289,20 +303,8 @@ class WorldServer:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         world = self.world_for(ctx)
-        try:
-            # Off the event loop: a custom action that blocks cannot stall the client's timeouts in-process.
-            result = await anyio.to_thread.run_sync(world.call, params.name, params.arguments or {})
-        except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
-            raise
-        except (
-            BaseException
-        ) as exc:  # World.call answers a handler's failures; this guards the server from the rest
-            error = {
-                "code": "internal_error",
-                "message": shorten(f"{params.name} failed: {type(exc).__name__}: {exc}"),
-            }
-            result = CallResult(params.name, False, error=error)
-        return mcp_result(result)
+        # Inline when the tool's code is ours, else off the event loop (D36, D148: toolshift.world.state.direct).
+        return mcp_result(await call_world(world, params.name, params.arguments or {}))
 
     # --- transports -----------------------------------------------------------------------------
 

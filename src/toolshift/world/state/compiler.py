@@ -384,15 +384,9 @@ def _action_tool(name: str, act: ActionSpec, index: int, spec: DomainSpec, sourc
 
 
 def _read_only(rt: Runtime, run: Any) -> Any:
-    """Run a read action called from inside another call under `PRAGMA query_only` too."""
-    (was,) = rt.conn.execute("PRAGMA query_only").fetchone()
-    if was:
+    """Run a read action called from inside another call under the world's read-only authorizer too."""
+    with rt.world.reading():
         return run()
-    rt.conn.execute("PRAGMA query_only = 1")
-    try:
-        return run()
-    finally:
-        rt.conn.execute("PRAGMA query_only = 0")
 
 
 def _format_message(message: str, names: dict[str, Any]) -> str:

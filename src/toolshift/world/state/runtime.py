@@ -54,7 +54,7 @@ class Runtime:
     def get(self, entity: str, key: Any) -> dict[str, Any] | None:
         """The row with this key, or None."""
         t = self.table(entity)
-        row = self.conn.execute(f"{t.select} WHERE {quote(t.key)} = ?", (key,)).fetchone()
+        row = self.conn.execute(t.select_by_key, (key,)).fetchone()
         return t.to_row(row) if row is not None else None
 
     def require(self, entity: str, key: Any) -> dict[str, Any]:

@@ -7,6 +7,7 @@ seed, the spec as JSON) and `_ts_sequence` (the next row number per entity, for 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from toolshift.world.language.spec import DomainSpec, EntitySpec, FieldSpec
@@ -60,13 +61,19 @@ class Table:
     def key(self) -> str:
         return self.entity.key
 
-    @property
+    @cached_property
     def key_index(self) -> int:
         return self.columns.index(self.entity.key)
 
-    @property
+    @cached_property
     def select(self) -> str:
+        """`SELECT <every column> FROM <table>` (built once: the columns do not change after compiling)."""
         return f"SELECT {', '.join(quote(c) for c in self.columns)} FROM {quote(self.name)}"
+
+    @cached_property
+    def select_by_key(self) -> str:
+        """`select` of the one row with a given key (`?`)."""
+        return f"{self.select} WHERE {quote(self.key)} = ?"
 
     def to_row(self, values: tuple[Any, ...]) -> dict[str, Any]:
         if not self.bools:

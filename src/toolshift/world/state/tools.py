@@ -31,8 +31,11 @@ def argument_problem(args: dict[str, Any]) -> tuple[str, str] | None:
 
     JSON Schema accepts NaN, infinities, integers of any size, lone surrogates and strings of any length;
     SQLite and JSON do not. Paths are `/`-joined like the schema validator's. Walks without recursion, so
-    any nesting depth gets an answer.
+    any nesting depth gets an answer. Flat arguments of short strings, booleans, None and in-range numbers
+    (almost every call) are answered in one pass without building paths.
     """
+    if _plainly_storable(args):
+        return None
     stack: list[tuple[str, Any, int]] = [(str(k), v, 1) for k, v in reversed(args.items())]
     while stack:
         path, value, depth = stack.pop()
@@ -61,6 +64,28 @@ def argument_problem(args: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+_SHORT = 2048
+"""A string this short cannot be over `MAX_STRING_CHARS` (asserted below)."""
+assert _SHORT <= MAX_STRING_CHARS
+
+
+def _plainly_storable(args: dict[str, Any]) -> bool:
+    for v in args.values():
+        kind = type(v)
+        if kind is str:
+            if len(v) > _SHORT or not v.isascii():  # a lone surrogate is not ASCII: the full walk checks it
+                return False
+        elif kind is int:
+            if not -INTEGER_BOUND <= v < INTEGER_BOUND:
+                return False
+        elif kind is float:
+            if not math.isfinite(v):
+                return False
+        elif kind is not bool and v is not None:
+            return False
+    return True
+
+
 def integral_floats(schema: dict[str, Any], args: dict[str, Any]) -> tuple[str, str] | None:
     """Make `1.0` an `int` where the schema says integer (JSON Schema counts it as one), in place; the first
     such value beyond 64 bits as `(name, reason)` (`1e308` passes the schema, then overflows SQLite)."""
@@ -78,6 +103,8 @@ def integral_floats(schema: dict[str, Any], args: dict[str, Any]) -> tuple[str, 
 
 def nonfinite_path(value: Any) -> str | None:
     """The `/`-joined path of the first NaN or infinity in a value (a tool's result, a row it writes), or None."""
+    if not _any_nonfinite(value):
+        return None
     stack: list[tuple[str, Any]] = [("", value)]
     while stack:
         path, v = stack.pop()
@@ -88,6 +115,34 @@ def nonfinite_path(value: Any) -> str | None:
         elif isinstance(v, list | tuple):
             stack.extend((f"{path}/{i}" if path else str(i), x) for i, x in enumerate(v))
     return None
+
+
+def _any_nonfinite(value: Any) -> bool:
+    """Whether a NaN or infinity is anywhere in `value` (no paths built: the common answer is no)."""
+    stack = [value]
+    isfinite = math.isfinite
+    while stack:
+        v = stack.pop()
+        kind = type(v)
+        if kind is dict:
+            for x in v.values():
+                t = type(x)
+                if t is str or t is int or t is bool or x is None:
+                    continue
+                stack.append(x)
+        elif kind is float:
+            if not isfinite(v):
+                return True
+        elif kind is list or kind is tuple:
+            stack.extend(v)
+        elif isinstance(v, float):
+            if not isfinite(v):
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list | tuple):
+            stack.extend(v)
+    return False
 
 
 def _string_problem(text: str) -> str | None:

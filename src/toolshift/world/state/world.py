@@ -3,7 +3,8 @@
 Every write call runs inside a SAVEPOINT. Temporary triggers copy the before-image of each row
 a call touches into temp tables, so a call reports exactly the `RowChange`s it made, and a
 failed call (domain error, schema error, exception in an action) rolls back and reports none.
-Read calls run with `PRAGMA query_only`, so a tool labelled `read` provably changes nothing.
+Read calls run under an SQLite authorizer set once per connection that refuses every statement that could
+change anything while a read runs (D147), so a tool labelled `read` provably changes nothing.
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ import asyncio
 import difflib
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import jsonschema
 
 from toolshift.errors import BadInputError
 from toolshift.fileio import atomic_path, loads_json
@@ -27,9 +27,23 @@ from toolshift.world.state.compiler import CompiledDomain
 from toolshift.world.state.runtime import Runtime
 from toolshift.world.state.schema import Table, quote
 from toolshift.world.state.tools import CallResult, Tool, argument_problem, integral_floats, nonfinite_path
+from toolshift.world.state.validation import ArgumentSchema, SchemaProblem
 from toolshift.world.toolerror import ToolError
 
-_FORMATS = jsonschema.FormatChecker(["date", "email"])
+_READ_ACTIONS = frozenset(
+    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+)
+"""What a statement prepared during a read may do; anything else (a write, DDL, a transaction, ATTACH) is denied."""
+_READ_PRAGMAS = frozenset(
+    {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
+     "foreign_key_check", "integrity_check", "quick_check"}
+)  # fmt: skip
+"""Pragmas that only report, with any argument; every other pragma only as a query (no value)."""
+_QUERY_PRAGMAS = frozenset(
+    {"query_only", "foreign_keys", "user_version", "schema_version", "data_version", "page_count",
+     "page_size", "table_list", "database_list", "collation_list", "function_list", "pragma_list",
+     "compile_options", "encoding", "freelist_count"}
+)  # fmt: skip
 
 
 @dataclass
@@ -137,9 +151,12 @@ class World:
             self.conn = _copy(state)
         self.conn.execute("PRAGMA foreign_keys = ON")
         self._catalog: dict[str, Tool] = {t.name: t for t in domain.tools}
-        self._validators: dict[str, tuple[dict[str, Any], jsonschema.protocols.Validator]] = {}
+        self._validators: dict[str, tuple[dict[str, Any], ArgumentSchema]] = {}
         self._lock = threading.RLock()
         self._depth = 0
+        self._reading = False
+        self._writes_prepared = False
+        self.conn.set_authorizer(self._authorize)
         self.runtime = Runtime(self)
         self._install_tracking()
 
@@ -268,18 +285,14 @@ class World:
             raise ToolError("invalid_arguments", f"{tool.name}: argument {path!r}: {reason}")
         cached = self._validators.get(tool.name)
         if cached is not None and cached[0] is tool.input_schema:
-            v = cached[1]
+            checker = cached[1]
         else:
-            cls = jsonschema.validators.validator_for(tool.input_schema)
             try:
-                cls.check_schema(tool.input_schema)
-            except jsonschema.SchemaError as exc:
-                raise ToolError(
-                    "internal_error", f"{tool.name} has an invalid input schema: {exc.message}"
-                ) from None
-            v = cls(tool.input_schema, format_checker=_FORMATS)
-            self._validators[tool.name] = (tool.input_schema, v)
-        err = jsonschema.exceptions.best_match(v.iter_errors(args))
+                checker = ArgumentSchema(tool.input_schema)
+            except SchemaProblem as exc:
+                raise ToolError("internal_error", f"{tool.name} has an invalid input schema: {exc}") from None
+            self._validators[tool.name] = (tool.input_schema, checker)
+        err = checker.problem(args)
         if err is not None:
             path = "/".join(str(p) for p in err.absolute_path)
             if err.validator == "required" or err.validator == "additionalProperties" or not path:
@@ -330,8 +343,8 @@ class World:
             raise
         except sqlite3.IntegrityError as exc:
             raise ToolError("constraint_violation", str(exc)) from None
-        except sqlite3.OperationalError as exc:
-            if "readonly" in str(exc) or "query_only" in str(exc):
+        except sqlite3.DatabaseError as exc:  # OperationalError, or the read authorizer's "not authorized"
+            if "not authorized" in str(exc) or "readonly" in str(exc):
                 raise ToolError(
                     "internal_error", f"{tool.name} is labelled read but tried to write"
                 ) from None
@@ -348,11 +361,43 @@ class World:
     def _run_read(self, tool: Tool, args: dict[str, Any]) -> Any:
         if self._depth:
             return self._invoke(tool, args)
-        self.conn.execute("PRAGMA query_only = 1")
-        try:
+        with self.reading():
             return self._invoke(tool, args)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """While inside, no statement on this world's connection can change anything (reentrant).
+
+        The authorizer is consulted when SQLite prepares a statement, and a statement prepared before
+        (cached by sqlite3) is not prepared again: so when a statement that writes has been prepared since
+        the last time, the authorizer is set again, which expires every prepared statement and makes the
+        next use of each prepare it anew, under the read rules.
+        """
+        if self._reading:
+            yield
+            return
+        if self._writes_prepared:
+            self.conn.set_authorizer(self._authorize)
+            self._writes_prepared = False
+        self._reading = True
+        try:
+            yield
         finally:
-            self.conn.execute("PRAGMA query_only = 0")
+            self._reading = False
+
+    def _authorize(
+        self, action: int, arg1: str | None, arg2: str | None, db: str | None, _: str | None
+    ) -> int:
+        if action in _READ_ACTIONS:
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_PRAGMA and (
+            arg1 in _READ_PRAGMAS or (arg2 is None and arg1 in _QUERY_PRAGMAS)
+        ):
+            return sqlite3.SQLITE_OK
+        if self._reading:
+            return sqlite3.SQLITE_DENY
+        self._writes_prepared = True
+        return sqlite3.SQLITE_OK
 
     def _run_write(self, tool: Tool, args: dict[str, Any]) -> tuple[Any, list[RowChange]]:
         self.conn.execute("SAVEPOINT ts_call")
@@ -398,11 +443,10 @@ class World:
         for name in dirty:
             t = self.domain.tables[name]
             before_tbl = quote(f"_ts_before_{name}")
-            key_col = quote(t.key)
             for row in self.conn.execute(f"SELECT * FROM temp.{before_tbl}").fetchall():
                 *image, existed = row
                 key = image[t.key_index]
-                now = self.conn.execute(f"{t.select} WHERE {key_col} = ?", (key,)).fetchone()
+                now = self.conn.execute(t.select_by_key, (key,)).fetchone()
                 out += row_changes(t, key, tuple(image) if existed else None, now)
             self.conn.execute(f"DELETE FROM temp.{before_tbl}")
         self.conn.execute("DELETE FROM temp._ts_dirty")
