@@ -19,7 +19,7 @@ from toolshift.flows.intent import NO_INTENT, IntentMatcher, intent_key
 from toolshift.flows.model import START_SITE, USER_SITE, Flow, Walk
 from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog
-from toolshift.flows.values import call_key, decode_output
+from toolshift.flows.values import PathPlan, call_key, decode_output, path_plan
 from toolshift.flows.words import WordsPicker, user_spans
 
 if TYPE_CHECKING:
@@ -113,6 +113,15 @@ class Decider:
                 words=tool.words.argument if tool.words is not None else None,
             )
         self._walkers = tuple(c for c in self._tools.values() if c.walk is not None)
+        read: dict[str, set[str]] = defaultdict(set)
+        for c in self._tools.values():
+            for _, (source, path) in (*c.bindings, *c.lists, *((c.walk[:2],) if c.walk is not None else ())):
+                read[source].add(path)
+        self._reads: dict[str, PathPlan] = {
+            source: path_plan(frozenset(paths)) for source, paths in read.items()
+        }
+        """Per source tool, where the output paths some lookup binds from are (`path_plan`): a session
+        indexes only these (D150), and decodes no output of a tool that is no lookup's source."""
         self._weighed: dict[str, tuple[tuple[float, _CompiledTool], ...]] = {}
         self._made: dict[str, tuple[tuple[float, _CompiledTool], ...]] = {}
         for site, habit in flow.sites.items():
@@ -194,12 +203,18 @@ class DecisionSession:
             if effect == "write":
                 self.answered.clear()
             elif effect == "read":
-                self.answered.add(key or call_key(tool, dict(arguments)))
-                self.seen.add(key or call_key(tool, dict(arguments)))
+                key = key or call_key(tool, dict(arguments))
+                self.answered.add(key)
+                self.seen.add(key)
             for name, value in arguments.items():
                 if isinstance(value, str):
                     self.opened[(tool, name)].add(value)
-        self.index.observe(tool, output, track_holders=False)
+        self._index(tool, output)
+
+    def _index(self, tool: str, output: Any) -> None:
+        reads = self.decider._reads.get(tool)
+        if reads is not None:
+            self.index.observe_within(tool, output, reads)
 
     def observe_lookup(self, lookup: Lookup, output: Any) -> None:
         """A lookup was made and returned `output` (decoded)."""
@@ -208,7 +223,7 @@ class DecisionSession:
         for name, value in lookup.arguments.items():
             if isinstance(value, str):
                 self.opened[(lookup.tool, name)].add(value)
-        self.index.observe(lookup.tool, output, track_holders=False)
+        self._index(lookup.tool, output)
 
     def observe_user(self, text: str) -> None:
         """A user message: what a picker reads format-4 arguments from."""
@@ -292,12 +307,15 @@ class DecisionSession:
         """Live use: the agent called `tool` and got `output_text`; which lookups to make now."""
         # Without a catalog, a tool the flow does not know is taken to write: the safe side for lookups.
         effect = self.decider.effects.get(tool) or ("read" if tool in self.decider.flow.tools else "write")
-        self.observe_call(tool, arguments, decode_output(output_text), effect=effect)
+        output = decode_output(output_text) if tool in self.decider._reads else None
+        self.observe_call(tool, arguments, output, effect=effect)
         return self.propose(tool)
 
     def after_lookup(self, lookup: Lookup, output_text: str | None) -> list[Lookup]:
         """Live use: a lookup returned `output_text`; which further lookups to make now (a chain)."""
-        self.observe_lookup(lookup, decode_output(output_text))
+        self.observe_lookup(
+            lookup, decode_output(output_text) if lookup.tool in self.decider._reads else None
+        )
         return self.propose(lookup.tool, prior=lookup.model_score, depth=lookup.depth + 1)
 
     def start(self) -> list[Lookup]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from toolshift.flows.values import string_paths
+from toolshift.flows.values import PathPlan, string_paths, string_paths_within
 
 PathKey = tuple[str, str]
 """(source tool, path such as `$.reservations[*]`)."""
@@ -31,6 +31,14 @@ class OutputIndex:
             if track_holders:
                 for value in as_set:
                     self.holders.setdefault(value, set()).add(key)
+
+    def observe_within(self, tool: str, output: Any, plan: PathPlan) -> None:
+        """`observe` for a reader that only ever looks up the plan's paths of `tool`: the same `latest` entries
+        for those keys, with the rest of the output left unwalked."""
+        if output is None:
+            return
+        for path, values in string_paths_within(output, plan).items():
+            self.latest[(tool, path)] = (values, frozenset(values))
 
     def holding(self, value: str) -> list[PathKey]:
         """Paths whose most recent output holds `value`."""

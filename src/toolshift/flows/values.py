@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from toolshift.errors import BadInputError
@@ -50,6 +51,80 @@ def string_paths(data: Any) -> dict[str, list[str]]:
     return out
 
 
+@dataclass(frozen=True)
+class PathPlan:
+    """Where `string_paths_within` looks: the wanted paths, and per node path the keys and list positions
+    that lead to one of them."""
+
+    wanted: frozenset[str]
+    keys: dict[str, tuple[tuple[str, str], ...]]
+    """Node path → (key, child path) of its children on the way to a wanted path."""
+    lists: frozenset[str]
+    """Node paths whose list items (`path[*]`) are on the way to a wanted path."""
+    ordered: frozenset[str]
+    """Node paths with a key that extends another with a `.` (`a`, `a.b`): two children can then reach the
+    same path, and are visited in the document's order."""
+
+
+def path_plan(wanted: frozenset[str]) -> PathPlan:
+    """The plan for `wanted` paths. A key may hold a `.` (`$.a.b` is key `a.b` or key `a` then `b`): every
+    reading is planned, so no wanted leaf is missed."""
+    keys: dict[str, set[str]] = {}
+    lists: set[str] = set()
+    for w in wanted:
+        cuts = [j for j in range(1, len(w) + 1) if j == len(w) or w[j] in ".["]
+        for n, i in enumerate(cuts):
+            node = w[:i]
+            if w.startswith("[*]", i):
+                lists.add(node)
+            elif i < len(w) and w[i] == ".":
+                for j in cuts[n + 1 :]:
+                    key = w[i + 1 : j]
+                    if key and "[" not in key and "]" not in key:
+                        keys.setdefault(node, set()).add(key)
+    ordered = {node for node, ks in keys.items() if any(b.startswith(a + ".") for a in ks for b in ks)}
+    return PathPlan(
+        frozenset(wanted),
+        {node: tuple((k, f"{node}.{k}") for k in sorted(ks)) for node, ks in keys.items()},
+        frozenset(lists),
+        frozenset(ordered),
+    )
+
+
+_ABSENT = object()
+
+
+def string_paths_within(data: Any, plan: PathPlan) -> dict[str, list[str]]:
+    """`string_paths(data)` restricted to the plan's wanted paths (each with the same values in the same
+    order), descending only where a wanted path leads. `data` is a JSON value (string keys)."""
+    out: dict[str, list[str]] = {}
+    wanted, plan_keys, lists, ordered = plan.wanted, plan.keys, plan.lists, plan.ordered
+    stack: list[tuple[str, Any]] = [("$", data)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, str):
+            if path in wanted:
+                out.setdefault(path, []).append(node)
+        elif isinstance(node, dict):
+            children = plan_keys.get(path)
+            if children is None:
+                continue
+            if path in ordered:  # children may reach the same path: the document's order
+                named = dict(children)
+                found = [(named[k], v) for k, v in node.items() if k in named]
+                stack.extend(reversed(found))
+            else:  # children reach disjoint paths: any order gives the same lists
+                for key, child in children:
+                    value = node.get(key, _ABSENT)
+                    if value is not _ABSENT:
+                        stack.append((child, value))
+        elif isinstance(node, list) and path in lists:
+            child = f"{path}[*]"
+            for value in reversed(node):
+                stack.append((child, value))
+    return out
+
+
 def canonical(value: Any) -> str:
     """One token per scalar, so `5`, `5.0` and `"5"` compare as the same value; containers as JSON."""
     if isinstance(value, str):
@@ -91,4 +166,8 @@ def leaf_values(value: Any) -> list[Any]:
 
 def call_key(tool: str, arguments: dict[str, Any]) -> str:
     """The identity of a call: its tool and arguments, canonically serialised."""
-    return tool + "\x00" + json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    return tool + "\x00" + _KEY_JSON.encode(arguments)
+
+
+_KEY_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+"""`json.dumps(…, sort_keys=True, separators=(",", ":"), default=str)`, its encoder made once."""
