@@ -17,6 +17,7 @@ file system's current directory) that views leave out.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 import threading
 from collections.abc import Callable, Iterator
@@ -78,17 +79,34 @@ class ExternalDomain:
     schema_checked: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
     _initial: ObjectState | None = None
+    _initial_view: View | None = None
 
     @property
     def name(self) -> str:
         return self.spec.name
 
+    def _loaded(self) -> ObjectState:
+        if self._initial is None:
+            self._initial = self.make_state()
+        return self._initial
+
     def fresh_state(self) -> ObjectState:
         """A copy of the initial state (made once, then cloned: loading a scenario can be slow)."""
         with self.lock:
-            if self._initial is None:
-                self._initial = self.make_state()
-            return self._initial.clone()
+            return self._loaded().clone()
+
+    def initial_snapshot(self) -> ObjectSnapshot:
+        """A snapshot of the initial state, shared by every fresh world of the domain (D151): its state is
+        the domain's own initial objects, which nothing changes (`restore` clones a snapshot's state)."""
+        with self.lock:
+            initial = self._loaded()
+            if self._initial_view is None:
+                self._initial_view = initial.view()
+            return ObjectSnapshot(self.name, self._initial_view, initial)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass
@@ -96,7 +114,7 @@ class ObjectSnapshot:
     domain: str
     view: View
     state: ObjectState
-    taken_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="milliseconds"))
+    taken_at: str = field(default_factory=_now)
 
 
 def jsonable(value: Any, _ancestors: tuple[int, ...] = ()) -> Any:
@@ -206,14 +224,44 @@ class ObjectWorld:
 
     A call's changes are the diff of the views before and after it. A call that raises keeps whatever it
     changed before raising (the benchmarks' own harnesses do not roll back either) and reports it.
+
+    The view after a call is kept as the view before the next (D151): only calls change the objects while
+    the world holds them. Reading `state` from outside drops what is kept (the reader may change the
+    objects), and so does setting it; a world fresh from its domain snapshots as the domain's shared
+    initial snapshot until then.
     """
 
     def __init__(self, domain: ExternalDomain, *, state: ObjectState | None = None) -> None:
         self.domain = domain
-        self.state = state if state is not None else domain.fresh_state()
+        self._state = state if state is not None else domain.fresh_state()
+        self._pristine = state is None
+        """The state is a fresh copy of the domain's initial one that nothing has touched."""
+        self._view: View | None = None
+        """The view of `_state` as it is now, when known."""
         self._catalog: dict[str, Tool] = {t.name: t for t in domain.tools}
         self._validators: dict[str, Any] = {}
         self._lock = threading.RLock()
+
+    @property
+    def state(self) -> ObjectState:
+        with self._lock:
+            self._pristine, self._view = False, None
+            return self._state
+
+    @state.setter
+    def state(self, value: ObjectState) -> None:
+        with self._lock:
+            self._state, self._pristine, self._view = value, False, None
+
+    def _current_view(self) -> View:
+        if self._view is None:
+            self._view = self._state.view()
+        return self._view
+
+    def _changes(self, before: View) -> list[RowChange]:
+        """The changes since `before`, once the state has changed: the new view is kept for the next call."""
+        self._pristine, self._view = False, self._state.view()
+        return view_changes(before, self._view)
 
     @property
     def name(self) -> str:
@@ -263,14 +311,12 @@ class ObjectWorld:
                 self.validate(tool, args)
             except ToolError as exc:
                 return CallResult(name, False, error=exc.as_dict())
-            before = self.state.view()
+            before = self._current_view()
             try:
                 # A deep copy: benchmark code keeps argument lists in its state and changes them later.
-                result = tool.handler(self.state, copy.deepcopy(args))  # type: ignore[arg-type]
+                result = tool.handler(self._state, copy.deepcopy(args))  # type: ignore[arg-type]
             except ToolError as exc:
-                return CallResult(
-                    name, False, error=exc.as_dict(), changes=view_changes(before, self.state.view())
-                )
+                return CallResult(name, False, error=exc.as_dict(), changes=self._changes(before))
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:  # the benchmark's code failed: the caller sees it as the error
@@ -278,24 +324,29 @@ class ObjectWorld:
                     "code": "internal_error",
                     "message": shorten(f"Error during execution: {type(exc).__name__}: {exc}"),
                 }
-                return CallResult(name, False, error=error, changes=view_changes(before, self.state.view()))
-            return CallResult(name, True, jsonable(result), changes=view_changes(before, self.state.view()))
+                return CallResult(name, False, error=error, changes=self._changes(before))
+            return CallResult(name, True, jsonable(result), changes=self._changes(before))
 
     def snapshot(self) -> ObjectSnapshot:
         with self._lock:
-            return ObjectSnapshot(self.name, self.state.view(), self.state.clone())
+            if self._pristine:
+                return dataclasses.replace(self.domain.initial_snapshot(), taken_at=_now())
+            return ObjectSnapshot(self.name, self._current_view(), self._state.clone())
 
     def restore(self, snapshot: ObjectSnapshot) -> None:
         if snapshot.domain != self.name:
             raise BadInputError(f"snapshot of {snapshot.domain!r} cannot restore world {self.name!r}")
         with self._lock:
-            self.state = snapshot.state.clone()
+            self._state, self._pristine, self._view = snapshot.state.clone(), False, snapshot.view
 
     def diff(
         self, before: ObjectSnapshot | ObjectWorld, after: ObjectSnapshot | ObjectWorld | None = None
     ) -> list[RowChange]:
         def view_of(x: ObjectSnapshot | ObjectWorld) -> View:
-            return x.view if isinstance(x, ObjectSnapshot) else x.state.view()
+            if isinstance(x, ObjectSnapshot):
+                return x.view
+            with x._lock:
+                return x._current_view()
 
         with self._lock:
             return view_changes(view_of(before), view_of(after or self))
@@ -305,7 +356,8 @@ class ObjectWorld:
 
     def fork(self) -> ObjectWorld:
         with self._lock:
-            other = ObjectWorld(self.domain, state=self.state.clone())
+            other = ObjectWorld(self.domain, state=self._state.clone())
+            other._view = self._view
         other._catalog = dict(self._catalog)
         return other
 
