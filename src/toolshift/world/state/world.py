@@ -5,12 +5,17 @@ a call touches into temp tables, so a call reports exactly the `RowChange`s it m
 failed call (domain error, schema error, exception in an action) rolls back and reports none.
 Read calls run under an SQLite authorizer set once per connection that refuses every statement that could
 change anything while a read runs (D147), so a tool labelled `read` provably changes nothing.
+
+The same triggers keep the key of every row written since the world was made or last restored
+(`temp._ts_touched`), so a diff from a snapshot the world took in that time compares those rows only
+(D153); any other diff compares every row.
 """
 
 from __future__ import annotations
 
 import asyncio
 import difflib
+import itertools
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
@@ -53,6 +58,8 @@ class Snapshot:
     domain: str
     conn: sqlite3.Connection
     taken_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="milliseconds"))
+    _epoch: int | None = field(default=None, repr=False, compare=False)
+    """The world epoch it was taken in: while a world is in that epoch, its touched rows cover every change."""
 
     def save(self, path: str | Path) -> Path:
         """Write the snapshot as a standalone SQLite file, atomically: a temp sibling renamed over `path`, so
@@ -96,6 +103,10 @@ def compare_schemas(have: dict[tuple[str, str], str], want: dict[tuple[str, str]
         if have[t, n] != want[t, n]
     ]
     return out
+
+
+_epochs = itertools.count()
+"""World epochs: a world's begins when it is made or restored, never shared by two worlds."""
 
 
 def _copy(src: sqlite3.Connection) -> sqlite3.Connection:
@@ -159,6 +170,7 @@ class World:
         self.conn.set_authorizer(self._authorize)
         self.runtime = Runtime(self)
         self._install_tracking()
+        self._epoch = next(_epochs)
 
     # --- construction ---------------------------------------------------------------------------
 
@@ -416,10 +428,16 @@ class World:
     def _install_tracking(self) -> None:
         c = self.conn
         c.execute("CREATE TEMP TABLE IF NOT EXISTS _ts_dirty (tbl TEXT PRIMARY KEY)")
+        c.execute("CREATE TEMP TABLE IF NOT EXISTS _ts_touched (tbl TEXT, k, PRIMARY KEY (tbl, k))")
         for t in self.domain.tables.values():
             before = quote(f"_ts_before_{t.name}")
             cols = ", ".join(quote(col) for col in t.columns)
             mark = f"INSERT OR IGNORE INTO _ts_dirty VALUES ('{t.name}');"
+            key = quote(t.key)
+            touch = {  # the rows a statement writes, kept since the epoch began (D153)
+                row: f"INSERT OR IGNORE INTO _ts_touched VALUES ('{t.name}', {row}.{key});"
+                for row in ("NEW", "OLD")
+            }
             old = ", ".join(f"OLD.{quote(col)}" for col in t.columns)
             c.execute(
                 f"CREATE TEMP TABLE IF NOT EXISTS {before} ({cols}, _ts_existed, PRIMARY KEY ({quote(t.key)}))"
@@ -427,12 +445,14 @@ class World:
             c.execute(
                 f"CREATE TEMP TRIGGER IF NOT EXISTS {quote(f'_ts_ins_{t.name}')} AFTER INSERT ON main.{quote(t.name)} "
                 f"BEGIN INSERT OR IGNORE INTO {before} ({quote(t.key)}, _ts_existed) VALUES (NEW.{quote(t.key)}, 0); "
-                f"{mark} END"
+                f"{mark} {touch['NEW']} END"
             )
             for op in ("UPDATE", "DELETE"):
+                touched = touch["OLD"] + (" " + touch["NEW"] if op == "UPDATE" else "")
                 c.execute(
                     f"CREATE TEMP TRIGGER IF NOT EXISTS {quote(f'_ts_{op.lower()}_{t.name}')} BEFORE {op} "
-                    f"ON main.{quote(t.name)} BEGIN INSERT OR IGNORE INTO {before} VALUES ({old}, 1); {mark} END"
+                    f"ON main.{quote(t.name)} BEGIN INSERT OR IGNORE INTO {before} VALUES ({old}, 1); {mark} "
+                    f"{touched} END"
                 )
 
     def _collect_changes(self) -> list[RowChange]:
@@ -456,7 +476,7 @@ class World:
 
     def snapshot(self) -> Snapshot:
         with self._lock:
-            return Snapshot(self.name, _copy(self.conn))
+            return Snapshot(self.name, _copy(self.conn), _epoch=self._epoch)
 
     def restore(self, snapshot: Snapshot) -> None:
         """Make the world's state exactly the snapshot's (the catalog is unchanged)."""
@@ -465,6 +485,9 @@ class World:
         with self._lock:
             snapshot.conn.backup(self.conn)
             self.conn.execute("PRAGMA foreign_keys = ON")
+            # A new epoch that the restored snapshot is now taken in (its state is the world's, nothing touched).
+            self.conn.execute("DELETE FROM temp._ts_touched")
+            self._epoch = snapshot._epoch = next(_epochs)
 
     def diff(self, before: Snapshot | World, after: Snapshot | World | None = None) -> list[RowChange]:
         """Exact row-level changes from `before` to `after` (default: this world now), sorted.
@@ -479,29 +502,48 @@ class World:
         with self._lock:
             if b.in_transaction or a.in_transaction:
                 return self._diff_in_python(a, b)
+            touched: dict[str, list[Any]] | None = None
+            if isinstance(before, Snapshot) and after in (None, self) and before._epoch == self._epoch:
+                touched = {}
+                for name, key in b.execute("SELECT tbl, k FROM temp._ts_touched"):
+                    touched.setdefault(name, []).append(key)
+                if not touched:
+                    return []
             b.execute("ATTACH DATABASE ':memory:' AS _ts_before")
             try:
                 b.deserialize(a.serialize(), name="_ts_before")
                 out: list[RowChange] = []
                 for t in self.domain.tables.values():
-                    out += self._diff_table(b, t)
+                    if touched is None:
+                        out += self._diff_table(b, t)
+                    elif t.name in touched:
+                        out += self._diff_table(b, t, touched[t.name])
             finally:
                 b.execute("DETACH DATABASE _ts_before")
         return sorted(out, key=_change_order)
 
-    def _diff_table(self, conn: sqlite3.Connection, t: Table) -> list[RowChange]:
+    def _diff_table(
+        self, conn: sqlite3.Connection, t: Table, only: list[Any] | None = None
+    ) -> list[RowChange]:
+        """The rows of `t` that differ (`only`: among these keys, every other row being unchanged)."""
         k, n = quote(t.key), quote(t.name)
         differs = " OR ".join(f"m.{quote(c)} IS NOT o.{quote(c)}" for c in t.columns if c != t.key) or "0"
-        keys = [
-            r[0]
-            for r in conn.execute(
-                f"SELECT m.{k} FROM main.{n} m JOIN _ts_before.{n} o ON m.{k} = o.{k} WHERE {differs} "
-                f"UNION ALL SELECT m.{k} FROM main.{n} m "
-                f"WHERE NOT EXISTS (SELECT 1 FROM _ts_before.{n} o WHERE o.{k} = m.{k}) "
-                f"UNION ALL SELECT o.{k} FROM _ts_before.{n} o "
-                f"WHERE NOT EXISTS (SELECT 1 FROM main.{n} m WHERE m.{k} = o.{k})"
-            )
-        ]
+        query = (
+            f"SELECT m.{k} FROM main.{n} m JOIN _ts_before.{n} o ON m.{k} = o.{k} WHERE ({differs}) AND {{m}} "
+            f"UNION ALL SELECT m.{k} FROM main.{n} m "
+            f"WHERE NOT EXISTS (SELECT 1 FROM _ts_before.{n} o WHERE o.{k} = m.{k}) AND {{m}} "
+            f"UNION ALL SELECT o.{k} FROM _ts_before.{n} o "
+            f"WHERE NOT EXISTS (SELECT 1 FROM main.{n} m WHERE m.{k} = o.{k}) AND {{o}}"
+        )
+        if only is None:
+            keys = [r[0] for r in conn.execute(query.format(m="1", o="1"))]
+        else:
+            keys = []
+            for i in range(0, len(only), 300):
+                chunk = only[i : i + 300]
+                marks = ", ".join("?" for _ in chunk)
+                where = query.format(m=f"m.{k} IN ({marks})", o=f"o.{k} IN ({marks})")
+                keys += [r[0] for r in conn.execute(where, chunk * 3)]
         if not keys:
             return []
         cols = ", ".join(quote(c) for c in t.columns)

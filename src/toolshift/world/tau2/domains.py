@@ -79,11 +79,21 @@ class Tau2World:
     def records(self) -> dict[str, Callable[[Any, str], dict[str, Any] | None]]:
         return self.implementation().RECORDS
 
-    def export(self, conn: Any, keys: dict[str, set[str]] | None = None) -> dict[str, dict[str, Any]]:
-        """The world's state as τ²'s database dict (`keys`: only these records; a deleted one is None)."""
+    def export(
+        self, conn: Any, keys: dict[str, set[str]] | None = None, *, ordered: bool = True
+    ) -> dict[str, dict[str, Any]]:
+        """The world's state as τ²'s database dict (`keys`: only these records; a deleted one is None).
+
+        Records come in database order; `ordered=False` (with `keys`) sorts them by key instead, without
+        reading every record's key: for a comparison that sorts keys anyway (the evaluator's canonical JSON)."""
         impl = self.implementation()
-        wanted = keys if keys is not None else {t: set(ks) for t, ks in impl.record_keys(conn).items()}
+        if keys is not None and not ordered:
+            return {
+                table: {k: reader(conn, k) for k in sorted(keys.get(table, ()))}
+                for table, reader in impl.RECORDS.items()
+            }
         order = impl.record_keys(conn)
+        wanted = keys if keys is not None else {t: set(ks) for t, ks in order.items()}
         out: dict[str, dict[str, Any]] = {}
         for table, reader in impl.RECORDS.items():
             names = [k for k in order[table] if k in wanted.get(table, set())]

@@ -24,6 +24,9 @@ never imported (τ² needs Python 3.12). For `EvaluationType.ALL`, its default:
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,50 +83,84 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _replayed(world_name: str, calls: list[Call]) -> tuple[Any, list[RowChange]]:
-    """A fresh world with `calls` made in order (failures change nothing, as in τ²'s replay), and its changes."""
-    from toolshift.world import World, load_domain
+_domains: dict[str, Any] = {}
+_domains_lock = threading.Lock()
 
-    world = World(load_domain(world_name))
-    start = world.snapshot()
-    for call in calls:
-        world.call(call.name, call.arguments)
-    changes = world.changes_since(start)
-    start.close()
-    return world, changes
+
+def _compiled(world_name: str) -> Any:
+    """The world's compiled domain, once per process (every episode's replay starts from its template)."""
+    from toolshift.world import load_domain
+
+    with _domains_lock:
+        if world_name not in _domains:
+            _domains[world_name] = load_domain(world_name)
+        return _domains[world_name]
+
+
+_free: dict[str, list[tuple[Any, Any]]] = {}
+"""Per world name, replay worlds not in use, each with the snapshot of its initial state."""
+
+
+@contextmanager
+def _replayed(world_name: str, calls: list[Call]) -> Iterator[tuple[Any, list[RowChange]]]:
+    """A world in its initial state with `calls` made in order (failures change nothing, as in τ²'s replay),
+    and every change the calls reported, one after another: each record whose state differs from the
+    initial one is among them (a record changed and changed back is too, and compares equal).
+
+    The world is one of the process's replay worlds of that name, restored to its initial state (D152):
+    making a world compiles its validators and installs its change tracking, a restore copies the
+    database only. It goes back to the free list when the block ends.
+    """
+    from toolshift.world import World
+
+    with _domains_lock:
+        free = _free.setdefault(world_name, [])
+        taken = free.pop() if free else None
+    if taken is None:
+        world = World(_compiled(world_name))
+        taken = (world, world.snapshot())
+    else:
+        taken[0].restore(taken[1])
+    world = taken[0]
+    try:
+        changes: list[RowChange] = []
+        for call in calls:
+            changes += world.call(call.name, call.arguments).changes
+        yield world, changes
+    finally:
+        with _domains_lock:
+            _free[world_name].append(taken)
 
 
 def db_match(task: Task, calls: list[Call], world: Any = None, diff: list[RowChange] | None = None) -> bool:
     """Whether the final database equals the expected actions' (see the module docstring).
 
     `world` is the episode's own world and `diff` its net changes; without them the conversation's
-    assistant calls are replayed on a fresh world, as τ²'s evaluator replays the trajectory.
+    assistant calls are replayed on a fresh world, as τ²'s evaluator replays the trajectory. The records
+    compared are those either side changed: every other record is the initial one on both sides, so τ²'s
+    hash of the whole database matches exactly when these do.
     """
     from toolshift.world.tau2.domains import tau2_world
 
     spec = tau2_world(task.domain)
     criteria = task.criteria or JudgeCriteria()
-    owned = world is None or diff is None
-    if owned:
-        world, diff = _replayed(spec.name, [c for c in calls if c.requestor == "assistant"])
     gold_calls = [Call(a.name, a.arguments) for a in criteria.actions or [] if a.requestor == "assistant"]
-    gold, gold_diff = _replayed(spec.name, gold_calls)
-    try:
+    with ExitStack() as stack:
+        if world is None or diff is None:
+            mine = [c for c in calls if c.requestor == "assistant"]
+            world, diff = stack.enter_context(_replayed(spec.name, mine))
+        gold, gold_changes = stack.enter_context(_replayed(spec.name, gold_calls))
         keys = spec.changed_records(list(diff or []))
-        for table, changed in spec.changed_records(gold_diff).items():
+        for table, changed in spec.changed_records(gold_changes).items():
             keys[table] = keys.get(table, set()) | changed
-        return _canonical(spec.export(world.conn, keys)) == _canonical(spec.export(gold.conn, keys))
-    finally:
-        gold.close()
-        if owned:
-            world.close()
+        ours = spec.export(world.conn, keys, ordered=False)
+        return _canonical(ours) == _canonical(spec.export(gold.conn, keys, ordered=False))
 
 
 def _effects(domain: str) -> dict[str, str]:
-    from toolshift.world import load_domain
     from toolshift.world.tau2.domains import tau2_world
 
-    return {t.name: t.effect for t in load_domain(tau2_world(domain).name).tools}
+    return {t.name: t.effect for t in _compiled(tau2_world(domain).name).tools}
 
 
 def evaluate(
