@@ -7,7 +7,9 @@ record) with the outcome judged by BFCL's `multi_turn_checker`; side B is BFCL's
 `BaseHandler.inference` (its multi-turn loop, driven by `bfcl_harness.OracleHandler`, which plays the
 possible answer) followed by BFCL's eval of that one result (`eval_runner._evaluate_single_multi_turn_entry`,
 decode + `multi_turn_checker`; that module imports every model vendor's SDK, so its steps are written out
-here as `bfcl_eval_entry`). Both sides must give full marks on every entry. BFCL prints every step: its
+here as `bfcl_eval_entry`). toolshift must give full marks on every entry; an entry BFCL's harness cuts
+short (its 20 steps per turn, fewer than the longest possible answers need) did less work on B's side,
+so its pairs are left out of the ratios and counted. BFCL prints every step: its
 stdout goes to a buffer, as in `bfcl_harness.run_oracle`. Ratios are episodes per second, B's time over A's.
 
     .venv/bin/python bench/bench_bfcl_oracle.py [--limit N] [--rounds R]
@@ -23,7 +25,7 @@ import io
 import time
 from typing import Any
 
-from paired import Sample, interleave_async
+from paired import Paired, Sample, interleave_async
 from toolshift.agents.config import RunConfig, make_agent, make_user
 from toolshift.agents.loop import run_episode
 from toolshift.agents.worlds import world_opener
@@ -66,6 +68,17 @@ def bfcl_eval_entry(handler: Any, result: Any, e: bfcl.Entry, prompt: dict[str, 
     return bool(verdict["valid"])
 
 
+def _cut_short(result: Any, e: bfcl.Entry) -> bool:
+    """BFCL's inference stopped before the possible answer's calls of some turn were all made (its step limit
+    per turn): fewer turns, or a turn with fewer call steps (the oracle makes one call per step)."""
+    if not isinstance(result, list) or len(result) != len(e.ground_truth):
+        return True
+    return any(
+        sum(isinstance(step, list) for step in turn) < len(calls)
+        for turn, calls in zip(result, e.ground_truth, strict=True)
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--limit", type=int, default=None, help="entries per category")
@@ -84,6 +97,7 @@ def main() -> None:
         for t in tasks
     }
     failed: list[str] = []
+    cut_short: set[str] = set()
 
     async def toolshift(t: Task) -> None:
         e = await run_episode(
@@ -106,7 +120,9 @@ def main() -> None:
             valid = bfcl_eval_entry(handler, result, e, prompt)
         sample = Sample(time.perf_counter() - started[0], time.process_time() - started[1])
         _forget(e.id)
-        if not valid:
+        if _cut_short(result, e):
+            cut_short.add(t.id)
+        elif not valid:
             failed.append(f"BFCL {t.id}")
         return sample
 
@@ -118,16 +134,25 @@ def main() -> None:
             toolshift, theirs, tasks, rounds=args.rounds, names=("toolshift", "BFCL harness + checker")
         )
 
-    run = asyncio.run(go())
+    every = asyncio.run(go())
     if failed:
         raise SystemExit(f"{len(failed)} episodes without full marks, first {failed[0]}")
+    plan = [t.id for _ in range(args.rounds) for t in tasks]
+    kept = [i for i, tid in enumerate(plan) if tid not in cut_short]
+    run = Paired(every.a, every.b, [every.a_samples[i] for i in kept], [every.b_samples[i] for i in kept],
+                 every.load_start, every.load_end)  # fmt: skip
     command = "python bench/bench_bfcl_oracle.py" + "".join(
         f" --{k} {v}" for k, v in (("limit", args.limit), ("rounds", args.rounds)) if v not in (None, 1)
     )
     record(
         "BFCL multi-turn oracle: toolshift (BFCL's checker) vs BFCL's harness + checker, interleaved",
         [
-            ("BFCL entries × rounds; full marks on both sides", f"{len(tasks)} × {args.rounds}; all", "all"),
+            ("BFCL entries × rounds; toolshift's full marks", f"{len(tasks)} × {args.rounds}; all", "all"),
+            (
+                "entries BFCL's own harness cut short (its steps-per-turn limit; their pairs left out)",
+                f"{len(cut_short)}: {', '.join(sorted(cut_short)) or '—'}",
+                "",
+            ),
             *run.rows("oracle episode", clocks=("wall", "cpu")),
             (
                 "episodes/s ratio, toolshift / BFCL (their time / ours), p50/p50 · p90/p90 (wall)",

@@ -71,7 +71,7 @@ def test_live_decisions_equal_the_full_index_on_real_airline_runs(airline, walk_
     decider = Decider(flow, kind, 0.1, catalog)
     proposed = 0
     for t in tl:
-        pruned, full = decider.session(), FullIndexSession(decider)
+        pruned, full, given = decider.session(), FullIndexSession(decider), decider.session()
         for event in t.events:
             if not isinstance(event, TurnEvent):
                 continue
@@ -79,11 +79,12 @@ def test_live_decisions_equal_the_full_index_on_real_airline_runs(airline, walk_
                 c = t.calls[i]
                 got = pruned.after_call(c.tool, c.arguments, c.output_text)
                 assert got == full.after_call(c.tool, c.arguments, c.output_text)
+                assert got == given.after_call_value(c.tool, c.arguments, decode_output(c.output_text))
                 proposed += len(got)
                 for lookup in got:  # a chain, fed the call's own output as the lookup's result
-                    assert pruned.after_lookup(lookup, c.output_text) == full.after_lookup(
-                        lookup, c.output_text
-                    )
+                    chained = pruned.after_lookup(lookup, c.output_text)
+                    assert chained == full.after_lookup(lookup, c.output_text)
+                    assert chained == given.after_lookup(lookup, c.output_text)
     assert proposed > 100
 
 

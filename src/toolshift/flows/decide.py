@@ -305,9 +305,14 @@ class DecisionSession:
 
     def after_call(self, tool: str, arguments: Mapping[str, Any], output_text: str | None) -> list[Lookup]:
         """Live use: the agent called `tool` and got `output_text`; which lookups to make now."""
+        output = decode_output(output_text) if tool in self.decider._reads else None
+        return self.after_call_value(tool, arguments, output)
+
+    def after_call_value(self, tool: str, arguments: Mapping[str, Any], output: Any) -> list[Lookup]:
+        """`after_call` for a caller that holds the result as data already: `output` is the value
+        `decode_output` gives for the result text (the decoded JSON, else the text; None for none)."""
         # Without a catalog, a tool the flow does not know is taken to write: the safe side for lookups.
         effect = self.decider.effects.get(tool) or ("read" if tool in self.decider.flow.tools else "write")
-        output = decode_output(output_text) if tool in self.decider._reads else None
         self.observe_call(tool, arguments, output, effect=effect)
         return self.propose(tool)
 
