@@ -107,9 +107,11 @@ def _replayed(world_name: str, calls: list[Call]) -> Iterator[tuple[Any, list[Ro
     and every change the calls reported, one after another: each record whose state differs from the
     initial one is among them (a record changed and changed back is too, and compares equal).
 
-    The world is one of the process's replay worlds of that name, restored to its initial state (D152):
-    making a world compiles its validators and installs its change tracking, a restore copies the
-    database only. It goes back to the free list when the block ends.
+    The world is one of the process's replay worlds of that name, in its initial state (D152): making a
+    world compiles its validators and installs its change tracking. The replay runs inside one transaction
+    that is rolled back when the block ends (each call keeps its own savepoint inside it), which undoes
+    only what the calls wrote; should any write outlive the rollback (the world's log of touched rows,
+    D153, is not empty), the world is restored from its initial snapshot. Then it goes back to the free list.
     """
     from toolshift.world import World
 
@@ -119,15 +121,18 @@ def _replayed(world_name: str, calls: list[Call]) -> Iterator[tuple[Any, list[Ro
     if taken is None:
         world = World(_compiled(world_name))
         taken = (world, world.snapshot())
-    else:
-        taken[0].restore(taken[1])
     world = taken[0]
+    world.conn.execute("BEGIN")
     try:
         changes: list[RowChange] = []
         for call in calls:
             changes += world.call(call.name, call.arguments).changes
         yield world, changes
     finally:
+        if world.conn.in_transaction:
+            world.conn.execute("ROLLBACK")
+        if world.conn.execute("SELECT 1 FROM temp._ts_touched LIMIT 1").fetchone() is not None:
+            world.restore(taken[1])
         with _domains_lock:
             _free[world_name].append(taken)
 
