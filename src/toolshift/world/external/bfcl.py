@@ -533,14 +533,16 @@ def judge(e: Entry, turns: list[list[list[tuple[str, Any]]]]) -> dict[str, Any]:
     return out
 
 
-_truths: dict[str, list[list[str]]] = {}
+_truths: dict[tuple[str, tuple[tuple[str, ...], ...]], list[list[str]]] = {}
 
 
 def _truth_strings(e: Entry, methods: dict[str, tuple[str, ...]]) -> list[list[str]]:
-    """The possible answer's calls rewritten (`_truth_string`), once per entry; the checker gets a copy."""
-    truth = _truths.get(e.id)
+    """The possible answer's calls rewritten (`_truth_string`), once per entry and grouping of its turns (an
+    evolved task regroups an entry's turns under the same id, `grouped_entry`); the checker gets a copy."""
+    key = (e.id, tuple(tuple(turn) for turn in e.ground_truth))
+    truth = _truths.get(key)
     if truth is None:
-        truth = _truths[e.id] = [[_truth_string(c, e, methods) for c in turn] for turn in e.ground_truth]
+        truth = _truths[key] = [[_truth_string(c, e, methods) for c in turn] for turn in e.ground_truth]
     return [list(turn) for turn in truth]
 
 
