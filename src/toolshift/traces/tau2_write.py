@@ -88,7 +88,15 @@ def _message_out(message: Message, turn_idx: int) -> dict[str, Any]:
     out["timestamp"] = message.timestamp
     if message.role != "system":
         out["cost"] = message.cost
-        out["usage"] = message.usage.model_dump() if message.usage else None
+        # τ²'s usage carries prompt and completion tokens; ours adds the cached share only where it was reported
+        # (D170), so a τ²-written file round-trips unchanged.
+        out["usage"] = (
+            message.usage.model_dump(
+                exclude={"cached_prompt_tokens"} if message.usage.cached_prompt_tokens is None else set()
+            )
+            if message.usage
+            else None
+        )
         out["generation_time_seconds"] = message.generation_time_seconds
     return out
 
