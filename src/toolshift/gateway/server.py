@@ -14,8 +14,6 @@ bound to loopback gets 421 on every path (`HostGate`: the viewer and the world s
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -251,24 +249,9 @@ def http_gateway_thread(
     timeout: float = 60.0,
 ) -> Iterator[str]:  # fmt: skip
     """Run the gateway's HTTP transport on a loopback port in a background thread; yields the MCP URL."""
-    import uvicorn
+    from toolshift.world.mcp.serve import loopback_http_thread
 
-    from toolshift.world.mcp.serve import free_port
-
-    port = port or free_port(host)
-    config = uvicorn.Config(
-        server.http_app(host=host, token=token), host=host, port=port, log_level="warning", lifespan="on"
-    )
-    userver = uvicorn.Server(config)
-    thread = threading.Thread(target=userver.run, name=f"gateway-http-{port}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + timeout
-    while not userver.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError(f"gateway HTTP server did not start on {host}:{port}")
-        time.sleep(0.01)
-    try:
-        yield f"http://{host}:{port}/mcp"
-    finally:
-        userver.should_exit = True
-        thread.join(timeout=30)
+    with loopback_http_thread(
+        server, name="gateway HTTP", host=host, port=port, token=token, timeout=timeout
+    ) as url:
+        yield url

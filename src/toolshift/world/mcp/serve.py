@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
@@ -403,6 +403,41 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+class HttpApp(Protocol):
+    """What serves streamable HTTP: a world server or the gateway (`http_app` builds the ASGI app)."""
+
+    def http_app(self, *, host: str, token: str | None) -> Any: ...
+
+
+@contextmanager
+def loopback_http_thread(
+    server: HttpApp, *, name: str, host: str, port: int | None, token: str | None, timeout: float
+) -> Iterator[str]:
+    """Run `server`'s streamable HTTP app on a loopback port in a background thread; yields the MCP URL.
+    The world server's and the gateway's HTTP threads (tests, benchmarks, the demo) are this one."""
+    import uvicorn
+
+    port = port or free_port(host)
+    config = uvicorn.Config(
+        server.http_app(host=host, token=token), host=host, port=port, log_level="warning", lifespan="on"
+    )
+    userver = uvicorn.Server(config)
+    thread = threading.Thread(
+        target=userver.run, name=f"{name.lower().replace(' ', '-')}-{port}", daemon=True
+    )
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not userver.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"{name} server did not start on {host}:{port}")
+        time.sleep(0.01)
+    try:
+        yield f"http://{host}:{port}/mcp"
+    finally:
+        userver.should_exit = True
+        thread.join(timeout=timeout / 2)
+
+
 @contextmanager
 def http_server_thread(
     server: WorldServer,
@@ -413,22 +448,7 @@ def http_server_thread(
     token: str | None = None,
 ) -> Iterator[str]:
     """Run the streamable HTTP transport on a loopback port in a background thread; yields the MCP URL."""
-    import uvicorn
-
-    port = port or free_port(host)
-    config = uvicorn.Config(
-        server.http_app(host=host, token=token), host=host, port=port, log_level="warning", lifespan="on"
-    )
-    userver = uvicorn.Server(config)
-    thread = threading.Thread(target=userver.run, name=f"mcp-http-{port}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + timeout
-    while not userver.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError(f"MCP HTTP server did not start on {host}:{port}")
-        time.sleep(0.01)
-    try:
-        yield f"http://{host}:{port}/mcp"
-    finally:
-        userver.should_exit = True
-        thread.join(timeout=10)
+    with loopback_http_thread(
+        server, name="MCP HTTP", host=host, port=port, token=token, timeout=timeout
+    ) as url:
+        yield url
