@@ -329,22 +329,12 @@ class EpisodeSupply:
         top = pool[0].domain if pool else (self.candidates[0].domain if self.candidates else None)
         parts = s.ranked_atomics(context, top) if top else []
         chosen = choose_plan(pool, disclosed, parts, relevance, s.catalog)
-        view = SupplyView(chosen, self.candidates)
         if chosen is not None:
-            deps: set[str] = set(chosen.tools)
-            direct = s.tools_for(context, chosen.domain, TOOLS_PER_STEP)
-            for k, step in enumerate(chosen.body.get("steps", [])):
-                tool = s.catalog.tools.get(step["tool"])
-                found = s.atomic_for(f"{context} {tool.text() if tool else step['tool']}", chosen.domain)
-                # the model-free pick: skills that perform this step with the plan's own tools
-                atoms = [a for a in found if step["tool"] in a.tools and set(a.tools) <= set(chosen.tools)]
-                view.steps.append(StepSupply(k, step["tool"], [a.id for a in atoms], direct))
-                deps.update(t for a in atoms for t in a.tools)
-                deps.update(direct)
-            view.exposed = frozenset(deps & s.catalog.names())
+            view = self._view(chosen, context)
         else:
             # no plan fits: fall back to the initial supply (the candidates' tools and the top 3 tools
             # for the request), never an empty view
+            view = SupplyView(None, self.candidates)
             view.exposed = self.initial()
         self.view = view
         self.exposed |= view.exposed
