@@ -93,16 +93,9 @@ class GatewayServer:
     async def _discover(
         self, ctx: ServerRequestContext[Any], params: types.RequestParams
     ) -> types.DiscoverResult:
-        if ctx.request is not None:
-            raise MCPError(
-                types.METHOD_NOT_FOUND,
-                "server/discover is not served over HTTP: the gateway needs sessions (initialize handshake)",
-            )
-        return types.DiscoverResult(
-            supported_versions=list(MODERN_PROTOCOL_VERSIONS),
-            capabilities=self.server.get_capabilities(protocol_version=ctx.protocol_version),
-            instructions=self.server.instructions,
-        )
+        from toolshift.world.mcp.serve import discover_sessions_only
+
+        return discover_sessions_only(self.server, ctx, "the gateway needs sessions (initialize handshake)")
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

@@ -283,15 +283,8 @@ class WorldServer:
         self, ctx: ServerRequestContext[Any], params: types.RequestParams
     ) -> types.DiscoverResult:
         """Over HTTP, refuse the session-less era so clients fall back to sessions; elsewhere answer normally."""
-        if ctx.request is not None:
-            raise MCPError(
-                types.METHOD_NOT_FOUND,
-                f"server/discover is not served over HTTP: worlds need sessions (or a world key: {OPEN_WORLD})",
-            )
-        return types.DiscoverResult(
-            supported_versions=list(MODERN_PROTOCOL_VERSIONS),
-            capabilities=self.server.get_capabilities(protocol_version=ctx.protocol_version),
-            instructions=self.server.instructions,
+        return discover_sessions_only(
+            self.server, ctx, f"worlds need sessions (or a world key: {OPEN_WORLD})"
         )
 
     async def _list_tools(
@@ -395,6 +388,21 @@ def world_token() -> str | None:
     import os
 
     return os.environ.get(TOKEN_ENV, "").strip() or None
+
+
+def discover_sessions_only(
+    server: Server[Any], ctx: ServerRequestContext[Any], why: str
+) -> types.DiscoverResult:
+    """`server/discover`: refused over HTTP (`why` says what the server needs instead), so a client of the
+    session-less era falls back to an initialize handshake; answered elsewhere (stdio, in-memory). The world
+    server and the gateway answer it alike."""
+    if ctx.request is not None:
+        raise MCPError(types.METHOD_NOT_FOUND, f"server/discover is not served over HTTP: {why}")
+    return types.DiscoverResult(
+        supported_versions=list(MODERN_PROTOCOL_VERSIONS),
+        capabilities=server.get_capabilities(protocol_version=ctx.protocol_version),
+        instructions=server.instructions,
+    )
 
 
 def free_port(host: str = "127.0.0.1") -> int:
