@@ -115,3 +115,13 @@ def test_a_killed_ray_run_leaves_no_process_behind(sig, tasks_file: Path, tmp_pa
         if driver.poll() is None:
             driver.kill()
             driver.wait()
+
+
+def test_ports_chosen_for_one_cluster_are_distinct() -> None:
+    """The GCS and the dashboard agent were once handed the same port (two bind-and-close calls in a row);
+    ports chosen together are held until all are chosen, so they never repeat."""
+    from toolshift.agents.ray_watchdog import free_ports
+
+    for _ in range(20):
+        ports = free_ports(8)
+        assert len(set(ports)) == 8, ports

@@ -26,10 +26,22 @@ GRACE_SECONDS = 3.0
 """How long the cluster's processes get to exit on SIGTERM before they are killed."""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+START_ATTEMPTS = 3
+"""`ray start` tries: a port free when chosen can be taken by the time Ray binds it (another process, or
+Ray's own random choice for a component we do not pin), so a port clash is retried with new ports."""
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free ports: every socket stays bound until all are chosen, so the kernel cannot hand
+    the same ephemeral port out twice (two sequential bind-and-close calls can, and once did: the GCS and
+    the dashboard agent were both given 49335)."""
+    with contextlib.ExitStack() as held:
+        ports = []
+        for _ in range(count):
+            s = held.enter_context(socket.socket())
+            s.bind(("127.0.0.1", 0))
+            ports.append(int(s.getsockname()[1]))
+        return ports
 
 
 def session_members() -> list[int]:
@@ -88,16 +100,22 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    port = free_port()
-    command = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", f"--port={port}",
-               "--node-ip-address=127.0.0.1",
-               f"--dashboard-agent-listen-port={free_port()}", "--include-dashboard=false",
-               "--disable-usage-stats", f"--temp-dir={temp_dir}"]  # fmt: skip
-    if args.num_cpus is not None:
-        command.append(f"--num-cpus={args.num_cpus}")
-    started = subprocess.run(command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
-    if started.returncode != 0:
-        tail = " | ".join((started.stderr or started.stdout).strip().splitlines()[-3:])
+    for attempt in range(1, START_ATTEMPTS + 1):
+        port, agent_port = free_ports(2)
+        command = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", f"--port={port}",
+                   "--node-ip-address=127.0.0.1",
+                   f"--dashboard-agent-listen-port={agent_port}", "--include-dashboard=false",
+                   "--disable-usage-stats", f"--temp-dir={temp_dir}"]  # fmt: skip
+        if args.num_cpus is not None:
+            command.append(f"--num-cpus={args.num_cpus}")
+        started = subprocess.run(command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+        if started.returncode == 0:
+            break
+        output = (started.stderr or started.stdout).strip()
+        if attempt < START_ATTEMPTS and "port" in output.lower():
+            stop_session()  # whatever the failed start left running, before trying new ports
+            continue
+        tail = " | ".join(output.splitlines()[-3:])
         print(f"failed ray start exited {started.returncode}: {tail}", flush=True)
         stop()
     print(f"ready 127.0.0.1:{port}", flush=True)
