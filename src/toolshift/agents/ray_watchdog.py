@@ -108,7 +108,9 @@ def main() -> int:
                    "--disable-usage-stats", f"--temp-dir={temp_dir}"]  # fmt: skip
         if args.num_cpus is not None:
             command.append(f"--num-cpus={args.num_cpus}")
-        started = subprocess.run(command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+        started = subprocess.run(
+            command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL
+        )
         if started.returncode == 0:
             break
         output = (started.stderr or started.stdout).strip()
