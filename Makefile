@@ -8,11 +8,26 @@ INSPECTOR := .cache/npm/node_modules/.bin/mcp-inspector
 FILESYSTEM_SERVER_VERSION := 2026.8.31
 FILESYSTEM_SERVER := .cache/npm/node_modules/.bin/mcp-server-filesystem
 
+# llama-cpp-python compiles llama.cpp when it installs, by default for the building machine's own CPU
+# (GGML_NATIVE); that build segfaulted on its first batched decode on an Intel Xeon with AVX-512 and AMX
+# (D260). A portable build (AVX2 on x86-64) runs on every machine of this kind. It is built once per clone
+# into .cache/wheels; pip's own wheel cache is bypassed, since it would hand back a native build made earlier.
+LLAMA_VERSION := 0.3.36
+LLAMA_WHEELS := .cache/wheels/llama-cpp-python-$(LLAMA_VERSION)-portable
+ifeq ($(shell uname -m),x86_64)
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF
+else
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
+endif
+
 .PHONY: demo test lint bench clean inspector tau2-venv chromium extras
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
+	  $(PY) -m pip wheel --quiet --no-cache-dir --no-deps llama-cpp-python==$(LLAMA_VERSION) -w $(LLAMA_WHEELS)
+	$(PY) -m pip install --quiet $(LLAMA_WHEELS)/llama_cpp_python-*.whl
 	$(PY) -m pip install --quiet -e '.[dev,ray]'
 	touch $(STAMP)
 
