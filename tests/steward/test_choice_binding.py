@@ -89,8 +89,8 @@ def test_the_plan_is_chosen_from_the_conversations_words_never_the_fact_names():
         calls = _converse(supply, request, intent, facts)
         assert calls[:2] == [("sqm_search_sites", {"supplier_code": "SC-1"}),
                              (tool, {"site_id": "SUP-1", "reason": "Audit"})]  # fmt: skip
-    # the choice takes the conversation's text and nothing else
-    assert list(inspect.signature(EpisodeSupply.choose).parameters) == ["self", "conversation"]
+    # the choice takes the conversation's text and the tools the agent was offered, nothing else
+    assert list(inspect.signature(EpisodeSupply.choose).parameters) == ["self", "conversation", "offered"]
 
 
 def test_a_later_clause_adds_the_part_it_names_and_shares_the_lookup():

@@ -211,3 +211,64 @@ def grounded(part: Skill, feeds: dict[str, tuple[dict[str, Any], dict[str, Any]]
     key = "steps" if "steps" in part.body else "calls"
     body = {**part.body, key: steps, "facts": sorted(facts), "grounded_from": part.id}
     return Skill(f"{part.id}^", part.level, part.domain, part.description, body, tools)
+
+
+def drop_steps(plan: Skill, drop: set[int], catalog: Catalog) -> Skill | None:
+    """The plan without the steps `drop` (writes the request does not name) and the lookups that fed only
+    them. A kept step bound to a dropped step's result takes that step's own binding of the same field
+    (the record a write returned is the record it was given). None when a kept step needs what a dropped
+    one returned otherwise, when no write would be left, or when the result is not valid against the
+    catalog."""
+    steps = [{**s, "args": {n: dict(b) for n, b in s.get("args", {}).items()}} for s in _calls(plan)]
+    gone = set(drop)
+    fed = {b["step"] for s in steps for b in s["args"].values() if "step" in b}
+    for step in steps:  # resolve in order: a dropped step's own bindings are resolved already
+        for name, b in list(step["args"].items()):
+            if "step" in b and b["step"] in gone:
+                field = b["path"][-1] if b.get("path") else name
+                own = steps[b["step"]]["args"].get(field)
+                if own is None:
+                    return None  # what the dropped step returned feeds a kept one: it is part of the work
+                step["args"][name] = dict(own)
+    while True:  # a lookup that fed only dropped steps goes too
+        used = {
+            b["step"] for k, s in enumerate(steps) if k not in gone for b in s["args"].values() if "step" in b
+        }
+        idle = {
+            k
+            for k, s in enumerate(steps)
+            if k not in gone and k in fed and k not in used
+            and s["tool"] in catalog.tools and catalog.tools[s["tool"]].effect == "read"
+        }  # fmt: skip
+        if not idle:
+            break
+        gone |= idle
+    index = {k: i for i, k in enumerate(k for k in range(len(steps)) if k not in gone)}
+    kept = [
+        {
+            **s,
+            "args": {
+                n: ({**b, "step": index[b["step"]]} if "step" in b else b) for n, b in s["args"].items()
+            },
+        }
+        for k, s in enumerate(steps)
+        if k not in gone
+    ]
+    if not kept or not any(
+        catalog.tools[s["tool"]].effect != "read" for s in kept if s["tool"] in catalog.tools
+    ):
+        return None
+    facts = {b["fact"] for c in kept for b in c["args"].values() if "fact" in b}
+    facts |= {p for c in kept for b in c["args"].values() for p in b.get("where", {}).values()}
+    body = {**plan.body, "steps": kept, "facts": sorted(facts), "steps_tools": [c["tool"] for c in kept]}
+    body["trimmed_from"] = plan.id
+    tools = tuple(dict.fromkeys(c["tool"] for c in kept))
+    out = Skill(
+        f"{plan.id}-{'-'.join(map(str, sorted(gone)))}",
+        "planning",
+        plan.domain,
+        plan.description,
+        body,
+        tools,
+    )
+    return out if valid(out, catalog) else None

@@ -175,9 +175,15 @@ def _fact_fields(item: Any, facts: dict[str, str]) -> dict[str, str]:
 
 
 def _bind(value: Any, calls: list[Call], before: int, facts: dict[str, str]) -> dict[str, Any]:
-    """Where an argument's value came from: a fact, an earlier result, or a constant."""
+    """Where an argument's value came from: a fact, an earlier result, or a constant. A key that a fact
+    matches only when letter case is ignored ("res-00009" for `RES-00009`) and that an earlier result
+    holds exactly under a key field (`…_id`) is the result's: the user named the record, the lookup
+    gave its key."""
     for phrase, fv in facts.items():
         if not isinstance(value, dict | list) and _same(value, fv):
+            case_only = isinstance(value, str) and value != fv and value.lower() == fv.strip().lower()
+            if case_only and _exact_key(value, calls, before):
+                break
             return {"fact": phrase}
     for j in range(before - 1, -1, -1):
         if not calls[j].ok:
@@ -185,7 +191,8 @@ def _bind(value: Any, calls: list[Call], before: int, facts: dict[str, str]) -> 
         paths = find_paths(calls[j].result, value)
         if not paths:
             continue
-        path = paths[0]
+        exact = [p for p in paths if get_path(calls[j].result, p) == value]
+        path = (exact or paths)[0]
         lists = [i for i, k in enumerate(path) if isinstance(k, int)]
         if lists:
             at = lists[-1]
@@ -197,6 +204,17 @@ def _bind(value: Any, calls: list[Call], before: int, facts: dict[str, str]) -> 
                 return {"step": j, "path": generic, "where": where, "index": path[at]}
         return {"step": j, "path": path, "where": {}}
     return {"value": value}
+
+
+def _exact_key(value: str, calls: list[Call], before: int) -> bool:
+    """Does an earlier successful result hold exactly `value` under a key field (`…_id`)?"""
+    for c in calls[:before]:
+        if c.ok:
+            for path in find_paths(c.result, value):
+                keys = [k for k in path if isinstance(k, str)]
+                if keys and keys[-1].endswith("_id") and get_path(c.result, path) == value:
+                    return True
+    return False
 
 
 def workflow(traj: Trajectory) -> Workflow:

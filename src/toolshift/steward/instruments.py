@@ -16,11 +16,13 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from toolshift.agents.chat import ModelReply, ProposedCall, ToolDef
 from toolshift.agents.policies import DONE_TEXT
 from toolshift.agents.users import END_CONVERSATION
+from toolshift.steward.compose import fact_argument
 from toolshift.steward.distill import _same, get_path, normal, parse_facts
 from toolshift.steward.supply import EpisodeSupply, Supply, plan_facts
 
@@ -103,6 +105,26 @@ class MissingFact(BindingError):
         self.fact = fact
 
 
+class NoMatch(BindingError):
+    """No item of an earlier step's result list matches: the record may be on a later page."""
+
+    def __init__(self, step: int, message: str) -> None:
+        super().__init__(message)
+        self.step = step
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z0-9]+", text.lower().replace("_", " ")) if w]
+
+
+def same_fact(asked: str, given: str) -> bool:
+    """Does the fact the user named `given` answer the phrase `asked`? Same last word, and the words of one
+    name all among the other's ("supplier site code" answers "supplier site supplier code"; "customer
+    order number" never answers "customer order email")."""
+    a, g = _words(asked), _words(given)
+    return bool(a and g) and a[-1] == g[-1] and (set(a) <= set(g) or set(g) <= set(a))
+
+
 def _select(
     result: Any, path: list[Any], where: dict[str, str], facts: dict[str, str], each: bool
 ) -> list[Any]:
@@ -174,7 +196,12 @@ def bind_step(
         elif "step" in b:
             if not 0 <= b["step"] < len(results):
                 raise BindingError(f"step {b['step']} has no result")
-            values = _select(results[b["step"]], b["path"], b.get("where", {}), facts, bool(step.get("each")))
+            try:
+                values = _select(
+                    results[b["step"]], b["path"], b.get("where", {}), facts, bool(step.get("each"))
+                )
+            except BindingError as exc:
+                raise NoMatch(b["step"], str(exc)) from exc
             if step.get("each") and "*" in b["path"] and varying is None:
                 varying = (name, values)
             else:
@@ -210,6 +237,8 @@ class SkillFollower:
         self.known = 0
         self.pending: str | None = None
         self.rebinding: dict[str, tuple[int, str, str]] = {}
+        self.aliased: set[str] = set()
+        self.made: dict[int, dict[str, Any]] = {}
 
     @property
     def exposed(self) -> list[str]:
@@ -219,6 +248,8 @@ class SkillFollower:
         users = [m for m in messages if m.get("role") == "user"]
         for m in users:
             self.facts.update(parse_facts(m.get("content") or ""))
+        if self.phase == "run":
+            self._alias()
         if self.phase == "start":
             # first, what the user wants in their own words: the plan is chosen from the conversation
             self.episode = self.supply.episode(users[0].get("content") or "" if users else "")
@@ -227,7 +258,8 @@ class SkillFollower:
         if self.phase == "described":
             assert self.episode is not None
             conversation = " ".join(m.get("content") or "" for m in users)
-            view = self.episode.choose(conversation)
+            offered = frozenset(t.name for t in tools) if tools else None
+            view = self.episode.choose(conversation, offered)
             if view.plan is None:
                 return self._finish(SORRY, "no planning skill retrieved")
             self.plan_steps = view.plan.body.get("steps", [])
@@ -237,6 +269,9 @@ class SkillFollower:
             # the user has not given when it comes to it)
             phrases = [f for f in plan_facts(self.plan_steps) if f not in self.facts]
             if phrases:
+                # with them, the fields the plan's writes may set and it binds to nothing: the user
+                # answers those they hold (a question naming none of their facts would end the talk)
+                phrases += [p for p in self._open_fields() if p not in phrases]
                 self.asked.update(phrases)
                 self.pending = "facts"
                 return _reply(ask_text(phrases))
@@ -254,7 +289,9 @@ class SkillFollower:
                     value = None
                 if isinstance(value, dict) and value.get("code") and value.get("message") and len(value) <= 3:
                     return self._finish(SORRY, f"call failed: {value.get('message')}")
-                if len(self.results) <= self.queue_step:
+                if self.paging is not None:
+                    self._add_page(value)
+                elif len(self.results) <= self.queue_step:
                     self.results.append(value)
             return self._next_call()
         if self.phase == "told":
@@ -263,6 +300,55 @@ class SkillFollower:
         return _reply(call=("call_end", END_CONVERSATION, {}))
 
     queue_step = -1
+    paging: int | None = None
+    pages = 0
+
+    def _plan_phrases(self) -> set[str]:
+        return set(plan_facts(self.plan_steps))
+
+    def _alias(self) -> None:
+        """A phrase of the plan the user answered under their own name for it ("supplier site code" for
+        "supplier site supplier code") binds that answer."""
+        wanted = [p for p in [*plan_facts(self.plan_steps), *self.rebinding] if p not in self.facts]
+        for phrase in wanted:
+            given = [f for f in self.facts if f not in self._plan_phrases() and same_fact(phrase, f)]
+            if len(given) == 1:
+                self.facts[phrase] = self.facts[given[0]]
+                self.aliased.add(given[0])
+
+    def _spare(self) -> list[str]:
+        """Facts the user gave that no binding of the plan has used."""
+        used = self._plan_phrases() | self.aliased
+        return [f for f in self.facts if f not in used]
+
+    def _open_fields(self) -> list[str]:
+        """Fields the plan's writes may set and it binds to nothing, as phrases ("scheduled date")."""
+        out = []
+        for step in self.plan_steps:
+            tool = self.supply.catalog.tools.get(step["tool"])
+            if tool is None or tool.effect == "read":
+                continue
+            for prop, schema in tool.input_schema.get("properties", {}).items():
+                if prop in step.get("args", {}) or prop in _PAGING or prop.endswith("_id"):
+                    continue
+                if isinstance(schema, dict) and schema.get("type") in ("array", "object"):
+                    continue
+                out.append(prop.replace("_", " "))
+        return list(dict.fromkeys(out))
+
+    def _with_given(self, step: dict[str, Any], tool: Any) -> dict[str, Any]:
+        """A write step with every field it binds to nothing that a fact the user gave names (by the
+        schema's property names) bound to that fact."""
+        if tool is None or tool.effect == "read":
+            return step
+        props = tool.input_schema.get("properties", {})
+        args = dict(step.get("args", {}))
+        for fact in self._spare():
+            prop = fact_argument(fact, props)
+            if prop is not None and prop not in args and prop not in _PAGING:
+                args[prop] = {"fact": fact}
+                self.aliased.add(fact)
+        return {**step, "args": args}
 
     def _next_call(self) -> ModelReply:
         if not self.queue:
@@ -270,6 +356,7 @@ class SkillFollower:
                 return self._finish(DONE_TEXT, "")
             step = self.plan_steps[self.step]
             tool = self.supply.catalog.tools.get(step["tool"])
+            step = self._with_given(step, tool)
             # a write leaves out an optional field the user could not give; a lookup asks for another key
             writes = tool is not None and tool.effect != "read"
             unknown = frozenset(self.asked - set(self.facts)) if writes else frozenset()
@@ -279,10 +366,13 @@ class SkillFollower:
                 )
             except MissingFact as exc:
                 if exc.fact in self.asked and not self.rebinding:
-                    # a lookup by a fact the user lacks: ask for the other fields the tool's schema
-                    # searches by, and look the record up by the one the user has
+                    # a lookup by a fact the user lacks: look the record up by another field its tool's
+                    # schema searches by, one the user gave already or, asked for, gives
                     options = lookup_alternatives(step, exc.fact, tool)
                     if options:
+                        self.rebinding = {phrase: (self.step, exc.fact, prop) for phrase, prop in options}
+                        if self._rebind():
+                            return self._next_call()
                         self.rebinding = {phrase: (self.step, exc.fact, prop) for phrase, prop in options}
                         self.asked.update(self.rebinding)
                         self.pending = "rebind"
@@ -293,6 +383,11 @@ class SkillFollower:
                 self.asked.add(exc.fact)
                 self.pending = exc.fact
                 return _reply(ask_text([exc.fact]))
+            except NoMatch as exc:
+                page = self._next_page(exc.step)
+                if page is not None:
+                    return page
+                return self._finish(SORRY, str(exc))
             except BindingError as exc:
                 return self._finish(SORRY, str(exc))
             self.queue = [(self.step, a) for a in batch]
@@ -300,19 +395,57 @@ class SkillFollower:
         k, args = self.queue.pop(0)
         self.queue_step = k
         self.calls += 1
+        self.made.setdefault(k, args)
         return _reply(call=(f"call_{self.calls}", self.plan_steps[k]["tool"], args))
 
-    def _rebind(self) -> None:
-        """The lookup step takes the field the user gave instead of the fact they lacked."""
+    def _next_page(self, k: int) -> ModelReply | None:
+        """No item of step k's list matches: when its result says there is a next page and its tool pages
+        by `offset`, the same call again for that page (at most 10 pages an episode)."""
+        result = self.results[k] if 0 <= k < len(self.results) else None
+        tool = self.supply.catalog.tools.get(self.plan_steps[k]["tool"]) if k < len(self.plan_steps) else None
+        nxt = result.get("next_offset") if isinstance(result, dict) else None
+        if nxt is None or tool is None or "offset" not in tool.input_schema.get("properties", {}):
+            return None
+        if self.pages >= 10 or k not in self.made:
+            return None
+        self.pages += 1
+        self.paging = k
+        self.calls += 1
+        return _reply(call=(f"call_{self.calls}", tool.name, {**self.made[k], "offset": nxt}))
+
+    def _add_page(self, value: Any) -> None:
+        """A later page's items joined to the step's first result."""
+        k, self.paging = self.paging, None
+        first = self.results[k]
+        if isinstance(value, dict) and isinstance(first, dict):
+            for key, items in value.items():
+                if isinstance(items, list) and isinstance(first.get(key), list):
+                    first[key] = [*first[key], *items]
+            first["next_offset"] = value.get("next_offset")
+
+    def _rebind(self) -> bool:
+        """The lookup step takes the field the user gave instead of the fact they lacked; False when the
+        user gave none of the fields."""
         given = [(phrase, at) for phrase, at in self.rebinding.items() if phrase in self.facts]
+        if not given:
+            # a fact the user named in their own words that names one of the fields
+            props = {prop: phrase for phrase, (_, _, prop) in self.rebinding.items()}
+            for fact in self._spare():
+                prop = fact_argument(fact, dict.fromkeys(props))
+                if prop is not None:
+                    self.facts[props[prop]] = self.facts[fact]
+                    self.aliased.add(fact)
+                    given = [(props[prop], self.rebinding[props[prop]])]
+                    break
         self.rebinding = {}
         if not given:
-            return
+            return False
         phrase, (k, missing, prop) = given[0]
         step = dict(self.plan_steps[k])
         args = {n: b for n, b in step.get("args", {}).items() if b.get("fact") != missing}
         args[prop] = {"fact": phrase}
         self.plan_steps = [*self.plan_steps[:k], {**step, "args": args}, *self.plan_steps[k + 1 :]]
+        return True
 
     def _finish(self, text: str, failure: str) -> ModelReply:
         self.failure = failure

@@ -36,6 +36,7 @@ from toolshift.steward.catalog import Catalog
 from toolshift.steward.compose import (
     adapt,
     as_plan,
+    drop_steps,
     grounded,
     providers,
     self_contained,
@@ -149,12 +150,7 @@ class Supply:
     def unnamed(self, skill: Skill, said: set[str]) -> float:
         """How much of what the skill writes the conversation leaves unnamed: per write tool, the share of
         its name's words (domain prefix left out) that no word of the conversation matches, halved."""
-        miss = 0.0
-        for t in self.writes(skill):
-            words = tokens(" ".join(t.split("_")[1:]))
-            if words:
-                miss += sum(w not in said for w in words) / len(words)
-        return miss / 2
+        return sum(unsaid(t, said) for t in self.writes(skill)) / 2
 
     def writes(self, skill: Skill) -> set[str]:
         """The skill's tools that change the world (catalog effect other than read)."""
@@ -165,12 +161,45 @@ class Supply:
         return {"name": t.name, "description": t.description, "input_schema": t.input_schema}
 
 
+# a tool's verb said in other words: a request to "add a new …" or have one "recorded" asks to create it,
+# one to have a record "changed" or a field "set" to update it
+_SAID_AS = {
+    "create": frozenset({"new", "add", "record", "recorded", "register", "log"}),
+    "update": frozenset({"change", "changed", "set", "edit", "modify"}),
+}
+
+
+def unsaid(tool: str, said: set[str]) -> float:
+    """The share of a tool name's words (domain prefix left out) that no word of the conversation says."""
+    words = tokens(" ".join(tool.split("_")[1:]))
+    if not words:
+        return 0.0
+    return sum(w not in said and not (_SAID_AS.get(w, frozenset()) & said) for w in words) / len(words)
+
+
 _CLAUSE = re.compile(r";\s*then\b|\bthen\b|\bafter that\b|\band also\b", re.IGNORECASE)
 
 
 def clauses(text: str) -> list[str]:
     """The parts a request names one after another ("…; then …", "after that"), in order."""
     return [c.strip() for c in _CLAUSE.split(text) if c.strip()]
+
+
+def repeats(plan: Skill) -> bool:
+    """Does the plan repeat a step over the items of a list (an `each` step)?"""
+    return any(st.get("each") for st in plan.body.get("steps", plan.body.get("calls", [])))
+
+
+def trim(plan: Skill, said: set[str], supply: Supply) -> Skill:
+    """The plan without the write steps whose tool the conversation leaves at least half unnamed while
+    it names another write of the plan better (a stored workflow's other part the request does not ask
+    for: "quarantine" before the "dispose" asked for), and the lookups that fed only them."""
+    steps = plan.body.get("steps", [])
+    miss = {k: unsaid(st["tool"], said) for k, st in enumerate(steps) if st["tool"] in supply.writes(plan)}
+    if not miss:
+        return plan
+    drop = {k for k, m in miss.items() if m >= 0.5 and m > min(miss.values())}
+    return (drop_steps(plan, drop, supply.catalog) if drop else None) or plan
 
 
 def plan_facts(steps: list[dict[str, Any]]) -> list[str]:
@@ -340,24 +369,39 @@ class EpisodeSupply:
         self.exposed |= view.exposed
         return view
 
-    def choose(self, conversation: str) -> SupplyView:
+    def choose(self, conversation: str, offered: frozenset[str] | None = None) -> SupplyView:
         """The plan for what the conversation so far asks, chosen from its words alone (D174): the usable
         plan of the request's domain that retrieval ranks first for the whole conversation; each later
         clause it names ("…; then …") whose writes that plan does not make adds the skill (planning or
         atomic, same domain) ranked first for that clause, composed after it (`compose`). The user's
-        facts play no part in the choice: they only bind the chosen plan's arguments."""
+        facts play no part in the choice: they only bind the chosen plan's arguments. With `offered` (the
+        tools the agent was given), only plans it can call are considered; among plans writing the same,
+        the one whose facts the conversation says most of is taken; writes the conversation leaves
+        unnamed while it names another of the plan's are dropped (`trim`)."""
         s = self.supply
         domains = {p.domain for p in s.candidates(conversation, 3)}
+        if offered is not None:
+            domains |= {s.catalog.tools[t].domain for t in offered if t in s.catalog.tools}
         pool, relevance = s.ranked_plans(conversation, domains)
+        if offered is not None:
+            keep = [i for i, p in enumerate(pool) if set(p.tools) <= offered]
+            pool, relevance = [pool[i] for i in keep], [relevance[i] for i in keep]
         view = SupplyView(None, self.candidates)
         if pool:
             said = set(tokens(conversation))
 
             # relevance, less what the plan would write that the conversation does not name
-            def score(i: int) -> float:
-                return relevance[i] - s.unnamed(pool[i], said) + covered(pool[i], said) / 2
+            # a plan that repeats a write over a list fits a request for "every" or "all" records only
+            many = re.search(r"\b(every|all)\b", conversation.lower()) is not None
 
-            k = max(range(min(len(pool), 2 * PLANS)), key=lambda i: (score(i), -i))
+            def score(i: int) -> float:
+                fit = relevance[i] - s.unnamed(pool[i], said) + covered(pool[i], said) / 2
+                return fit - (0.5 if repeats(pool[i]) != many else 0.0)
+
+            top = range(min(len(pool), 2 * PLANS))
+            k = max(top, key=lambda i: (score(i), -i))
+            same = [i for i in top if s.writes(pool[i]) == s.writes(pool[k])]
+            k = max(same, key=lambda i: (covered(pool[i], said), i == k, -i))
             plan = pool[k]
             if s.unnamed(plan, said) > 0.25:
                 # the best stored plan writes what the conversation does not name: an atomic skill
@@ -372,8 +416,10 @@ class EpisodeSupply:
                     ):
                         plan = as_plan(start)
                         break
+            plan = trim(plan, said, s)
             for clause in clauses(conversation)[1:]:
                 part = s.best_part(clause, plan.domain)
+                part = trim(part, set(tokens(clause)), s) if part is not None else None
                 if part is None or s.writes(part) <= s.writes(plan):
                     continue
                 plan = compose(plan, part)

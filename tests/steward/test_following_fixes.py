@@ -1,0 +1,142 @@
+"""The skill-following causes fixed on training tasks (D182): unnamed writes trimmed, the user's own fact
+names answering a plan's, plans limited to the tools offered, a later page looked at, keys bound from
+results when a fact matches them only by letter case, and fields the user gave bound to a write."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from toolshift.steward.catalog import Catalog, CatalogTool
+from toolshift.steward.compose import drop_steps
+from toolshift.steward.distill import Call, Trajectory, workflow
+from toolshift.steward.instruments import SkillFollower, same_fact
+from toolshift.steward.library import Skill
+from toolshift.steward.supply import Supply, repeats, trim, unsaid
+
+SEARCH = {"barcode": {"type": "string"}, "offset": {"type": "integer"}}
+
+
+def _catalog() -> Catalog:
+    def tool(name: str, props: dict, effect: str, required: list[str]) -> CatalogTool:
+        schema = {"type": "object", "properties": props, "required": required}
+        return CatalogTool(name, "lims", name.replace("_", " "), schema, effect)
+
+    return Catalog(1, {
+        "lims_search_samples": tool("lims_search_samples", SEARCH, "read", []),
+        "lims_quarantine_sample": tool("lims_quarantine_sample", {"sample_id": {}, "reason": {}}, "write",
+                                       ["sample_id", "reason"]),
+        "lims_dispose_sample": tool("lims_dispose_sample", {"sample_id": {}, "method": {"type": "string"}},
+                                    "write", ["sample_id"]),
+    })  # fmt: skip
+
+
+CATALOG = _catalog()
+LOOKUP = {"tool": "lims_search_samples", "args": {"barcode": {"fact": "sample barcode"}}}
+PICK = {"step": 0, "path": ["items", "*", "sample_id"], "where": {"barcode": "sample barcode"}}
+# a stored workflow of two parts: quarantine a sample, then dispose of the record quarantine returned
+BOTH = Skill("plan-both", "planning", "lims", "quarantine then dispose a sample", {
+    "facts": ["reason", "sample barcode"], "requests": ["quarantine a sample, then dispose of it"],
+    "steps": [LOOKUP,
+              {"tool": "lims_quarantine_sample", "args": {"sample_id": PICK, "reason": {"fact": "reason"}}},
+              {"tool": "lims_dispose_sample", "args": {"sample_id": {"step": 1, "path": ["sample_id"]}}}],
+}, ("lims_search_samples", "lims_quarantine_sample", "lims_dispose_sample"))  # fmt: skip
+
+
+def test_a_write_the_request_does_not_name_is_dropped_and_its_record_taken_from_its_own_binding():
+    said = {"dispose", "sample", "barcode"}
+    assert unsaid("lims_quarantine_sample", said) == 0.5 and unsaid("lims_dispose_sample", said) == 0.0
+    got = trim(BOTH, said, Supply([BOTH], CATALOG))
+    assert [s["tool"] for s in got.body["steps"]] == ["lims_search_samples", "lims_dispose_sample"]
+    assert got.body["steps"][1]["args"]["sample_id"] == PICK  # the lookup's pick, not quarantine's result
+    assert got.body["facts"] == ["sample barcode"]  # the reason quarantine needed is no longer asked
+    # a request naming both keeps both; "add a new …" names a create
+    assert trim(BOTH, said | {"quarantine"}, Supply([BOTH], CATALOG)) is BOTH
+    assert unsaid("lims_create_sample", {"new", "sample"}) == 0.0
+
+
+def test_a_dropped_step_whose_result_feeds_a_kept_one_is_not_dropped():
+    # the lookup feeds dispose and has no binding of its own for sample_id: dropping it would lose the key
+    assert drop_steps(BOTH, {0}, CATALOG) is None
+
+
+def test_the_users_own_name_for_a_fact_answers_the_plans_phrase_only_when_it_names_the_same_field():
+    assert same_fact("supplier site supplier code", "supplier site code")
+    assert same_fact("rejection reason", "reason")
+    assert not same_fact("customer order email", "customer order number")
+
+
+def _converse(supply: Supply, intent: str, facts: dict[str, str], pages: list[list[dict]], offered=None):
+    from toolshift.agents.chat import ToolDef
+    from toolshift.agents.users import ScriptedUser
+    from toolshift.models import UserInstruction
+
+    request = "Hello, I'd like help with a sample."
+    user = ScriptedUser(request, UserInstruction(intent=intent, facts=facts))
+    follower = SkillFollower(supply)
+    tools = [ToolDef(n, "", {}) for n in offered] if offered else []
+    messages: list[dict] = [{"role": "user", "content": request}]
+    calls: list[tuple[str, dict]] = []
+
+    async def turn() -> None:
+        reply = await follower.complete(messages, tools)
+        if reply.calls:
+            call = reply.calls[0]
+            calls.append((call.name, call.arguments))
+            messages.append({"role": "assistant", "tool_calls": [{"id": call.id, "name": call.name}]})
+            if call.name == "lims_search_samples":
+                at = call.arguments.get("offset", 0)
+                nxt = at + 1 if at + 1 < len(pages) else None
+                result = {"items": pages[at], "next_offset": nxt}
+            else:
+                result = {"sample_id": call.arguments.get("sample_id"), "status": "done"}
+            messages.append({"role": "tool", "content": json.dumps(result)})
+        else:
+            messages.append({"role": "assistant", "content": reply.text})
+            answer = await user.respond(reply.text or "")
+            messages.append({"role": "user", "content": answer.text})
+
+    while not calls or calls[-1][0] != "end_conversation":
+        assert len(messages) < 40
+        asyncio.run(turn())
+    return calls
+
+
+def test_the_follower_disposes_only_and_binds_a_field_the_user_gave_under_their_own_name():
+    calls = _converse(
+        Supply([BOTH], CATALOG),
+        "You want to dispose the sample with barcode B-7 (method: incineration).",
+        {"sample barcode": "B-7", "method": "incineration"},
+        [[{"sample_id": "S-7", "barcode": "B-7"}]],
+    )
+    assert ("lims_dispose_sample", {"sample_id": "S-7", "method": "incineration"}) in calls
+    assert not any(name == "lims_quarantine_sample" for name, _ in calls)
+
+
+def test_the_follower_looks_at_the_next_page_when_no_item_matches():
+    pages = [[{"sample_id": "S-1", "barcode": "B-1"}], [{"sample_id": "S-7", "barcode": "B-7"}]]
+    calls = _converse(Supply([BOTH], CATALOG), "You want to dispose the sample with barcode B-7.",
+                      {"sample barcode": "B-7"}, pages)  # fmt: skip
+    assert ("lims_search_samples", {"barcode": "B-7", "offset": 1}) in calls
+    assert ("lims_dispose_sample", {"sample_id": "S-7"}) in calls
+
+
+def test_a_plan_with_tools_the_agent_was_not_offered_is_not_chosen():
+    other = Skill("plan-other", "planning", "cs", "dispose a sample", {**BOTH.body}, BOTH.tools[:2])
+    supply = Supply([BOTH, other], CATALOG)
+    view = supply.episode("dispose a sample").choose(
+        "dispose a sample barcode", frozenset({"lims_search_samples", "lims_dispose_sample"})
+    )
+    assert view.plan is None  # neither plan's tools are all offered: none is supplied
+    assert not repeats(BOTH)
+
+
+def test_a_key_a_fact_matches_only_by_letter_case_is_bound_from_the_lookup_result():
+    found = {"items": [{"resource_id": "RES-9", "resource_name": "res-9"}]}
+    traj = Trajectory("e", "cld", "stop res-9", {"cloud resource name": "res-9"}, [
+        Call("cld_search_cloud_resources", {"resource_name": "res-9"}, found, True),
+        Call("cld_stop_cloud_resource", {"resource_id": "RES-9"}, {"status": "stopped"}, True),
+    ])  # fmt: skip
+    steps = workflow(traj).steps
+    assert steps[0]["args"]["resource_name"] == {"fact": "cloud resource name"}
+    assert steps[1]["args"]["resource_id"]["path"] == ["items", "*", "resource_id"]
