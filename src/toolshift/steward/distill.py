@@ -278,12 +278,23 @@ def _first_sentence(text: str, limit: int = 160) -> str:
     return s[:limit]
 
 
+_LATER_STEP = re.compile(r"\bStep ([2-9]) of ([2-9])\b")
+
+
+def continues(tool: CatalogTool | None) -> bool:
+    """Does the tool continue an operation an earlier call opened ("Step 2 of 3 (…_start_… first)")?"""
+    return tool is not None and _LATER_STEP.search(tool.description or "") is not None
+
+
 def chunks(wf: Workflow, catalog: Catalog) -> list[tuple[int, int]]:
-    """Atomic units of a workflow: runs of reads ending at a write (a trailing run of reads is one too)."""
+    """Atomic units of a workflow: runs of reads ending at a write (a trailing run of reads is one too);
+    a write the next call continues (its description: "Step 2 of 3 …") does not end the unit, so a
+    start → set → commit operation stays one skill."""
     out, start = [], 0
     for k, s in enumerate(wf.steps):
         tool = catalog.tools.get(s["tool"])
-        if tool is None or tool.effect != "read":
+        nxt = catalog.tools.get(wf.steps[k + 1]["tool"]) if k + 1 < len(wf.steps) else None
+        if (tool is None or tool.effect != "read") and not continues(nxt):
             out.append((start, k + 1))
             start = k + 1
     if start < len(wf.steps):

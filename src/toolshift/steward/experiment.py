@@ -236,11 +236,16 @@ def build_libraries(
                     "seconds": w.seconds, "tokens": w.tokens,
                     "skills": {lvl: len(lib.skills(lvl)) for lvl in ("planning", "atomic", "tool")},
                     "active": len(lib.skills(active=True)),
-                    "by_op": dict(Counter(e.op for e in lib.edits() if e.catalog_version == v)),
+                    "by_op": dict(Counter(edit_kind(e) for e in lib.edits() if e.catalog_version == v)),
                 }  # fmt: skip
         if progress:
             progress(f"libraries v{v}", None)
     return work
+
+
+def edit_kind(edit: Any) -> str:
+    """An edit's op, a mechanical rename (a tool's new name substituted, nothing written) told apart."""
+    return "rename" if "renamed" in edit.evidence else edit.op
 
 
 def follow(

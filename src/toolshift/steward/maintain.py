@@ -25,6 +25,8 @@ CPU seconds, model tokens) is recorded in the library's `work` table.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -45,7 +47,7 @@ from toolshift.steward.distill import (
     trajectory,
     workflow,
 )
-from toolshift.steward.library import Edit, Library, Skill, Work, dependencies_present
+from toolshift.steward.library import Edit, Library, Skill, Work, dependencies_present, skill_name
 from toolshift.traces.episode import Episode
 
 Reviser = Callable[[Skill], tuple[Skill, int]]
@@ -95,14 +97,29 @@ class Maintainer:
                 if op in ("add", "revise") and self.reviser is not None:
                     skill, tokens = self.reviser(skill)
                     work.tokens += tokens
+                if op == "rename":  # mechanical: the tool's new name substituted, nothing written
+                    op = "revise" if lib.get(skill.id) is not None else "add"
                 return lib.edit(op, skill, v, evidence)  # type: ignore[arg-type]
 
             names = catalog.names()
             trajs = [trajectory(ep) for ep in eps]
             seen = observed_results(trajs)
             stale_before = stale_ids(lib)
+            seen_args = observed_arguments(trajs)
+            renames = renamed_tools(lib, catalog)
+            for old_tool, new_tool in sorted(renames.items()):
+                current = lib.get(skill_name("tool", old_tool, old_tool))
+                if current is not None and lib.get(skill_name("tool", new_tool, new_tool)) is None:
+                    body = {"errors": current.body.get("errors", [])}
+                    skill = tool_skill(catalog.tools[new_tool], body["errors"])
+                    edit("rename", skill, {"renamed": {old_tool: new_tool}, "catalog_version": v})
             for s in lib.skills():
                 if s.level == "foreign":  # another source's skill: kept as written, never maintained
+                    continue
+                moved = mechanical(s, renames, catalog, seen_args) if s.id not in stale_before else None
+                if moved is not None and not stale_bindings(moved[0], seen):
+                    edit("rename", Skill(**{**moved[0].__dict__, "active": True}),
+                         {"renamed": moved[1], "catalog_version": v})  # fmt: skip
                     continue
                 usable = dependencies_present(s, names) and not schema_conflicts(s, catalog)
                 stale = stale_bindings(s, seen)
@@ -131,10 +148,14 @@ class Maintainer:
             by_key: dict[str, list[Workflow]] = defaultdict(list)
             errors: dict[str, list[dict[str, str]]] = defaultdict(list)
             seen_tools: set[str] = set()
+            distilled: set[tuple[tuple[str, ...], frozenset[str]]] = set()
             for traj in trajs:
                 seq = _collapsed(c.tool for c in traj.calls if c.ok)
                 if mode == "incremental" and seq in known and all(c.ok for c in traj.calls):
                     continue  # evidence for a skill that still works: nothing to distil
+                if mode == "incremental" and (seq, frozenset(traj.facts)) in distilled:
+                    continue  # the same calls on the same kind of facts as one distilled in this pass
+                distilled.add((seq, frozenset(traj.facts)))
                 work.distilled += 1
                 wf = workflow(traj)
                 if not wf.steps or not all(t in names for t in wf.tools):
@@ -179,6 +200,109 @@ class Maintainer:
             work.seconds = time.process_time() - t0
             lib.record_work(work)
         return work
+
+
+def renamed_tools(lib: Library, catalog: Catalog) -> dict[str, str]:
+    """Tools the library knows that the catalog no longer has, each with the one new tool of its domain
+    whose input schema is the very same (by the tool skill's schema digest): a rename, old → new. A new
+    name two old tools would share, or a tool with two candidates, is no rename."""
+    known = {s.tools[0] for s in lib.skills("tool")}
+    fresh: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for name, tool in catalog.tools.items():
+        if name not in known:
+            fresh[(tool.domain, tool_skill(tool, []).body["schema_digest"])].append(name)
+    out: dict[str, str] = {}
+    for s in lib.skills("tool"):
+        if s.tools[0] in catalog.tools:
+            continue
+        found = fresh.get((s.domain, s.body.get("schema_digest", "")), [])
+        if len(found) == 1:
+            out[s.tools[0]] = found[0]
+    taken = defaultdict(int)
+    for new in out.values():
+        taken[new] += 1
+    return {old: new for old, new in out.items() if taken[new] == 1}
+
+
+def renamed(skill: Skill, renames: dict[str, str]) -> Skill | None:
+    """The skill with its renamed tools' new names (steps, tools, description, written instructions);
+    None when none of its tools was renamed."""
+    if not any(t in renames for t in skill.tools):
+        return None
+
+    def sub(text: str) -> str:
+        for old, new in renames.items():
+            text = re.sub(rf"\b{re.escape(old)}\b", new, text)
+        return text
+
+    body = json.loads(sub(json.dumps(skill.body)))
+    tools = tuple(renames.get(t, t) for t in skill.tools)
+    return Skill(**{**skill.__dict__, "body": body, "tools": tools, "description": sub(skill.description)})
+
+
+def observed_arguments(trajs: Iterable[Trajectory]) -> dict[str, set[str]]:
+    """Per tool, the argument names its successful calls used in this version's episodes."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for t in trajs:
+        for c in t.calls:
+            if c.ok:
+                out[c.tool].update(c.args)
+    return out
+
+
+def renamed_arguments(
+    skill: Skill, catalog: Catalog, seen_args: dict[str, set[str]]
+) -> tuple[Skill, dict] | None:
+    """The skill with each argument its tool's schema no longer declares renamed to the one new argument
+    of that tool that shares its first word (`receipt_id` → `receipt_ref`; else the only new one) and that
+    this version's successful calls use; None when some conflict has no such argument."""
+    key = "steps" if "steps" in skill.body else "calls"
+    steps = [dict(st) for st in skill.body.get(key, [])]
+    changes: dict[str, str] = {}
+    for k, st in enumerate(steps):
+        tool = catalog.tools.get(st.get("tool", ""))
+        if tool is None:
+            continue
+        props = tool.input_schema.get("properties", {})
+        args = st.get("args", {})
+        extra = [a for a in args if a not in props]
+        free = [p for p in props if p not in args and p in seen_args.get(tool.name, set())]
+        if not extra or not props:
+            continue
+        moved = dict(args)
+        for old in extra:
+            near = [p for p in free if p.split("_")[0] == old.split("_")[0]]
+            pick = near if near else free if len(extra) == 1 else []
+            if len(pick) != 1:
+                return None
+            new = pick[0]
+            moved[new] = moved.pop(old)
+            free.remove(new)
+            changes[f"{tool.name}.{old}"] = new
+        steps[k] = {**st, "args": moved}
+    if not changes:
+        return None
+    return Skill(**{**skill.__dict__, "body": {**skill.body, key: steps}}), changes
+
+
+def mechanical(
+    skill: Skill, renames: dict[str, str], catalog: Catalog, seen_args: dict[str, set[str]]
+) -> tuple[Skill, dict] | None:
+    """A planning or atomic skill brought to this catalog by renames alone (its tools' new names, then its
+    arguments' new names), with the changes; None when renames do not make it usable."""
+    if skill.level not in ("planning", "atomic"):
+        return None
+    moved, changes = skill, {}
+    by_tool = renamed(skill, renames)
+    if by_tool is not None:
+        moved, changes = by_tool, {t: renames[t] for t in skill.tools if t in renames}
+    if dependencies_present(moved, catalog.names()) and schema_conflicts(moved, catalog):
+        by_arg = renamed_arguments(moved, catalog, seen_args)
+        if by_arg is not None:
+            moved, changes = by_arg[0], {**changes, **by_arg[1]}
+    if not changes or not dependencies_present(moved, catalog.names()) or schema_conflicts(moved, catalog):
+        return None
+    return moved, changes
 
 
 def schema_conflicts(skill: Skill, catalog: Catalog) -> list[str]:

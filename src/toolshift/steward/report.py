@@ -251,40 +251,51 @@ def write_report(
         "### Maintenance work per version",
         "",
         "Content edits are skills written (add, revise): what a model-driven maintainer would spend tokens",
-        "on. State edits flip a skill active or inactive by tool presence and schema (no content).",
-        "`distilled` counts episodes distilled (an episode whose call sequence an active planning skill",
-        "already has is not); CPU seconds are the maintainer's own. Model-free distillation spends no tokens.",
+        "on. Renames substitute a tool's new name in the skills using it, where the catalog has exactly one",
+        "new tool of the domain with the very same input schema (mechanical, nothing written, no tokens;",
+        "counted apart, and in `+ renames` beside). State edits flip a skill active or inactive by tool",
+        "presence and schema (no content). `distilled` counts episodes distilled (an episode whose call",
+        "sequence an active planning skill already has is not, nor one with the calls and the kind of facts",
+        "of one distilled earlier in the same pass); CPU seconds are the maintainer's own. Model-free",
+        "distillation spends no tokens.",
         "",
-        "| version | incremental content + state edits | full-rebuild edits | incremental content / full | incremental distilled / full | incremental CPU s | full CPU s | skills in incremental (active) |",
+        "| version | incremental content + renames + state edits | full-rebuild edits | incremental content / full (+ renames) | incremental distilled / full | incremental CPU s | full CPU s | skills in incremental (active) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    tot = {"content": 0, "all": 0, "full": 0, "dist": 0, "fdist": 0}
+    tot = {"content": 0, "renames": 0, "all": 0, "full": 0, "dist": 0, "fdist": 0}
     for v in range(1, ctx.versions + 1):
         i, f = work["incremental"].get(v, {}), work["full"].get(v, {})
         if not i or not f:
             continue
         ops = i.get("by_op", {})
         content = ops.get("add", 0) + ops.get("revise", 0)
-        state = i["edits"] - content
+        renames = ops.get("rename", 0)
+        state = i["edits"] - content - renames
         if v > 1:
             tot["content"] += content
+            tot["renames"] += renames
             tot["all"] += i["edits"]
             tot["full"] += f["edits"]
             tot["dist"] += i["distilled"]
             tot["fdist"] += f["distilled"]
-        ratio = f"{100 * content / f['edits']:.0f}%" if f["edits"] else "–"
-        dist = f"{i['distilled']} / {f['distilled']}"
+        ratio = (
+            f"{100 * content / f['edits']:.0f}% ({100 * (content + renames) / f['edits']:.0f}%)"
+            if f["edits"]
+            else "–"
+        )
+        dist = f"{i['distilled']} / {f['distilled']} ({100 * i['distilled'] / max(1, f['distilled']):.0f}%)"
         lines.append(
-            f"| v{v} | {content} + {state} | {f['edits']} | {ratio} | {dist} | {i['seconds']:.2f} | "
+            f"| v{v} | {content} + {renames} + {state} | {f['edits']} | {ratio} | {dist} | {i['seconds']:.2f} | "
             f"{f['seconds']:.2f} | {sum(i['skills'].values())} ({i['active']}) |"
         )
     if tot["full"]:
         lines += [
             "",
             f"Over v2–v{ctx.versions}: incremental maintenance wrote {tot['content']} skills "
-            f"({100 * tot['content'] / tot['full']:.0f}% of full rebuilding's {tot['full']}), {tot['all']} edits "
-            f"with state changes ({100 * tot['all'] / tot['full']:.0f}%), and distilled {tot['dist']} episodes "
-            f"({100 * tot['dist'] / max(1, tot['fdist']):.0f}% of {tot['fdist']}).",
+            f"({100 * tot['content'] / tot['full']:.0f}% of full rebuilding's {tot['full']}; with "
+            f"{tot['renames']} renames {100 * (tot['content'] + tot['renames']) / tot['full']:.0f}%), "
+            f"{tot['all']} edits with renames and state changes ({100 * tot['all'] / tot['full']:.0f}%), and "
+            f"distilled {tot['dist']} episodes ({100 * tot['dist'] / max(1, tot['fdist']):.0f}% of {tot['fdist']}).",
         ]
     lines += [
         "",

@@ -42,6 +42,7 @@ from toolshift.steward.compose import (
     self_contained,
     valid,
 )
+from toolshift.steward.distill import continues
 from toolshift.steward.library import Library, Skill, dependencies_present
 from toolshift.steward.retrieval import BM25Index, mmr, tokens
 
@@ -150,7 +151,8 @@ class Supply:
     def unnamed(self, skill: Skill, said: set[str]) -> float:
         """How much of what the skill writes the conversation leaves unnamed: per write tool, the share of
         its name's words (domain prefix left out) that no word of the conversation matches, halved."""
-        return sum(unsaid(t, said) for t in self.writes(skill)) / 2
+        # the later calls of a start → set → commit operation are the same write, counted once
+        return sum(unsaid(t, said) for t in self.writes(skill) if not continues(self.catalog.tools[t])) / 2
 
     def writes(self, skill: Skill) -> set[str]:
         """The skill's tools that change the world (catalog effect other than read)."""
@@ -200,6 +202,42 @@ def trim(plan: Skill, said: set[str], supply: Supply) -> Skill:
         return plan
     drop = {k for k, m in miss.items() if m >= 0.5 and m > min(miss.values())}
     return (drop_steps(plan, drop, supply.catalog) if drop else None) or plan
+
+
+def swap_writes(plan: Skill, said: set[str], supply: Supply) -> Skill:
+    """Each write of the plan the conversation names less well than another write tool of the catalog's
+    same domain names it, replaced by that tool, when the step already binds every argument that tool
+    requires (the lookup that found the record feeds it as well): "complete production order" asked,
+    a stored plan that cancels one, the catalog's `…_complete_production_order` taking the same key."""
+    steps = [dict(st) for st in plan.body.get("steps", [])]
+    cat = supply.catalog
+    changed = False
+    for k, st in enumerate(steps):
+        tool = cat.tools.get(st["tool"])
+        if tool is None or tool.effect == "read" or continues(tool) or unsaid(tool.name, said) == 0:
+            continue
+        args = st.get("args", {})
+        options = [
+            (unsaid(t.name, said), t.name)
+            for t in cat.tools.values()
+            if t.domain == tool.domain and t.effect != "read" and t.name != tool.name and not continues(t)
+            and set(t.input_schema.get("required", [])) <= set(args)
+            and set(t.input_schema.get("required", []))
+        ]  # fmt: skip
+        best = min(options, default=None)
+        if best is None or best[0] >= unsaid(tool.name, said):
+            continue
+        props = cat.tools[best[1]].input_schema.get("properties", {})
+        steps[k] = {**st, "tool": best[1], "args": {n: b for n, b in args.items() if n in props}}
+        changed = True
+    if not changed:
+        return plan
+    tools = tuple(dict.fromkeys(st["tool"] for st in steps))
+    facts = sorted({f for f in plan_facts(steps)})
+    body = {**plan.body, "steps": steps, "facts": facts, "steps_tools": [st["tool"] for st in steps]}
+    body["swapped_from"] = plan.id
+    out = Skill(f"{plan.id}~swap", "planning", plan.domain, plan.description, body, tools)
+    return out if valid(out, cat) else plan
 
 
 def plan_facts(steps: list[dict[str, Any]]) -> list[str]:
@@ -403,7 +441,7 @@ class EpisodeSupply:
             same = [i for i in top if s.writes(pool[i]) == s.writes(pool[k])]
             k = max(same, key=lambda i: (covered(pool[i], said), i == k, -i))
             plan = pool[k]
-            if s.unnamed(plan, said) > 0.25:
+            if s.unnamed(plan, said) > 0:
                 # the best stored plan writes what the conversation does not name: an atomic skill
                 # (grounded by the lookups stored plans show) that writes only what it names, instead
                 feeds = providers(pool)
@@ -416,7 +454,7 @@ class EpisodeSupply:
                     ):
                         plan = as_plan(start)
                         break
-            plan = trim(plan, said, s)
+            plan = swap_writes(trim(plan, said, s), said, s)
             for clause in clauses(conversation)[1:]:
                 part = s.best_part(clause, plan.domain)
                 part = trim(part, set(tokens(clause)), s) if part is not None else None
