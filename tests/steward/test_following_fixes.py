@@ -140,3 +140,51 @@ def test_a_key_a_fact_matches_only_by_letter_case_is_bound_from_the_lookup_resul
     steps = workflow(traj).steps
     assert steps[0]["args"]["resource_name"] == {"fact": "cloud resource name"}
     assert steps[1]["args"]["resource_id"]["path"] == ["items", "*", "resource_id"]
+
+
+def test_a_result_field_renamed_in_style_still_picks_and_the_best_matching_item_stands_in():
+    from toolshift.steward.instruments import BindingError, _select
+
+    facts = {"invoice number": "INV-2", "amount": "10"}
+    items = {"items": [{"invoiceNumber": "INV-1", "id": "A"}, {"invoiceNumber": "INV-2", "id": "B"}]}
+    where = {"invoice_number": "invoice number"}
+    assert _select(items, ["items", "*", "id"], where, facts, False) == ["B"]
+    # a second condition no item meets (a coincidence of training values): the one item meeting the most
+    both = {**where, "late_fee": "amount"}
+    assert _select(items, ["items", "*", "id"], both, facts, False) == ["B"]
+    # …but never for a step over every matching item, nor when no condition is met at all
+    try:
+        _select(items, ["items", "*", "id"], both, facts, True)
+        raise AssertionError("an each step took a partial match")
+    except BindingError:
+        pass
+    try:
+        _select(items, ["items", "*", "id"], {"invoice_number": "amount", "late_fee": "amount"}, facts, False)
+        raise AssertionError("an item meeting no condition was taken")
+    except BindingError:
+        pass
+
+
+def test_an_answer_to_a_field_the_write_sets_is_never_taken_as_a_lookups_key():
+    tech = {"tool": "fs_search_technicians", "args": {"full_name": {"fact": "technician full name"}}}
+    update = {
+        "tool": "fs_update_technician",
+        "args": {"tech_id": {"step": 0, "path": ["items", "*", "tech_id"]}},
+    }
+    plan = Skill("plan-tech", "planning", "fs", "update a technician",
+                 {"facts": ["technician full name"], "steps": [tech, update], "requests": ["update a technician"]},
+                 ("fs_search_technicians", "fs_update_technician"))  # fmt: skip
+    search = {"full_name": {"type": "string"}, "email": {"type": "string"}}
+    cat = Catalog(1, {
+        "fs_search_technicians": CatalogTool("fs_search_technicians", "fs", "search technicians",
+                                             {"type": "object", "properties": search}, "read"),
+        "fs_update_technician": CatalogTool("fs_update_technician", "fs", "update technician",
+                                            {"type": "object", "properties": {"tech_id": {}, "full_name": {}},
+                                             "required": ["tech_id"]}, "write"),
+    })  # fmt: skip
+    follower = SkillFollower(Supply([plan], cat))
+    follower.plan_steps = plan.body["steps"]
+    follower.open_asked = {"full name"}
+    follower.facts = {"full name": "Robin Okafor", "technician email": "e@x"}
+    follower._alias()
+    assert "technician full name" not in follower.facts  # the new name is not the record's key

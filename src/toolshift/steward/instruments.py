@@ -125,26 +125,51 @@ def same_fact(asked: str, given: str) -> bool:
     return bool(a and g) and a[-1] == g[-1] and (set(a) <= set(g) or set(g) <= set(a))
 
 
+def _key(name: Any) -> str:
+    return str(name).replace("_", "").lower()
+
+
+def _field(item: Any, name: str) -> Any:
+    """An item's field by name, or by the same name in another case or spelling (`invoice_number` →
+    `invoiceNumber`: an interface that renamed its output fields' style)."""
+    if not isinstance(item, dict):
+        return None
+    if name in item:
+        return item[name]
+    return next((v for k, v in item.items() if _key(k) == _key(name)), None)
+
+
+def _loose_path(value: Any, path: list[Any]) -> Any:
+    for k in path:
+        value = _field(value, k) if isinstance(k, str) else get_path(value, [k])
+        if value is None:
+            return None
+    return value
+
+
 def _select(
     result: Any, path: list[Any], where: dict[str, str], facts: dict[str, str], each: bool
 ) -> list[Any]:
     if "*" not in path:
-        value = get_path(result, path)
+        value = _loose_path(result, path)
         if value is None:
             raise BindingError(f"no value at {'.'.join(map(str, path))}")
         return [value]
     at = path.index("*")
-    items = get_path(result, path[:at])
+    items = _loose_path(result, path[:at])
     if not isinstance(items, list):
         raise BindingError(f"no list at {'.'.join(map(str, path[:at]))}")
     # a condition on a fact the user did not give cannot pick: the lookup itself chose the items
     where = {f: p for f, p in where.items() if p in facts}
-    picked = [
-        it
-        for it in items
-        if all(isinstance(it, dict) and p in facts and _same(it.get(f), facts[p]) for f, p in where.items())
-    ]
-    values = [get_path(it, path[at + 1 :]) for it in picked]
+    hits = [sum(_same(_field(it, f), facts[p]) for f, p in where.items()) for it in items]
+    picked = [it for it, n in zip(items, hits, strict=True) if n == len(where)]
+    if not picked and not each and len(where) > 1 and hits:
+        # no item meets every condition (one of them a coincidence of training values): the one item
+        # that meets the most of them, if one does
+        best = max(hits)
+        if best > 0 and hits.count(best) == 1:
+            picked = [items[hits.index(best)]]
+    values = [_loose_path(it, path[at + 1 :]) for it in picked]
     values = [v for v in values if v is not None]
     if not values:
         raise BindingError("no result item matches " + ", ".join(f"{f} = the {p}" for f, p in where.items()))
@@ -238,6 +263,7 @@ class SkillFollower:
         self.pending: str | None = None
         self.rebinding: dict[str, tuple[int, str, str]] = {}
         self.aliased: set[str] = set()
+        self.open_asked: set[str] = set()
         self.made: dict[int, dict[str, Any]] = {}
 
     @property
@@ -271,7 +297,8 @@ class SkillFollower:
             if phrases:
                 # with them, the fields the plan's writes may set and it binds to nothing: the user
                 # answers those they hold (a question naming none of their facts would end the talk)
-                phrases += [p for p in self._open_fields() if p not in phrases]
+                self.open_asked = {p for p in self._open_fields() if p not in phrases}
+                phrases += sorted(self.open_asked, key=self._open_fields().index)
                 self.asked.update(phrases)
                 self.pending = "facts"
                 return _reply(ask_text(phrases))
@@ -311,7 +338,12 @@ class SkillFollower:
         "supplier site supplier code") binds that answer."""
         wanted = [p for p in [*plan_facts(self.plan_steps), *self.rebinding] if p not in self.facts]
         for phrase in wanted:
-            given = [f for f in self.facts if f not in self._plan_phrases() and same_fact(phrase, f)]
+            # an answer to a field the writes may set is that field's new value, never a lookup's key
+            given = [
+                f
+                for f in self.facts
+                if f not in self._plan_phrases() and f not in self.open_asked and same_fact(phrase, f)
+            ]
             if len(given) == 1:
                 self.facts[phrase] = self.facts[given[0]]
                 self.aliased.add(given[0])
