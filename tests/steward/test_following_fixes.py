@@ -188,3 +188,37 @@ def test_an_answer_to_a_field_the_write_sets_is_never_taken_as_a_lookups_key():
     follower.facts = {"full name": "Robin Okafor", "technician email": "e@x"}
     follower._alias()
     assert "technician full name" not in follower.facts  # the new name is not the record's key
+
+
+def test_among_plans_writing_the_same_once_trimmed_the_one_whose_facts_are_said_is_chosen():
+    def tool(name: str, props: dict, effect: str, required: list[str]) -> CatalogTool:
+        return CatalogTool(name, "rec", name.replace("_", " "),
+                           {"type": "object", "properties": props, "required": required}, effect)  # fmt: skip
+
+    cat = Catalog(1, {
+        "rec_search_openings": tool("rec_search_openings", {"req_number": {}}, "read", []),
+        "rec_search_candidates": tool("rec_search_candidates", {"email": {}}, "read", []),
+        "rec_record_feedback": tool("rec_record_feedback", {"candidate_id": {}, "note": {}}, "write", ["candidate_id"]),
+        "rec_reject_application": tool("rec_reject_application", {"candidate_id": {}}, "write", ["candidate_id"]),
+    })  # fmt: skip
+    pick = {"step": 0, "path": ["items", "*", "candidate_id"], "where": {}}
+    by_opening = Skill("plan-by-opening", "planning", "rec", "reject an application", {
+        "facts": ["job opening req number"], "requests": ["reject an application"],
+        "steps": [{"tool": "rec_search_openings", "args": {"req_number": {"fact": "job opening req number"}}},
+                  {"tool": "rec_reject_application", "args": {"candidate_id": pick}}],
+    }, ("rec_search_openings", "rec_reject_application"))  # fmt: skip
+    by_candidate = Skill("plan-by-candidate", "planning", "rec", "record feedback, then reject an application", {
+        "facts": ["candidate email", "note"], "requests": ["record feedback, then reject an application"],
+        "steps": [{"tool": "rec_search_candidates", "args": {"email": {"fact": "candidate email"}}},
+                  {"tool": "rec_record_feedback", "args": {"candidate_id": pick, "note": {"fact": "note"}}},
+                  {"tool": "rec_reject_application", "args": {"candidate_id": pick}}],
+    }, ("rec_search_candidates", "rec_record_feedback", "rec_reject_application"))  # fmt: skip
+    supply = Supply([by_opening, by_candidate], cat)
+    view = supply.episode("reject an application").choose(
+        "Reject an application. You want to reject the application of the candidate with email a@x."
+    )
+    assert view.plan is not None
+    assert [st["tool"] for st in view.plan.body["steps"]] == [
+        "rec_search_candidates",
+        "rec_reject_application",
+    ]

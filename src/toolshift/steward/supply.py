@@ -438,9 +438,12 @@ class EpisodeSupply:
 
             top = range(min(len(pool), 2 * PLANS))
             k = max(top, key=lambda i: (score(i), -i))
-            same = [i for i in top if s.writes(pool[i]) == s.writes(pool[k])]
-            k = max(same, key=lambda i: (covered(pool[i], said), i == k, -i))
-            plan = pool[k]
+            # among plans writing the same (another part they write but the conversation does not name
+            # trimmed first), the one whose facts the conversation says most of
+            alt = {i: trim(pool[i], said, s) for i in top}
+            same = [i for i in top if s.writes(alt[i]) == s.writes(alt[k])]
+            k = max(same, key=lambda i: (covered(alt[i], said), i == k, -i))
+            plan = alt[k]
             if s.unnamed(plan, said) > 0:
                 # the best stored plan writes what the conversation does not name: an atomic skill
                 # (grounded by the lookups stored plans show) that writes only what it names, instead
