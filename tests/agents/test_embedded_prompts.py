@@ -115,6 +115,36 @@ def test_a_write_the_customer_did_not_name_is_not_offered():
     assert EmbeddedModel(stop_when_done=False).grammar(messages, tools)[0].tools != offered
 
 
+def test_a_write_is_asked_by_its_verb_not_by_the_record_it_writes():
+    said = "Can you help me check in attendee, please? My registration number is REG-00429."
+    assert write_asked("evt_check_in_attendee", said, "evt_")
+    assert not write_asked("evt_update_registration", said, "evt_")  # "registration" names the record only
+    assert write_asked("ap_create_payment_batch", "Hello, I'd like to record a new payment batch.", "ap_")
+    assert write_asked("ap_create_vendor_invoice", "Hi, I need a new vendor invoice set up.", "ap_")
+    assert not write_asked("create_patient", "My new email is ana@new.example.")  # new what? not a patient
+    assert not write_asked("create_doctor", "Change my email to ana@new.example.")
+
+
+def test_the_prompt_lists_only_tools_the_agent_may_call_each_by_its_first_clause():
+    from toolshift.agents.embedded import load_llama
+
+    tools = [*_clinic_tools(), END_TOOL]
+    llm, _ = load_llama(slot="test-grow")
+    messages = [{"role": "system", "content": "# Policy\nBe kind."},
+                {"role": "user", "content": "Please change the email on my file."}]  # fmt: skip
+    model = EmbeddedModel()
+    shown = [t.name for t in model._follow(messages, tools, llm)]
+    assert "update_patient" in shown and "create_patient" not in shown
+    system = model.transcript.system
+    assert "- get_patient(patient_id): Get one patient by its patient_id\n" in system
+    assert "create_patient" not in system
+    later = [*messages, {"role": "assistant", "content": "What is your email?"},
+             {"role": "user", "content": "My new email is ana@new.example."}]  # fmt: skip
+    assert [t.name for t in model._follow(later, tools, llm)] == shown  # no write it may not call is added
+    old = EmbeddedModel(prompts="rebuild")._system(messages, [t for t in tools if t.name == "get_patient"])
+    assert "Get one patient by its patient_id. A registered patient" in old  # the builder before, unchanged
+
+
 def _admitted(choice, values: dict[str, str]) -> str:
     args = ",".join(f"{json.dumps(k)}:{v}" for k, v in values.items())
     return '{"tool":' + json.dumps(choice.tool) + ',"arguments":{' + args + "}}"

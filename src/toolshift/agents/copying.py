@@ -517,19 +517,19 @@ def request_done(messages: list[dict[str, Any]], tools: list[ToolDef]) -> Progre
 _NAME_WORD = re.compile(r"[a-z0-9]+")
 SYNONYMS = {
     "update": ("change", "modify", "edit", "correct", "set"),
-    "create": ("add", "register", "book", "open", "make"),
+    "create": ("add", "register", "book", "open", "make", "record", "setup"),
     "delete": ("remove",),
     "cancel": ("withdraw",),
 }
 """Words a user says for the verbs tools are named with ("change my email" asks for `update_patient`)."""
 
 
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
 def _stems(text: str) -> set[str]:
-    return {
-        w[:-1] if len(w) > 3 and w.endswith("s") else w
-        for w in _NAME_WORD.findall(text.lower())
-        if len(w) > 2
-    }
+    return {_stem(w) for w in _NAME_WORD.findall(text.lower()) if len(w) > 2}
 
 
 def catalog_prefix(tools: list[ToolDef]) -> str:
@@ -538,11 +538,25 @@ def catalog_prefix(tools: list[ToolDef]) -> str:
     return f"{heads.pop()}_" if len(heads) == 1 else ""
 
 
+_VALUE_WORDS = re.compile(r"\S*@\S*|\S*\w\.\w\S*")
+"""An email, a URL or a dotted name: values, whose words are not the user's words for what to do."""
+
+
 def write_asked(tool: str, said: str, prefix: str = "") -> bool:
-    """Does the user's text name this write: a word of its name (the domain prefix aside), or its verb's synonym?"""
-    name = _stems(tool.removeprefix(prefix).replace("_", " "))
+    """Does the user's text name this write's verb (its name's first word, the domain prefix aside) or a synonym?
+
+    Only the verb: the record's noun ("registration" in `evt_update_registration`) is said whenever the user
+    gives its key, so it asked for every write on that record (D202)."""
+    verb, *noun = [_stem(w) for w in tool.removeprefix(prefix).split("_")]
+    said = _VALUE_WORDS.sub(" ", said).lower()  # "new" in ana@new.example asks for nothing
     words = _stems(said)
-    return any(w in words or any(s in words for s in SYNONYMS.get(w, ())) for w in name)
+    if verb in words or any(s in words for s in SYNONYMS.get(verb, ())):
+        return True
+    # "a new vendor invoice" asks to create one; "my new email" does not ask to create anything.
+    order = [_stem(w) for w in _NAME_WORD.findall(said)]
+    return verb == "create" and any(
+        w == "new" and set(order[i + 1 : i + 3]) & set(noun) for i, w in enumerate(order)
+    )
 
 
 ASKED_KINDS = frozenset({"key", "email", "date", "words"})

@@ -163,11 +163,17 @@ def pick_tools(tools: list[ToolDef], conversation: str, limit: int) -> list[Tool
     return [tools[i] for i in ranked[:limit]]
 
 
-def _signature(tool: ToolDef) -> str:
+_CLAUSE = re.compile(r"[;:]|\.(?:\s|$)")
+
+
+def _signature(tool: ToolDef, *, short: bool = False) -> str:
+    """A tool as the prompt lists it: its name, its arguments (optional ones marked ?) and its description's
+    first line cut at 90 characters, or (`short`) only its first clause (up to `;`, `:` or a full stop), D201."""
     props = (tool.input_schema or {}).get("properties") or {}
     required = set((tool.input_schema or {}).get("required") or [])
     args = ", ".join(name + ("" if name in required else "?") for name in props)
-    first = tool.description.strip().split("\n")[0][:90]
+    first = tool.description.strip().split("\n")[0]
+    first = _CLAUSE.split(first, maxsplit=1)[0].strip()[:90] if short else first[:90]
     return f"- {tool.name}({args}): {first}"
 
 
@@ -427,7 +433,7 @@ class EmbeddedModel:
                 "ask the customer for what you still need; tell them when their request is done.",
                 "Policy: " + _clip(" ".join(system.split("# Policy", 1)[-1].split()), self.policy_chars),
                 "Tools:",
-                *(_signature(t) for t in tools),
+                *(_signature(t, short=self.prompts == "grow") for t in tools),
                 'Answer with JSON only: {"tool": NAME, "arguments": {...}} to call a tool, '
                 'or {"reply": TEXT} to talk to the customer.',
             ]
@@ -436,9 +442,20 @@ class EmbeddedModel:
     def _follow(self, messages: list[dict[str, Any]], tools: list[ToolDef], llm: Any) -> list[ToolDef]:
         """Extend this episode's transcript with the messages since the last turn (or start it); its tools."""
         t = self.transcript
+        prefix = catalog_prefix(tools)
+
+        def callable_now(picked: list[ToolDef], said: str) -> list[ToolDef]:
+            # A write the customer's words do not name is never offered (D172), so it is not listed (D201).
+            return [
+                x for x in picked
+                if not (self.stop_when_done and x.read_only is False and not write_asked(x.name, said, prefix))
+            ]  # fmt: skip
+
         if t is None or not t.follows(messages):
             said = " ".join(m.get("content") or "" for m in messages if m["role"] == "user")
-            shown = tools if self.role == "user" else pick_tools(tools, said, self.max_tools)
+            shown = (
+                tools if self.role == "user" else callable_now(pick_tools(tools, said, self.max_tools), said)
+            )
             t = Transcript(self._system(messages, shown), list(shown))
             t.rebuilds = 0 if self.transcript is None else self.transcript.rebuilds + 1
             self.transcript = t
@@ -466,10 +483,14 @@ class EmbeddedModel:
             content = _clip(m.get("content") or "", self.result_chars)
             asked = f"{asked} {m.get('content') or ''}".strip()
             if self.role != "user":
-                more = [x for x in pick_tools(tools, asked, self.max_tools) if x not in t.shown]
+                new_words = _words(m.get("content") or "")
+                more = [
+                    x for x in callable_now(pick_tools(tools, asked, self.max_tools), asked)
+                    if x not in t.shown and relevance(x, new_words)
+                ]  # fmt: skip
                 if more:  # tools the customer's new words make relevant: listed here, after what was shown
                     t.shown += more
-                    content += "\nMore tools:\n" + "\n".join(_signature(x) for x in more)
+                    content += "\nMore tools:\n" + "\n".join(_signature(x, short=True) for x in more)
             return {"role": "user", "content": content}
 
         t.extend(
