@@ -123,6 +123,15 @@ def test_a_write_is_asked_by_its_verb_not_by_the_record_it_writes():
     assert write_asked("ap_create_vendor_invoice", "Hi, I need a new vendor invoice set up.", "ap_")
     assert not write_asked("create_patient", "My new email is ana@new.example.")  # new what? not a patient
     assert not write_asked("create_doctor", "Change my email to ana@new.example.")
+    # Renamed catalogs (bench versions): another verb for the act, a generic verb put in front.
+    assert write_asked("ben_authorize_life_event", "Hi, I need to approve a life event.", "ben_")
+    assert write_asked("ap_register_vendor_invoice", "Hi, I need a new vendor invoice set up.", "ap_")
+    assert write_asked(
+        "clm_perform_terminate_contract", "I must terminate a contract.", "clm_", ["contract_id"]
+    )
+    assert not write_asked(
+        "clm_perform_update_contract", "I must terminate a contract.", "clm_", ["contract_id"]
+    )
 
 
 def test_the_prompt_lists_only_tools_the_agent_may_call_each_by_its_first_clause():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -515,13 +516,30 @@ def request_done(messages: list[dict[str, Any]], tools: list[ToolDef]) -> Progre
 
 
 _NAME_WORD = re.compile(r"[a-z0-9]+")
-SYNONYMS = {
-    "update": ("change", "modify", "edit", "correct", "set"),
-    "create": ("add", "register", "book", "open", "make", "record", "setup"),
-    "delete": ("remove",),
-    "cancel": ("withdraw",),
-}
-"""Words a user says for the verbs tools are named with ("change my email" asks for `update_patient`)."""
+VERB_GROUPS: tuple[frozenset[str], ...] = tuple(
+    frozenset(g.split())
+    for g in (
+        "update change modify edit correct set patch amend",
+        "create add register book open make record setup",
+        "delete remove purge drop",
+        "cancel withdraw void revoke abort",
+        "approve authorize",
+        "reject decline deny",
+        "close resolve complete finish",
+        "hold suspend freeze",
+        "release unfreeze",
+        "escalate raise elevate",
+        "issue grant",
+    )
+)
+"""Verbs a user says for the same act ("change my email" asks for `update_patient`; a catalog that renamed
+`approve_invoice` to `authorize_invoice` is still asked by "approve")."""
+GENERIC_VERBS = frozenset({"perform", "execute", "proces", "run", "handle"})
+"""Verbs a renamed tool may gain in front of its own (`perform_terminate_contract`): its next word counts too."""
+
+
+def _verb_words(verb: str) -> frozenset[str]:
+    return frozenset({verb}).union(*(g for g in VERB_GROUPS if verb in g))
 
 
 def _stem(word: str) -> str:
@@ -542,20 +560,25 @@ _VALUE_WORDS = re.compile(r"\S*@\S*|\S*\w\.\w\S*")
 """An email, a URL or a dotted name: values, whose words are not the user's words for what to do."""
 
 
-def write_asked(tool: str, said: str, prefix: str = "") -> bool:
-    """Does the user's text name this write's verb (its name's first word, the domain prefix aside) or a synonym?
+def write_asked(tool: str, said: str, prefix: str = "", params: Iterable[str] = ()) -> bool:
+    """Does the user's text name this write's verb (its name's first word, the domain prefix aside) or a word
+    for the same act (`VERB_GROUPS`)? `params`: the tool's argument names (see `GENERIC_VERBS`).
 
     Only the verb: the record's noun ("registration" in `evt_update_registration`) is said whenever the user
     gives its key, so it asked for every write on that record (D202)."""
-    verb, *noun = [_stem(w) for w in tool.removeprefix(prefix).split("_")]
+    name = [_stem(w) for w in tool.removeprefix(prefix).split("_") if w]
+    if not name:
+        return False
+    keyed = {_stem(w) for p in params for w in p.split("_")}
+    verbs = name[:1] + [w for w in name[1:2] if name[0] in GENERIC_VERBS and w not in keyed]
     said = _VALUE_WORDS.sub(" ", said).lower()  # "new" in ana@new.example asks for nothing
     words = _stems(said)
-    if verb in words or any(s in words for s in SYNONYMS.get(verb, ())):
+    if any(_verb_words(v) & words for v in verbs):
         return True
     # "a new vendor invoice" asks to create one; "my new email" does not ask to create anything.
     order = [_stem(w) for w in _NAME_WORD.findall(said)]
-    return verb == "create" and any(
-        w == "new" and set(order[i + 1 : i + 3]) & set(noun) for i, w in enumerate(order)
+    return "create" in _verb_words(verbs[-1]) and any(
+        w == "new" and set(order[i + 1 : i + 3]) & set(name[1:]) for i, w in enumerate(order)
     )
 
 

@@ -177,6 +177,10 @@ def _signature(tool: ToolDef, *, short: bool = False) -> str:
     return f"- {tool.name}({args}): {first}"
 
 
+def _params(tool: ToolDef) -> list[str]:
+    return list((tool.input_schema or {}).get("properties") or {})
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -352,7 +356,11 @@ class EmbeddedModel:
                 continue
             if c.needs_one and t.name == just_answered:
                 continue  # a search that just answered: narrowing it again by another span only wanders
-            if self.stop_when_done and t.read_only is False and not write_asked(t.name, said, prefix):
+            if (
+                self.stop_when_done
+                and t.read_only is False
+                and not write_asked(t.name, said, prefix, _params(t))
+            ):
                 continue  # a write the customer's words do not name is not what they asked for (D172)
             choices.append(c)
         grammar = self._action(messages, tools, spans, choices, shown)
@@ -448,7 +456,9 @@ class EmbeddedModel:
             # A write the customer's words do not name is never offered (D172), so it is not listed (D201).
             return [
                 x for x in picked
-                if not (self.stop_when_done and x.read_only is False and not write_asked(x.name, said, prefix))
+                if not (
+                    self.stop_when_done and x.read_only is False and not write_asked(x.name, said, prefix, _params(x))
+                )
             ]  # fmt: skip
 
         if t is None or not t.follows(messages):
