@@ -139,3 +139,29 @@ def test_the_conversation_as_the_planner_reads_it():
     one = tool_choice(ToolDef("get_appointment", "", {"type": "object", "properties": {"appointment_id": {
         "type": "string", "description": "The appointment's key, e.g. APT-00001."}}, "required": ["appointment_id"]}), spans)  # fmt: skip
     assert only_call(one) in made
+
+
+def test_a_date_or_an_email_never_fills_a_name(clinic):
+    batch = ToolDef(
+        "ap_create_payment_batch",
+        "Create a payment batch.",
+        {
+            "type": "object",
+            "required": ["batch_number", "scheduled_date"],
+            "properties": {
+                "batch_number": {"type": "string"},
+                "scheduled_date": {"type": "string", "format": "date"},
+            },
+        },
+        False,
+    )
+    said = spans_of([{"role": "user", "content": "My scheduled date is 2026-06-02."}])
+    assert arg_kind("batch_number", batch.input_schema["properties"]["batch_number"]) == "words"
+    by_name = {a.name: a for a in tool_choice(batch, said).args}
+    assert '"2026-06-02"' not in by_name["batch_number"].literals  # a batch number, not the date
+    assert by_name["scheduled_date"].literals == ('"2026-06-02"',)
+    said = spans_of([{"role": "user", "content": "Change my email to ana@new.example."}])
+    search = tool_choice(clinic["search_patients"], said)
+    by_name = {a.name: a for a in search.args}
+    assert by_name["email"].literals == ('"ana@new.example"',)
+    assert '"ana@new.example"' not in by_name["full_name"].literals

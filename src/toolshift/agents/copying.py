@@ -220,6 +220,9 @@ def candidates(
             if not c.from_user or is_content_span(str(c.value))
         ]
         found += [c.value for c in spans.of_shape("key", user_only=user_only)]
+        # A date or an email names a date or an email, not a batch number (2026-06-02 as `batch_number`).
+        shaped = {c.value for shape in ("date", "datetime", "email") for c in spans.of_shape(shape)}
+        found = [v for v in found if v not in shaped]
         if kind == "text":  # a reason or a note runs longer than a name: the user's clauses up to ten words
             found += [
                 s
