@@ -87,6 +87,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "A local trajectory viewer over episode files and τ²-bench results.",
     ),
     "run": ("toolshift.agents.cli", "run", "Run tasks × trials of an agent against a world (resumable)."),
+    "loop": (
+        "toolshift.loop.cli",
+        "loop_cmd",
+        "The loop: an agent behind the gateway learning from its own recordings, version by version.",
+    ),
     "demo": ("toolshift.demo", "run", "The main job on embedded defaults: no API key, no network."),
 }
 _attached: set[str] = set()

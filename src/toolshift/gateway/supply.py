@@ -19,6 +19,9 @@ from toolshift.errors import BadInputError
 from toolshift.gateway.chain import CallOutcome, GatewaySession, Middleware, Next
 from toolshift.gateway.config import GatewayConfig
 
+TOOLS_CHANGED_META_KEY = "toolshift/tools_changed"
+"""The result's `_meta` key saying the session's tool listing changed (as `toolshift.bench.ecosystem.server`)."""
+
 
 class _SessionKey:
     """Identity of one client session inside Steward's gate (weakly held: dropped with the session)."""
@@ -65,9 +68,14 @@ class StewardMiddleware(Middleware):
             self.counts["steward_calls"] += 1
             before = self.gate.visible(key)
             body = call_steward_tool(self.gate, key, name, dict(arguments or {}))
-            if self.gate.visible(key) != before and session.notify is not None:
-                await session.notify()
-            return CallOutcome(result=_result(body, "error" in body), answered_by="steward")
+            result = _result(body, "error" in body)
+            if self.gate.visible(key) != before:
+                # said twice, as `toolshift bench serve` says it: in the result (a client that reads results,
+                # such as toolshift's agent loop, lists again) and as MCP's list_changed notification
+                result.meta = {**(result.meta or {}), TOOLS_CHANGED_META_KEY: True}
+                if session.notify is not None:
+                    await session.notify()
+            return CallOutcome(result=result, answered_by="steward")
         if name not in self.gate.visible(key):
             self.counts["refused_unsupplied"] += 1
             body = {

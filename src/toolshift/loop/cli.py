@@ -1,0 +1,115 @@
+"""`toolshift loop BUILD --model M --out DIR`: run the loop (resumable), score it, and write its page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from toolshift import terminal
+from toolshift.errors import BadInputError
+
+console = terminal.console(stderr=True)
+
+
+def _versions(text: str | None, available: int) -> list[int]:
+    if not text:
+        return list(range(1, available + 1))
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise BadInputError(
+            "--versions is a comma-separated list of version numbers", field="versions"
+        ) from None
+    if not out or out != sorted(set(out)):
+        raise BadInputError("--versions lists versions once each, in increasing order", field="versions")
+    return out
+
+
+def loop_cmd(
+    build: Annotated[Path, typer.Argument(help="An evolved bench build with reference paths.")],
+    model: Annotated[
+        str,
+        typer.Option(help="embedded, openai:<m>, anthropic:<m>, or the instrument plan-follower (no model)."),
+    ],
+    out: Annotated[Path, typer.Option(help="The run folder (resumed when it exists).")],
+    versions: Annotated[
+        str | None, typer.Option(help="Versions to serve, e.g. 1,2,3 (default: all).")
+    ] = None,
+    sample: Annotated[int | None, typer.Option(help="Test tasks served per version (default: all).")] = None,
+    conditions: Annotated[str, typer.Option(help="Comma-separated: off, steward, flows, evolve, all.")] = (
+        "off,steward,flows,evolve,all"
+    ),
+    max_turns: Annotated[int, typer.Option(help="Turn limit of an episode.")] = 12,
+    children: Annotated[int, typer.Option(help="Failed tasks each version's evolution step seeds.")] = 4,
+    seed: Annotated[int, typer.Option(help="Sample and model seed.")] = 0,
+    page: Annotated[Path | None, typer.Option(help="Also write the results page here (markdown).")] = None,
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples of the intervals.")] = 1000,
+) -> None:
+    """Serve the build's test tasks version by version through the gateway, learning after each version from
+    its recordings; off, each part alone and all on, on the same tasks. Writes OUT/results.json."""
+    from toolshift.agents.config import check_model_spec
+    from toolshift.bench.ecosystem.store import load_ecosystem
+    from toolshift.loop.instrument import INSTRUMENT
+    from toolshift.loop.results import markdown, write_results
+    from toolshift.loop.run import Loop, LoopSpec, test_tasks
+
+    if model != INSTRUMENT:
+        check_model_spec(model, role="model")
+    if not (build / "manifest.json").is_file():
+        raise BadInputError("not a benchmark build (no manifest.json)", source=str(build))
+    eco = load_ecosystem(build)
+    vs = _versions(versions, eco.config.versions)
+    conds = [c.strip() for c in conditions.split(",") if c.strip()]
+    tasks = test_tasks(build, vs, sample, seed)
+    if not tasks:
+        raise BadInputError(
+            "no test task has a valid reference path at every version asked", source=str(build)
+        )
+    spec = LoopSpec(build, out, model, vs, tasks, conds, max_turns=max_turns, children=children, seed=seed)
+    bar = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, transient=True,
+    )  # fmt: skip
+    jobs: dict[str, int] = {}
+
+    def progress(label: str, total: int | None) -> None:
+        if total is not None:
+            jobs[label] = bar.add_task(label, total=total)
+        elif label in jobs:
+            bar.advance(jobs[label])
+
+    with bar:
+        Loop(spec, progress).run()
+    args = [str(build), f"--model {model}", f"--out {out}"]
+    args += [f"--versions {versions}"] if versions else []
+    args += [f"--sample {sample}"] if sample is not None else []
+    args += [f"--conditions {conditions}"] if conditions != "off,steward,flows,evolve,all" else []
+    args += [f"--max-turns {max_turns}"] if max_turns != 12 else []
+    args += [f"--children {children}"] if children != 4 else []
+    args += [f"--seed {seed}"] if seed else []
+    args += [f"--page {page}"] if page else []
+    command = "toolshift loop " + " ".join(args)
+    path = write_results(out, command, resamples)
+    console.print(f"wrote {path}")
+    if page is not None:
+        from toolshift.fileio import read_json, write_text_atomic
+
+        results = read_json(path, what="loop results")
+        write_text_atomic(page, markdown(results, preface=PREFACE))
+        console.print(f"wrote {page}")
+
+
+PREFACE = (
+    "An agent deployed behind the gateway (`toolshift.gateway`: the version, record, steward and flows "
+    "middleware) serves the same test tasks of an evolved build version by version. After each version, from "
+    "the gateway's own recordings of that version and nothing else the benchmark holds, Steward maintains its "
+    "library (episodes successful by the benchmark's verdict stand in for a deployment's confirmed "
+    "successes), flows are learned anew and served on the next version, and the failed tasks seed task "
+    "evolution, whose children the agent solved become more training episodes for Steward. Conditions: "
+    "`off` (the agent alone), `steward` (the library learns from the agent's successes), `flows`, `evolve` "
+    "(the library learns from solved children only), `all`. Nothing is learned before the first version, so "
+    'every condition serves it alike. See docs/usage.md ("The loop") and docs/decisions.md (D240–D249).'
+)

@@ -1,0 +1,141 @@
+"""The loop's figures per condition and version, and its results page (docs/results/loop.md).
+
+Per condition × version, over the served test tasks: SR and strict SR (the benchmark's verdict on the
+gateway's recording: Δgold ⊆ Δagent, and no collateral write) with 95% bootstrap intervals over tasks
+(`toolshift.intervals`); turns (assistant messages), model calls (those with token usage: a model's), tokens,
+wall seconds, lookups made and used (served by the flows middleware; used = a later call answered from one),
+Steward calls, and what the learning step after the version wrote (skills, children). Written as
+`toolshift.loop-results/1` (docs/formats.md), which `toolshift report` draws.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from toolshift.intervals import bootstrap_mean
+from toolshift.traces.episode import Episode
+
+RESULTS_FORMAT = "toolshift.loop-results/1"
+
+
+def _usage(ep: Episode) -> tuple[int, int]:
+    calls = tokens = 0
+    for m in ep.messages:
+        if m.role == "assistant" and m.usage is not None:
+            t = (m.usage.prompt_tokens or 0) + (m.usage.completion_tokens or 0)
+            calls += t > 0
+            tokens += t
+    return calls, tokens
+
+
+def version_figures(episodes: list[Episode], resamples: int = 1000) -> dict[str, Any]:
+    loops = [e.source["loop"] for e in episodes]
+    ids = [e.task_id for e in episodes]
+    usage = [_usage(e) for e in episodes]
+    n = len(episodes)
+    return {
+        "tasks": n,
+        "SR": bootstrap_mean([float(x["success"]) for x in loops], groups=ids, resamples=resamples).as_dict(),
+        "strict SR": bootstrap_mean(
+            [float(x["strict"]) for x in loops], groups=ids, resamples=resamples
+        ).as_dict(),
+        "turns": sum(sum(1 for m in e.messages if m.role == "assistant") for e in episodes) / n
+        if n
+        else None,
+        "model calls": sum(c for c, _ in usage),
+        "tokens": sum(t for _, t in usage),
+        "seconds": round(sum(float(x["seconds"]) for x in loops), 1),
+        "lookups made": sum(int(x["lookups_made"]) for x in loops),
+        "lookups used": sum(int(x["lookups_used"]) for x in loops),
+        "steward calls": sum(int(x["steward_calls"]) for x in loops),
+        "steward plans followed": sum(1 for x in loops if x.get("followed") == "steward"),
+        "served library": sum(1 for x in loops if x.get("library")),
+        "served flow": sum(1 for x in loops if x.get("flow")),
+    }
+
+
+def collect(out: Path, resamples: int = 1000) -> dict[str, Any]:
+    """Every condition's figures per version, and each learning step's, from the run folder."""
+    from toolshift.fileio import read_json
+    from toolshift.traces.store import iter_episodes
+
+    definition = read_json(out / "loop.json", what="loop definition")
+    block: dict[str, dict[str, Any]] = {}
+    learned: dict[str, dict[str, Any]] = {}
+    for condition in definition["conditions"]:
+        for v in definition["versions"]:
+            path = out / condition / f"v{v}" / "episodes.jsonl"
+            if not path.exists():
+                continue
+            eps = {e.id: e for e in iter_episodes(path, skip_bad=True)}
+            block.setdefault(condition, {})[f"v{v}"] = version_figures(list(eps.values()), resamples)
+            mark = out / condition / f"v{v}" / "learned.json"
+            if mark.exists():
+                learned.setdefault(condition, {})[f"v{v}"] = read_json(mark, what="learning step")
+    return {"format": RESULTS_FORMAT, "definition": definition, "conditions": block, "learned": learned}
+
+
+def write_results(out: Path, command: str, resamples: int = 1000) -> Path:
+    from toolshift.fileio import write_text_atomic
+
+    body = {**collect(out, resamples), "command": command}
+    return write_text_atomic(out / "results.json", json.dumps(body, indent=1, sort_keys=True) + "\n")
+
+
+def _iv(cell: Any) -> str:
+    if not isinstance(cell, dict) or not cell.get("n"):
+        return "–"
+    return f"{100 * cell['mean']:.1f} [{100 * cell['low']:.1f}, {100 * cell['high']:.1f}]"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def markdown(results: dict[str, Any], *, title: str = "# The loop", preface: str = "") -> str:
+    d = results["definition"]
+    versions = [f"v{v}" for v in d["versions"]]
+    conds = results["conditions"]
+    parts = [title]
+    if preface:
+        parts.append(preface)
+    parts.append(
+        f"Made by `{results.get('command', '')}`: model `{d['model']}`, {len(d['tasks'])} test tasks per version, "
+        f"versions {', '.join(versions)}, build `{d['build']}`, at most {d['max_turns']} turns an episode."
+    )
+    for metric, what in (("SR", "success rate"), ("strict SR", "strict success rate (no collateral write)")):
+        parts.append(f"## {metric}: {what}, % [95% bootstrap interval over tasks]")
+        parts.append(_table(["condition", *versions],
+                            [[c, *(_iv(conds[c].get(v, {}).get(metric)) for v in versions)] for c in conds]))  # fmt: skip
+    parts.append("## Cost and what the loop served, per version")
+    rows = []
+    for c, by in conds.items():
+        for v in versions:
+            f = by.get(v)
+            if f is None:
+                continue
+            rows.append([c, v, str(f["tasks"]), f"{f['turns']:.1f}" if f["turns"] is not None else "–",
+                         str(f["model calls"]), str(f["tokens"]), f"{f['seconds']:.0f}",
+                         f"{f['lookups made']} / {f['lookups used']}", str(f["steward calls"]),
+                         str(f["steward plans followed"]), f"{f['served library']} / {f['served flow']}"])  # fmt: skip
+    parts.append(_table(["condition", "version", "tasks", "turns / episode", "model calls", "tokens", "wall s",
+                         "lookups made / used", "Steward calls", "plans followed",
+                         "episodes with a library / a flow"], rows))  # fmt: skip
+    parts.append("## What each learning step wrote (after the version, served on the next)")
+    rows = []
+    for c, by in results["learned"].items():
+        for v in versions:
+            f = by.get(v)
+            if f is None:
+                continue
+            st, ev, fl = f.get("steward") or {}, f.get("evolution") or {}, f.get("flows") or {}
+            rows.append([c, v, str(st.get("episodes", "–")), str(st.get("skills_written", "–")),
+                         str(st.get("active", "–")),
+                         f"{ev.get('children', '–')} / {ev.get('solved', '–')}" if ev else "–",
+                         ", ".join(fl.get("domains", [])) or "–"])  # fmt: skip
+    parts.append(_table(["condition", "after", "training episodes", "skills written", "active skills",
+                         "children verified / solved", "flows learned for"], rows))  # fmt: skip
+    return "\n\n".join(parts) + "\n"

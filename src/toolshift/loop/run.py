@@ -1,0 +1,355 @@
+"""`toolshift loop BUILD --model M --out DIR`: the loop's runs, version by version, every condition (resumable).
+
+Layout of DIR (docs/formats.md, "Loop run"):
+
+    DIR/loop.json                              the run's definition (`toolshift.loop/1`); a resume must match it
+    DIR/<condition>/v<n>/episodes.jsonl        the agent's episodes of version n (conversation, `source.loop`)
+    DIR/<condition>/v<n>/recordings.jsonl      the gateway's recordings of them (what the loop learns from)
+    DIR/<condition>/v<n>/children.*            evolution's children of version n: tasks, episodes, recordings
+    DIR/<condition>/v<n>/learned.json          what was learned after version n (written last: the step's mark)
+    DIR/<condition>/libraries/v<n>.sqlite      Steward's library after version n (served on the next)
+    DIR/<condition>/flows/v<n>/<domain>.*      the flows learned from version n (served on the next)
+    DIR/results.json                           the figures (`toolshift.loop-results/1`, toolshift.loop.results)
+
+Conditions: `off` (the agent alone), `steward` (the library learns from the agent's judged successes),
+`flows` (flows learned from the recordings), `evolve` (the library learns only from evolution's solved
+children), `all` (the three). Every condition serves the same tasks at the same versions; on the first
+version nothing has been learned yet, so all conditions start alike. An episode is appended as it ends and a
+finished one is never redone; a learning step is redone until its `learned.json` exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolshift.errors import BadInputError
+from toolshift.loop.learn import (
+    Judged,
+    evolve_children,
+    judge,
+    learn_flows,
+    maintain_library,
+    training_episode,
+)
+from toolshift.loop.serve import Served, serve_episode
+from toolshift.models import Task
+from toolshift.traces.episode import Episode, Outcome
+
+LOOP_FORMAT = "toolshift.loop/1"
+CONDITIONS: dict[str, frozenset[str]] = {
+    "off": frozenset(),
+    "steward": frozenset({"steward"}),
+    "flows": frozenset({"flows"}),
+    "evolve": frozenset({"evolve"}),
+    "all": frozenset({"steward", "flows", "evolve"}),
+}
+STEWARD_TOOLS = ("steward_plan", "retrieve_tools", "explore_capabilities")
+Progress = Callable[[str, int | None], None]
+"""(label, total) when a stage starts; (label, None) as each item of it ends."""
+
+
+@dataclass
+class LoopSpec:
+    build: Path
+    out: Path
+    model: str
+    versions: list[int]
+    tasks: list[str]
+    conditions: list[str]
+    max_turns: int = 12
+    children: int = 4
+    """Failed tasks a version's evolution step seeds (each makes at most one child)."""
+    seed: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def definition(self) -> dict[str, Any]:
+        from toolshift.bench.ecosystem.store import build_fingerprint
+
+        return {
+            "format": LOOP_FORMAT, "build": build_fingerprint(self.build), "model": self.model,
+            "versions": self.versions, "tasks": self.tasks, "max_turns": self.max_turns,
+            "children": self.children, "seed": self.seed,
+        }  # fmt: skip
+
+
+def test_tasks(build: Path, versions: list[int], sample: int | None, seed: int = 0) -> list[str]:
+    """The build's test tasks whose reference paths replay at every version served (the benchmark scores
+    only those), all or a seeded sample of `sample`, in id order."""
+    from toolshift.bench.ecosystem.paths import load_references
+    from toolshift.bench.ecosystem.store import load_ecosystem
+
+    eco = load_ecosystem(build)
+    bad = [v for v in versions if not 1 <= v <= eco.config.versions]
+    if bad:
+        raise BadInputError(f"the ecosystem has versions 1..{eco.config.versions}", field="versions")
+    _, records = load_references(build)
+    valid: dict[str, set[int]] = {}
+    for r in records:
+        if r.split == "test" and r.valid:
+            valid.setdefault(r.task_id, set()).add(r.version)
+    ids = sorted(t for t, vs in valid.items() if set(versions) <= vs)
+    if sample is not None and sample < len(ids):
+        ids = sorted(random.Random(seed).sample(ids, sample))
+    return ids
+
+
+class Loop:
+    """One loop run folder."""
+
+    def __init__(self, spec: LoopSpec, progress: Progress | None = None) -> None:
+        from toolshift.bench.ecosystem.settings import VersionWorlds
+
+        self.spec = spec
+        self.progress = progress or (lambda _label, _n: None)
+        self.worlds = VersionWorlds(spec.build)
+        from toolshift.bench.ecosystem.store import load_ecosystem
+
+        eco = load_ecosystem(spec.build)
+        self.eco_id = eco.id
+        all_tasks = {t.id: t for d in eco.domains for t in self.worlds.tasks(d)}
+        missing = [t for t in spec.tasks if t not in all_tasks]
+        if missing:
+            raise BadInputError(f"task {missing[0]!r} is not in this build", source=str(spec.build))
+        self.tasks: list[Task] = [all_tasks[t] for t in spec.tasks]
+        for c in spec.conditions:
+            if c not in CONDITIONS:
+                raise BadInputError(
+                    f"unknown condition {c!r}: use {', '.join(CONDITIONS)}", field="conditions"
+                )
+
+    # --- the run folder ------------------------------------------------------------------------------
+
+    def check_folder(self) -> None:
+        from toolshift.fileio import read_json, write_text_atomic
+
+        path = self.spec.out / "loop.json"
+        want = self.spec.definition()
+        if path.exists():
+            have = read_json(path, what="loop definition")
+            diff = sorted(k for k in want if have.get(k) != want[k])
+            if diff:
+                raise BadInputError(
+                    f"this folder holds another loop run (differs in {', '.join(diff)}); use a new --out",
+                    source=str(path), field=diff[0],
+                )  # fmt: skip
+            if set(have.get("conditions", [])) != set(self.spec.conditions):
+                want["conditions"] = sorted(set(have.get("conditions", [])) | set(self.spec.conditions))
+        self.spec.out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps({**want, "conditions": want.get("conditions", self.spec.conditions)},
+                                           indent=1) + "\n")  # fmt: skip
+
+    def vdir(self, condition: str, version: int) -> Path:
+        return self.spec.out / condition / f"v{version}"
+
+    def _next(self, version: int) -> int | None:
+        k = self.spec.versions.index(version)
+        return self.spec.versions[k + 1] if k + 1 < len(self.spec.versions) else None
+
+    def _previous(self, version: int) -> int | None:
+        k = self.spec.versions.index(version)
+        return self.spec.versions[k - 1] if k else None
+
+    def served(self, condition: str, version: int, domain: str) -> tuple[Served, str]:
+        """What the gateway mounts for `condition` at `version` (what was learned on the version before),
+        and why a flow is not served when it is not."""
+        prev = self._previous(version)
+        if prev is None:
+            return Served(), "nothing learned yet"
+        parts = CONDITIONS[condition]
+        lib = self.spec.out / condition / "libraries" / f"v{prev}.sqlite"
+        library = lib if ({"steward", "evolve"} & parts) and lib.exists() else None
+        flow = catalog = None
+        why = ""
+        if "flows" in parts:
+            f = self.spec.out / condition / "flows" / f"v{prev}" / f"{domain}.flow.json"
+            c = self.spec.out / condition / "flows" / f"v{prev}" / f"{domain}.catalog.json"
+            if not f.exists():
+                why = "no flow learned"
+            elif self._tool_names(c) != set(self.worlds.catalog(domain, version).tools):
+                why = "the flow was learned for another catalog"
+            else:
+                flow, catalog = f, c
+        return Served(library, flow, catalog), why
+
+    @staticmethod
+    def _tool_names(catalog: Path) -> set[str]:
+        from toolshift.traces.catalog import load_catalog
+
+        return {t.name for t in load_catalog(catalog).tools}
+
+    # --- episodes ------------------------------------------------------------------------------------
+
+    def _done(self, path: Path) -> dict[str, Episode]:
+        from toolshift.traces.store import iter_episodes
+
+        return {e.id: e for e in iter_episodes(path, skip_bad=True)} if path.exists() else {}
+
+    def run_episodes(self, condition: str, version: int, tasks: list[Task], kind: str) -> None:
+        """Serve `tasks` at `version` under `condition`; `kind` is "episodes" or "children"."""
+        from toolshift.traces.store import EpisodeWriter, write_episodes
+
+        d = self.vdir(condition, version)
+        agent_path, rec_path = d / f"{kind}.jsonl", d / f"{kind}.recordings.jsonl"
+        if kind == "episodes":
+            rec_path = d / "recordings.jsonl"
+        meta = {"ecosystem": self.eco_id, "loop": condition, "version": version, "model": self.spec.model}
+        for p in (agent_path, rec_path):
+            if not p.exists():
+                d.mkdir(parents=True, exist_ok=True)
+                write_episodes(p, [], meta=meta)
+        done = self._done(agent_path)
+        todo = [t for t in tasks if self._eid(kind, t, version) not in done]
+        label = f"{condition} v{version} {kind}"
+        self.progress(label, len(todo))
+        for task in todo:
+            eid = self._eid(kind, task, version)
+            served, why_no_flow = self.served(condition, version, task.domain)
+            record = d / "gateway" / eid.replace(":", "_")
+            agent_ep, recording, seconds = asyncio.run(
+                serve_episode(
+                    self.spec.build, task, version, served, record, model=self.spec.model, episode_id=eid,
+                    max_turns=self.spec.max_turns, seed=self.spec.seed,
+                )
+            )  # fmt: skip
+            judged = judge(task, recording)
+            calls = recording.source.get("gateway", {}).get("calls", []) if recording else []
+            agent_ep.ecosystem_version = f"{self.eco_id}/v{version}"
+            agent_ep.source["loop"] = {
+                "condition": condition, "version": version, "kind": kind, "success": judged.success,
+                "strict": judged.strict, "why": judged.why, "seconds": round(seconds, 3),
+                "lookups_made": sum(len(c.get("lookups", [])) for c in calls),
+                "lookups_used": sum(1 for c in calls if c.get("answered_by") == "lookup"),
+                "steward_calls": sum(1 for m in agent_ep.messages if m.role == "assistant"
+                                     for c in m.tool_calls or [] if c.name in STEWARD_TOOLS),
+                "library": str(served.library.name) if served.library else None,
+                "flow": bool(served.flow), "flow_not_served": why_no_flow if "flows" in CONDITIONS[condition] else "",
+                "followed": agent_ep.source.get("followed"), "plan": agent_ep.source.get("plan"),
+            }  # fmt: skip
+            if recording is not None:
+                recording = recording.model_copy(update={
+                    "task_id": task.id, "id": eid, "ecosystem_version": agent_ep.ecosystem_version,
+                    "outcome": Outcome(success=judged.success, judged_by="delta-cover",
+                                       info={"strict": judged.strict})})  # fmt: skip
+                with EpisodeWriter(rec_path, append=True) as w:
+                    w.write(recording)
+            with EpisodeWriter(agent_path, append=True) as w:
+                w.write(agent_ep)
+            shutil.rmtree(record, ignore_errors=True)
+            self.progress(label, None)
+
+    @staticmethod
+    def _eid(kind: str, task: Task, version: int) -> str:
+        return f"{'loop' if kind == 'episodes' else 'child'}:{task.id}:v{version}"
+
+    # --- learning ------------------------------------------------------------------------------------
+
+    def learn(self, condition: str, version: int) -> dict[str, Any]:
+        """The learning step after `version` (its `learned.json`, reused when present)."""
+        from toolshift.fileio import read_json, write_text_atomic
+        from toolshift.taskfile import read_tasks, write_tasks
+
+        d = self.vdir(condition, version)
+        mark = d / "learned.json"
+        if mark.exists():
+            return dict(read_json(mark, what="learning step"))
+        parts = CONDITIONS[condition]
+        agents = self._done(d / "episodes.jsonl")
+        recordings = self._done(d / "recordings.jsonl")
+        by_id = {t.id: t for t in self.tasks}
+        own: list[Episode] = []
+        failed: list[Task] = []
+        joined_out = 0
+        for eid, ep in agents.items():
+            task = by_id[ep.task_id]
+            rec = recordings.get(eid)
+            judged = Judged(bool(ep.source["loop"]["success"]), bool(ep.source["loop"]["strict"]))
+            if not judged.success:
+                failed.append(task)
+            if rec is not None:
+                joined = training_episode(ep, rec, judged)
+                joined_out += joined is None
+                if joined is not None:
+                    own.append(joined)
+        figures: dict[str, Any] = {"condition": condition, "version": version, "unjoinable": joined_out}
+        training: list[Episode] = list(own) if "steward" in parts else []
+        if "evolve" in parts:
+            tasks_path = d / "children.tasks.jsonl"
+            if tasks_path.exists():
+                children = list(read_tasks(tasks_path))
+                counts = read_json(d / "children.counts.json", what="evolution counts")
+            else:
+                made, counts = evolve_children(sorted(failed, key=lambda t: t.id), seed=self.spec.seed,
+                                               limit=self.spec.children)  # fmt: skip
+                children = [c.task for c in made]
+                write_tasks(tasks_path, children)
+                write_text_atomic(d / "children.counts.json", json.dumps(counts, indent=1))
+            self.run_episodes(condition, version, children, "children")
+            c_agents = self._done(d / "children.jsonl")
+            c_recs = self._done(d / "children.recordings.jsonl")
+            solved = 0
+            for eid, ep in c_agents.items():
+                ok = bool(ep.source["loop"]["success"])
+                rec = c_recs.get(eid)
+                if ok and rec is not None:
+                    joined = training_episode(ep, rec, Judged(True, bool(ep.source["loop"]["strict"])))
+                    if joined is not None:
+                        training.append(joined)
+                        solved += 1
+            figures["evolution"] = {**counts, "children": len(children), "solved": solved}
+        if {"steward", "evolve"} & parts:
+            prev = self._previous(version)
+            prev_lib = self.spec.out / condition / "libraries" / f"v{prev}.sqlite" if prev else None
+            lib = self.spec.out / condition / "libraries" / f"v{version}.sqlite"
+            work = maintain_library(prev_lib if prev_lib and prev_lib.exists() else None, lib,
+                                    self.spec.build, version, training)  # fmt: skip
+            figures["steward"] = work or {
+                "episodes": 0,
+                "skills_written": 0,
+                "note": "no success to learn from yet",
+            }
+        nxt = self._next(version)
+        if "flows" in parts and nxt is not None:
+            by_domain: dict[str, list[Episode]] = {}
+            for rec in recordings.values():
+                by_domain.setdefault(rec.domain or "", []).append(rec)
+            out = self.spec.out / condition / "flows" / f"v{version}"
+            out.mkdir(parents=True, exist_ok=True)
+            catalogs = {}
+            for domain in by_domain:
+                cat = out / f"{domain}.catalog.json"
+                catalogs[domain] = self._write_catalog(domain, nxt, cat)
+            flows, gone = learn_flows(by_domain, catalogs, out)
+            figures["flows"] = {"domains": sorted(flows), "episodes": len(recordings),
+                                "for_version": nxt, "calls_of_tools_gone": gone}  # fmt: skip
+        write_text_atomic(mark, json.dumps(figures, indent=1, sort_keys=True) + "\n")
+        return figures
+
+    def _write_catalog(self, domain: str, version: int, path: Path) -> Path:
+        """The catalog the gateway writes beside its recordings (`record.write_catalog`), for this version."""
+        from toolshift.traces.catalog import catalog_from_mcp_tools, save_catalog
+        from toolshift.world.mcp.serve import mcp_tool
+
+        world = self.worlds.world(domain, version)
+        try:
+            tools = [mcp_tool(t) for t in world.tools]
+        finally:
+            world.close()
+        catalog = catalog_from_mcp_tools(domain, tools, source="toolshift gateway: backend tools/list")
+        return save_catalog(catalog, path)
+
+    # --- the whole run -------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        self.check_folder()
+        for version in self.spec.versions:
+            for condition in self.spec.conditions:
+                self.run_episodes(condition, version, self.tasks, "episodes")
+                if CONDITIONS[condition] and version != self.spec.versions[-1]:
+                    self.learn(condition, version)

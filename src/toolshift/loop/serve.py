@@ -1,0 +1,122 @@
+"""One episode of the loop: the agent on one task at one version, through an in-process gateway.
+
+The gateway is built from a `toolshift.gateway/1` config exactly as `toolshift gateway serve` builds it (a
+build backend, i.e. the version middleware, and the record middleware; Steward's and the flows' when the
+loop has a library or a flow for this version) and reached over an in-memory MCP client, as
+`toolshift.gateway.liveflows` does. Each episode gets its own record folder, so the recording of a
+session is known to be this task's; the agent's own episode (its conversation) is returned beside it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolshift.models import Task
+from toolshift.traces.episode import Episode
+
+
+@dataclass(frozen=True)
+class Served:
+    """What the gateway mounts for one version of one condition."""
+
+    library: Path | None = None
+    """A Steward library (the steward middleware), or None."""
+    flow: Path | None = None
+    catalog: Path | None = None
+    """A flow and the catalog it was learned for (the flows middleware), or None."""
+
+
+def gateway_config(build: Path, task: Task, version: int, served: Served, record: Path, agent: str) -> Any:
+    """The gateway for one episode, as `toolshift gateway serve --build … --record … [--steward] [--flow]` makes it."""
+    from toolshift.gateway.config import GatewayConfig
+
+    fields: dict[str, Any] = {
+        "backends": [{"name": task.domain, "build": str(build), "domain": task.domain, "version": version}],
+        "middleware": ["record"],
+        "record": {"out": str(record), "agent": agent, "domain": task.domain},
+    }
+    if served.library is not None:
+        fields["middleware"].insert(0, "steward")
+        fields["steward"] = {"library": str(served.library)}
+    if served.flow is not None and served.catalog is not None:
+        fields["middleware"].append("flows")
+        fields["flows"] = {"flow": str(served.flow), "catalog": str(served.catalog), "decider": "reach"}
+    return GatewayConfig(**fields)
+
+
+def make_loop_agent(model: str, task: Task, *, max_turns: int, seed: int) -> tuple[Any, Any]:
+    """(agent, user) for one episode: the plan-following instrument, or any model `toolshift run` takes."""
+    from toolshift.agents.config import RunConfig, make_agent, make_user
+    from toolshift.loop.instrument import INSTRUMENT, PlanFollower
+
+    base_url = os.environ.get("TOOLSHIFT_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    run = RunConfig(
+        world=task.domain, model="oracle" if model == INSTRUMENT else model, max_turns=max_turns,
+        temperature=0.0, seed=seed, base_url=base_url if model.startswith("openai:") else None,
+        **({"result_chars": 200_000} if model == INSTRUMENT else {}),
+    )  # fmt: skip
+    # the instrument reads Steward's plans as JSON: results reach it whole (a model's are cut as `toolshift run` cuts)
+    agent = PlanFollower(task) if model == INSTRUMENT else make_agent(run, task, 0)
+    return agent, make_user(run, task, 0), run
+
+
+async def serve_episode(
+    build: Path, task: Task, version: int, served: Served, record: Path, *, model: str, episode_id: str,
+    max_turns: int = 12, seed: int = 0,
+) -> tuple[Episode, Episode | None, float]:  # fmt: skip
+    """(the agent's episode, the gateway's recording of it or None, wall seconds). `record` is emptied first."""
+    from mcp import Client
+
+    from toolshift.agents.loop import run_episode
+    from toolshift.agents.worlds import RemoteSession
+    from toolshift.gateway.build import build_gateway, prepare
+    from toolshift.gateway.server import GatewayServer
+    from toolshift.traces.store import iter_episodes
+
+    if record.exists():
+        shutil.rmtree(record)  # a recording without its agent episode (a run killed between the two)
+    record.mkdir(parents=True)
+    agent, user, run = make_loop_agent(model, task, max_turns=max_turns, seed=seed)
+    gateway = build_gateway(gateway_config(build, task, version, served, record, model))
+    await prepare(gateway)
+    server = GatewayServer(gateway)
+    from toolshift.bench.ecosystem.store import compiled_domain
+
+    spec = compiled_domain(build, task.domain).spec  # the system prompt's policy; the world is the gateway's
+    policy, title = spec.policy or spec.description, spec.title
+
+    @asynccontextmanager
+    async def open_world() -> AsyncIterator[Any]:
+        async with Client(server.server, mode="legacy") as client:
+            yield RemoteSession(client, policy, title)
+
+    started = time.perf_counter()
+    async with gateway.running():
+        episode = await run_episode(
+            task, agent, user, open_world, episode_id=episode_id, limits=run.limits(),
+            agent_name=getattr(agent, "name", model) if model != "oracle" else model,
+        )  # fmt: skip
+    seconds = time.perf_counter() - started
+    for m in gateway.middleware:
+        flush = getattr(m, "flush_close", None)
+        if flush is not None:
+            flush()
+    path = record / f"{task.domain}.episodes.jsonl"
+    recorded = list(iter_episodes(path)) if path.exists() else []
+    if isinstance(agent, _plan_follower()):
+        episode.source["followed"] = agent.followed
+        episode.source["plan"] = agent.plan_id
+    return episode, (recorded[-1] if recorded else None), seconds
+
+
+def _plan_follower() -> type:
+    from toolshift.loop.instrument import PlanFollower
+
+    return PlanFollower
