@@ -1,0 +1,181 @@
+"""The loop end to end on a small real build: two versions served through the gateway, learning between them.
+
+The agent is the plan-following instrument (`toolshift.loop.instrument`: no model), so what each condition
+changes is exactly what the gateway served it: Steward's retrieval and plans, the flows' lookups.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from toolshift.bench.build import build_domain, write_manifest
+from toolshift.bench.ecosystem.evolve import EvolveConfig
+from toolshift.bench.ecosystem.paths import compute_references
+from toolshift.bench.ecosystem.pipeline import evolve_build
+from toolshift.bench.ecosystem.settings import VersionWorlds
+from toolshift.cli import app
+from toolshift.errors import BadInputError
+from toolshift.loop.learn import judge
+from toolshift.models import RowChange
+from toolshift.steward.library import Library
+from toolshift.traces.store import iter_episodes
+
+DOMAINS = ["payroll", "it_assets"]
+CONDITIONS = ["off", "steward", "flows", "evolve", "all"]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("build")
+    for name in DOMAINS:
+        build_domain(out, name, seed=0, per_domain=10)
+    write_manifest(out, DOMAINS, 0, 10)
+    evolve_build(out, EvolveConfig(versions=3, seed=1))
+    compute_references(out)
+    return out
+
+
+def _loop(build: Path, out: Path, *extra: str) -> dict:
+    args = ["loop", str(build), "--model", "plan-follower", "--out", str(out), "--resamples", "50", *extra]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return json.loads((out / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def two_versions(build: Path, tmp_path_factory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("loop")
+    page = out / "loop.md"
+    return out, _loop(build, out, "--versions", "1,2", "--page", str(page))
+
+
+def _episodes(path: Path) -> list:
+    return list(iter_episodes(path))
+
+
+def test_every_condition_serves_the_same_tasks_at_each_version(two_versions):
+    out, results = two_versions
+    tasks = results["definition"]["tasks"]
+    assert tasks and set(results["conditions"]) == set(CONDITIONS)
+    for c in CONDITIONS:
+        for v in (1, 2):
+            eps = _episodes(out / c / f"v{v}" / "episodes.jsonl")
+            assert sorted(e.task_id for e in eps) == sorted(tasks)
+            assert all(e.ecosystem_version and e.ecosystem_version.endswith(f"/v{v}") for e in eps)
+            sr = results["conditions"][c][f"v{v}"]["SR"]
+            assert sr["n"] == len(tasks) and sr["low"] <= sr["mean"] <= sr["high"]
+    # nothing is learned before the first version: every condition serves it alike
+    first = {c: results["conditions"][c]["v1"]["SR"]["mean"] for c in CONDITIONS}
+    assert len(set(first.values())) == 1
+
+
+def test_verdicts_are_the_benchmarks_on_the_gateways_recordings(build, two_versions):
+    out, _ = two_versions
+    tasks = {t.id: t for d in DOMAINS for t in VersionWorlds(build).tasks(d)}
+    recs = {e.id: e for e in _episodes(out / "off" / "v2" / "recordings.jsonl")}
+    eps = _episodes(out / "off" / "v2" / "episodes.jsonl")
+    assert recs and len(recs) <= len(eps)
+    for ep in eps:
+        rec = recs.get(ep.id)
+        assert rec is None or rec.harness == "toolshift-gateway"
+        loop = ep.source["loop"]
+        assert loop["success"] == judge(tasks[ep.task_id], rec).success
+        if rec is not None and rec.world_diff is not None:
+            diff = [RowChange.model_validate(c.model_dump()) for c in rec.world_diff]
+            v = tasks[ep.task_id].verdict(diff)
+            assert loop["success"] == (not v.missing)
+            assert loop["strict"] == (not v.missing and not v.collateral)
+
+
+def test_steward_learns_from_v1_and_is_served_on_v2(two_versions):
+    out, results = two_versions
+    with Library.open(out / "steward" / "libraries" / "v1.sqlite") as lib:
+        assert lib.catalog_version == 1
+        assert lib.skills("planning")
+    learned = results["learned"]["steward"]["v1"]["steward"]
+    assert learned["episodes"] >= 1 and learned["skills_written"] >= 1
+    v2 = results["conditions"]["steward"]["v2"]
+    assert v2["served library"] == v2["tasks"] and v2["steward calls"] >= v2["tasks"]
+    assert results["conditions"]["off"]["v2"]["steward calls"] == 0
+    assert results["conditions"]["off"]["v2"]["served library"] == 0
+    # the flows condition learns no library, the steward condition no flow
+    assert not (out / "flows" / "libraries").exists()
+    assert results["conditions"]["steward"]["v2"]["served flow"] == 0
+
+
+def test_flows_are_learned_for_the_next_versions_catalog_and_served(two_versions):
+    out, results = two_versions
+    learned = results["learned"]["flows"]["v1"]["flows"]
+    assert learned["for_version"] == 2 and learned["domains"]
+    v2 = results["conditions"]["flows"]["v2"]
+    assert v2["served flow"] >= 1
+    recs = _episodes(out / "flows" / "v2" / "recordings.jsonl")
+    made = sum(len(c.get("lookups", [])) for r in recs for c in r.source["gateway"]["calls"])
+    assert made == v2["lookups made"]
+
+
+def test_the_page_has_every_table(two_versions):
+    out, _ = two_versions
+    text = (out / "loop.md").read_text()
+    for heading in ("## SR", "## strict SR", "## Cost", "## What each learning step wrote"):
+        assert heading in text
+    assert "toolshift loop " in text and "--versions 1,2" in text
+
+
+def test_a_rerun_redoes_nothing_and_an_interrupted_run_resumes(build, two_versions, tmp_path):
+    out, results = two_versions
+    path = out / "off" / "v2" / "episodes.jsonl"
+    before = path.read_text().splitlines()
+    again = _loop(build, out, "--versions", "1,2")
+    assert path.read_text().splitlines() == before
+    assert again["conditions"] == results["conditions"]
+    # interrupted: the last episode lost; only it is run again
+    path.write_text("\n".join(before[:-1]) + "\n")
+    _loop(build, out, "--versions", "1,2")
+    after = path.read_text().splitlines()
+    assert len(after) == len(before)
+    assert [json.loads(x).get("id") for x in after] == [json.loads(x).get("id") for x in before]
+
+
+def test_failed_tasks_seed_evolution_whose_children_are_served(build, tmp_path):
+    """Versions 2 and 3: the v1 procedure fails some v2 tasks (their tools changed), which seed children."""
+    out = tmp_path / "loop"
+    results = _loop(build, out, "--versions", "2,3", "--conditions", "off,evolve")
+    failed = sum(
+        1 for e in _episodes(out / "evolve" / "v2" / "episodes.jsonl") if not e.source["loop"]["success"]
+    )
+    assert failed >= 1
+    evo = results["learned"]["evolve"]["v2"]["evolution"]
+    assert evo["seeds"] == min(failed, 4)
+    assert evo["children"] == evo["verified"] >= 1
+    children = _episodes(out / "evolve" / "v2" / "children.jsonl")
+    assert len(children) == evo["children"]
+    assert all(e.task_id.split("~")[0] in results["definition"]["tasks"] for e in children)
+    assert evo["solved"] == sum(1 for e in children if e.source["loop"]["success"])
+    # evolution alone: the library learns from the solved children only, none of the agent's own episodes
+    assert results["learned"]["evolve"]["v2"]["steward"]["episodes"] == evo["solved"]
+
+
+def test_bad_input_is_one_line(build, two_versions, tmp_path):
+    """Bad input is a BadInputError naming the field (the CLI's `main` prints it as one line, exit 2)."""
+    out, _ = two_versions
+
+    def refused(*args: str) -> str:
+        r = CliRunner().invoke(app, ["loop", str(build), *args])
+        assert isinstance(r.exception, BadInputError), r.output
+        return str(r.exception)
+
+    assert "sometimes" in refused(
+        "--model", "plan-follower", "--out", str(tmp_path / "x"), "--conditions", "off,sometimes"
+    )
+    assert "another loop run" in refused("--model", "plan-follower", "--out", str(out), "--versions", "1,3")
+    assert "nonsense" in refused("--model", "nonsense", "--out", str(tmp_path / "y"))
+    assert "versions" in refused(
+        "--model", "plan-follower", "--out", str(tmp_path / "z"), "--versions", "2,1"
+    )
