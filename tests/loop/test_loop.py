@@ -179,3 +179,14 @@ def test_bad_input_is_one_line(build, two_versions, tmp_path):
     assert "versions" in refused(
         "--model", "plan-follower", "--out", str(tmp_path / "z"), "--versions", "2,1"
     )
+
+
+def test_the_report_draws_the_loops_section(two_versions, tmp_path):
+    out, _ = two_versions
+    page = tmp_path / "report.html"
+    r = CliRunner().invoke(app, ["report", "html", str(out / "results.json"), "--out", str(page)])
+    assert r.exit_code == 0, r.output
+    html = page.read_text()
+    assert "The loop: learning from the gateway" in html and "Strict success rate" in html
+    for c in CONDITIONS:
+        assert f">{c}</td>" in html

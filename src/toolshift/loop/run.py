@@ -14,7 +14,8 @@ Layout of DIR (docs/formats.md, "Loop run"):
 Conditions: `off` (the agent alone), `steward` (the library learns from the agent's judged successes),
 `flows` (flows learned from the recordings), `evolve` (the library learns only from evolution's solved
 children), `all` (the three). Every condition serves the same tasks at the same versions; on the first
-version nothing has been learned yet, so all conditions start alike. An episode is appended as it ends and a
+version nothing has been learned yet, so every condition's gateway is the same: its episodes are served once,
+by the first condition listed, and shared by the others (`source.loop.shared_from`). An episode is appended as it ends and a
 finished one is never redone; a learning step is redone until its `learned.json` exists.
 """
 
@@ -208,8 +209,27 @@ class Loop:
         todo = [t for t in tasks if self._eid(kind, t, version) not in done]
         label = f"{condition} v{version} {kind}"
         self.progress(label, len(todo))
+        first = self.spec.conditions[0]
+        shared = (
+            self._done(self.vdir(first, version) / "episodes.jsonl")
+            if kind == "episodes" and version == self.spec.versions[0] and condition != first
+            else {}
+        )
+        shared_recs = self._done(self.vdir(first, version) / "recordings.jsonl") if shared else {}
         for task in todo:
             eid = self._eid(kind, task, version)
+            if eid in shared:
+                # the first version: nothing learned yet, every condition's gateway is the same one, so it is
+                # served once (by the first condition) and its episodes shared, not run again
+                ep = shared[eid]
+                ep.source["loop"] = {**ep.source["loop"], "condition": condition, "shared_from": first}
+                if eid in shared_recs:
+                    with EpisodeWriter(rec_path, append=True) as w:
+                        w.write(shared_recs[eid])
+                with EpisodeWriter(agent_path, append=True) as w:
+                    w.write(ep)
+                self.progress(label, None)
+                continue
             served, why_no_flow = self.served(condition, version, task.domain)
             record = d / "gateway" / eid.replace(":", "_")
             agent_ep, recording, seconds = asyncio.run(

@@ -34,6 +34,7 @@ KINDS = (
     "run-results",
     "steward-results",
     "evolve-run",
+    "loop-results",
 )
 """The result kinds this reader recognises (docs/formats.md). A renderer names the kinds it draws on."""
 
@@ -187,6 +188,8 @@ def classify(path: Path) -> tuple[str | None, Any]:
         return "run-results", raw
     if fmt == "toolshift.steward-results/1":
         return "steward-results", raw
+    if fmt == "toolshift.loop-results/1":
+        return "loop-results", raw
     if isinstance(raw.get("simulations"), list) or (path.parent / "simulations").is_dir():
         return "tau2-results", raw
     return None, raw
@@ -264,6 +267,14 @@ def _open(path: Path, cache: Path) -> ResultFile:
             if not isinstance(raw.get("supply", {}), dict) or not isinstance(raw.get("follow", {}), dict):
                 raise BadInputError("supply and follow are objects", source=str(path), field="supply")
             item.extra["results"] = raw
+        elif kind == "loop-results":
+            if not isinstance(raw.get("conditions", {}), dict) or not isinstance(
+                raw.get("definition", {}), dict
+            ):
+                raise BadInputError(
+                    "conditions and definition are objects", source=str(path), field="conditions"
+                )
+            item.extra["results"] = raw
         elif kind == "bench-build":
             from toolshift.bench.ecosystem.store import load_ecosystem
 
@@ -306,6 +317,7 @@ KIND_NAMES: dict[str, tuple[str, str]] = {
     "run-results": ("run summary", "run summaries"),
     "steward-results": ("steward result", "steward results"),
     "evolve-run": ("evolve run", "evolve runs"),
+    "loop-results": ("loop result", "loop results"),
 }
 """How the report's subtitle names one and several files of each kind."""
 

@@ -42,7 +42,7 @@ class Renderer:
 
 def renderers() -> list[Renderer]:
     """Every renderer, in the order the page shows them."""
-    from toolshift.report.sections import benchmark, capabilities, files, flows, runs
+    from toolshift.report.sections import benchmark, capabilities, files, flows, loop, runs
 
     return [
         Renderer("files", (), files.render),
@@ -51,6 +51,7 @@ def renderers() -> list[Renderer]:
         Renderer("flows", ("catalog", "decision-log"), flows.render),
         Renderer("steward", ("steward-results",), capabilities.render_steward),
         Renderer("evolve", ("evolve-run",), capabilities.render_evolve),
+        Renderer("loop", ("loop-results",), loop.render_loop),
     ]
 
 
