@@ -190,3 +190,31 @@ def test_the_report_draws_the_loops_section(two_versions, tmp_path):
     assert "The loop: learning from the gateway" in html and "Strict success rate" in html
     for c in CONDITIONS:
         assert f">{c}</td>" in html
+
+
+def test_the_viewer_marks_what_the_loop_changed(two_versions, tmp_path):
+    """A served lookup and a Steward supply step are marked on the message they belong to."""
+    import shutil
+
+    from toolshift.loop.marks import loop_marks
+    from toolshift.report.inputs import discover
+    from toolshift.report.view.server import Viewer
+
+    out, results = two_versions
+    flows = _episodes(out / "flows" / "v2" / "episodes.jsonl")
+    marked = [loop_marks(e) for e in flows]
+    made = sum(len(c[2]) for m in marked for c in m["calls"])
+    assert made == results["conditions"]["flows"]["v2"]["lookups made"] >= 1
+    for ep, m in zip(flows, marked, strict=True):
+        for i, j, lookups, _answered in m["calls"]:
+            assert ep.messages[i].role == "assistant" and ep.messages[i].tool_calls[j].name
+    steward = [loop_marks(e) for e in _episodes(out / "steward" / "v2" / "episodes.jsonl")]
+    assert all(m["supplied"] for m in steward)  # every episode behind Steward was supplied something
+    assert all(ep.messages[i].name in ("steward_plan", "retrieve_tools") for ep, m in
+               zip(_episodes(out / "steward" / "v2" / "episodes.jsonl"), steward, strict=True) for i, _ in m["supplied"])  # fmt: skip
+    assert loop_marks(_episodes(out / "off" / "v2" / "episodes.jsonl")[0])["supplied"] == []
+    store = tmp_path / "flows-v2.episodes.jsonl"
+    shutil.copy(out / "flows" / "v2" / "episodes.jsonl", store)
+    row = next(k for k, m in enumerate(marked) if m["calls"])
+    answer = Viewer(discover([store])).episode({"row": str(row)})
+    assert answer["loop_marks"]["calls"] == marked[row]["calls"]

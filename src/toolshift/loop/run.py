@@ -39,6 +39,7 @@ from toolshift.loop.learn import (
     maintain_library,
     training_episode,
 )
+from toolshift.loop.marks import gateway_calls
 from toolshift.loop.serve import Served, serve_episode
 from toolshift.models import Task
 from toolshift.traces.episode import Episode, Outcome
@@ -251,6 +252,7 @@ class Loop:
                 "library": str(served.library.name) if served.library else None,
                 "flow": bool(served.flow), "flow_not_served": why_no_flow if "flows" in CONDITIONS[condition] else "",
                 "followed": agent_ep.source.get("followed"), "plan": agent_ep.source.get("plan"),
+                "gateway_calls": gateway_calls(recording) if recording is not None else [],
             }  # fmt: skip
             if recording is not None:
                 recording = recording.model_copy(update={

@@ -224,6 +224,11 @@ class Viewer:
         out["run"] = dict(index.meta)
         out["grader"] = grader(episode, self.book)
         out["task"] = task_panel(episode, self.book)
+        from toolshift.loop.marks import loop_marks
+
+        loop = loop_marks(episode)  # what the loop changed: a supplied plan or tools, served lookups
+        if loop is not None:
+            out["loop_marks"] = loop
         if self.marker is not None:
             try:
                 out["marks"] = self.marker.marks(episode)

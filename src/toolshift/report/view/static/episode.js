@@ -222,7 +222,7 @@ function rawBlock(m, raw) {
   return box;
 }
 
-function messageStep(m, index, marks, raw) {
+function messageStep(m, index, marks, raw, loop) {
   const li = el("li", { class: "step role-" + m.role + (m.error ? " failed" : ""), "data-index": index });
   const head = el("div", { class: "step-head" }, el("b", { text: m.role === "tool" ? "tool result" : m.role }),
     el("span", { class: "msg-index", text: "#" + index }));
@@ -233,12 +233,21 @@ function messageStep(m, index, marks, raw) {
     if (marks.saved_messages.includes(index)) head.append(el("span", { class: "badge saved", text: "turn saved by the flow" }));
     else if (marks.ceiling_messages.includes(index)) head.append(el("span", { class: "badge ceiling", text: "in the ceiling" }));
   }
+  if (loop && loop.available) {
+    for (const s of loop.supplied.filter((x) => x[0] === index)) head.append(el("span", { class: "badge answered", text: s[1] }));
+  }
   li.append(head);
   if (m.content) li.append(contentBlock(m));
   (m.tool_calls || []).forEach((c, k) => {
     const call = el("div", { class: "call" }, el("span", { class: "call-name", text: (c.requestor === "user" ? "user calls " : "calls ") + c.name }));
     if (marks && marks.available && marks.lookups.some((l) => l.answers && l.answers[0] === index && l.answers[1] === k)) {
       call.append(el("span", { class: "badge answered", text: "answered ahead by a lookup" }));
+    }
+    if (loop && loop.available) {
+      for (const x of loop.calls.filter((y) => y[0] === index && y[1] === k)) {
+        if (x[3]) call.append(el("span", { class: "badge answered", text: "answered by a served lookup" }));
+        if (x[2].length) call.append(el("span", { class: "badge saved", text: "lookups served after it: " + x[2].join(", ") }));
+      }
     }
     call.append(el("pre", { text: JSON.stringify(c.arguments, null, 1) }));
     li.append(call);

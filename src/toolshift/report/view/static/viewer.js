@@ -235,7 +235,14 @@ async function openEpisode(row) {
       : "No flow marks: " + marks.reason + ".";
   }
   const raw = data.raw || {};
-  ep.messages.forEach((m, i) => steps.append(messageStep(m, i, marks, raw[i])));
+  const loop = data.loop_marks;
+  if (loop && loop.available) {
+    note.hidden = false;
+    note.textContent = (marks ? note.textContent + " " : "") + "Loop marks: " + loop.supplied.length +
+      " Steward supply step(s), " + loop.calls.length + " call(s) with served lookups" +
+      (loop.followed ? "; the agent followed " + (loop.followed === "steward" ? "Steward's plan " + (loop.plan || "") : "its own procedure") : "") + ".";
+  }
+  ep.messages.forEach((m, i) => steps.append(messageStep(m, i, marks, raw[i], loop)));
   steps.append(diffStep(ep, ep.messages.length, data.verdict));
   state.steps = ep.messages.length + 1;
   showStep(0, false);
