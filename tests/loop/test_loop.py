@@ -206,8 +206,9 @@ def test_the_viewer_marks_what_the_loop_changed(two_versions, tmp_path):
     made = sum(len(c[2]) for m in marked for c in m["calls"])
     assert made == results["conditions"]["flows"]["v2"]["lookups made"] >= 1
     for ep, m in zip(flows, marked, strict=True):
-        for i, j, lookups, _answered in m["calls"]:
+        for i, j, lookups, answered in m["calls"]:
             assert ep.messages[i].role == "assistant" and ep.messages[i].tool_calls[j].name
+            assert lookups or answered
     steward = [loop_marks(e) for e in _episodes(out / "steward" / "v2" / "episodes.jsonl")]
     assert all(m["supplied"] for m in steward)  # every episode behind Steward was supplied something
     assert all(ep.messages[i].name in ("steward_plan", "retrieve_tools") for ep, m in

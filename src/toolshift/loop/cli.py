@@ -45,7 +45,15 @@ def loop_cmd(
     max_turns: Annotated[int, typer.Option(help="Turn limit of an episode.")] = 12,
     children: Annotated[int, typer.Option(help="Failed tasks each version's evolution step seeds.")] = 4,
     seed: Annotated[int, typer.Option(help="Sample and model seed.")] = 0,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(help="Cap on one reply's output tokens (API models; default: toolshift run's)."),
+    ] = None,
     page: Annotated[Path | None, typer.Option(help="Also write the results page here (markdown).")] = None,
+    with_run: Annotated[
+        list[Path] | None,
+        typer.Option("--with", help="Another loop run folder whose results the page shows after this run's."),
+    ] = None,
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples of the intervals.")] = 1000,
 ) -> None:
     """Serve the build's test tasks version by version through the gateway, learning after each version from
@@ -68,7 +76,18 @@ def loop_cmd(
         raise BadInputError(
             "no test task has a valid reference path at every version asked", source=str(build)
         )
-    spec = LoopSpec(build, out, model, vs, tasks, conds, max_turns=max_turns, children=children, seed=seed)
+    spec = LoopSpec(
+        build,
+        out,
+        model,
+        vs,
+        tasks,
+        conds,
+        max_turns=max_turns,
+        children=children,
+        seed=seed,
+        max_tokens=max_tokens,
+    )
     bar = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, transient=True,
@@ -90,7 +109,9 @@ def loop_cmd(
     args += [f"--max-turns {max_turns}"] if max_turns != 12 else []
     args += [f"--children {children}"] if children != 4 else []
     args += [f"--seed {seed}"] if seed else []
+    args += [f"--max-tokens {max_tokens}"] if max_tokens is not None else []
     args += [f"--page {page}"] if page else []
+    args += [f"--with {w}" for w in with_run or []]
     command = "toolshift loop " + " ".join(args)
     path = write_results(out, command, resamples)
     console.print(f"wrote {path}")
@@ -98,7 +119,13 @@ def loop_cmd(
         from toolshift.fileio import read_json, write_text_atomic
 
         results = read_json(path, what="loop results")
-        write_text_atomic(page, markdown(results, preface=PREFACE))
+        others = []
+        for other in with_run or []:
+            if not (other / "results.json").is_file():
+                raise BadInputError("not a finished loop run (no results.json)", source=str(other))
+            others.append(read_json(other / "results.json", what="loop results"))
+        full = f"toolshift loop {build} --model embedded --out runs/loop-full --sample 84 --page {page}"
+        write_text_atomic(page, markdown(results, preface=PREFACE, others=others, full_command=full))
         console.print(f"wrote {page}")
 
 
@@ -111,5 +138,5 @@ PREFACE = (
     "evolution, whose children the agent solved become more training episodes for Steward. Conditions: "
     "`off` (the agent alone), `steward` (the library learns from the agent's successes), `flows`, `evolve` "
     "(the library learns from solved children only), `all`. Nothing is learned before the first version, so "
-    'every condition serves it alike. See docs/usage.md ("The loop") and docs/decisions.md (D240–D249).'
+    'every condition serves it alike. See docs/usage.md ("The loop") and docs/decisions.md (D240–D247).'
 )

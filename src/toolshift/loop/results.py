@@ -64,6 +64,7 @@ def collect(out: Path, resamples: int = 1000) -> dict[str, Any]:
     definition = read_json(out / "loop.json", what="loop definition")
     block: dict[str, dict[str, Any]] = {}
     learned: dict[str, dict[str, Any]] = {}
+    successes: dict[str, dict[str, dict[str, float]]] = {}
     for condition in definition["conditions"]:
         for v in definition["versions"]:
             path = out / condition / f"v{v}" / "episodes.jsonl"
@@ -71,9 +72,21 @@ def collect(out: Path, resamples: int = 1000) -> dict[str, Any]:
                 continue
             eps = {e.id: e for e in iter_episodes(path, skip_bad=True)}
             block.setdefault(condition, {})[f"v{v}"] = version_figures(list(eps.values()), resamples)
+            successes.setdefault(condition, {})[f"v{v}"] = {
+                e.task_id: float(e.source["loop"]["success"]) for e in eps.values()
+            }
             mark = out / condition / f"v{v}" / "learned.json"
             if mark.exists():
                 learned.setdefault(condition, {})[f"v{v}"] = read_json(mark, what="learning step")
+    for condition, by in block.items():
+        for v, figures in by.items():
+            base, here = successes.get("off", {}).get(v, {}), successes[condition][v]
+            common = sorted(set(base) & set(here))
+            if condition != "off" and common:
+                # paired over the same tasks: the interval of the mean per-task difference from `off`
+                figures["SR vs off"] = bootstrap_mean(
+                    [here[t] - base[t] for t in common], groups=common, resamples=resamples
+                ).as_dict()
     return {"format": RESULTS_FORMAT, "definition": definition, "conditions": block, "learned": learned}
 
 
@@ -95,22 +108,59 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-def markdown(results: dict[str, Any], *, title: str = "# The loop", preface: str = "") -> str:
+FULL_TASKS = 84
+"""Test tasks per version the issue's full run serves (docs/results/loop.md names its command)."""
+
+
+def _pp(cell: Any) -> str:
+    if not isinstance(cell, dict) or not cell.get("n"):
+        return "–"
+    return f"{100 * cell['mean']:+.1f} [{100 * cell['low']:+.1f}, {100 * cell['high']:+.1f}]"
+
+
+def scale_note(results: dict[str, Any]) -> str:
+    """What scale a run is, said from its own definition."""
+    from toolshift.loop.instrument import INSTRUMENT
+
+    d = results["definition"]
+    n, model = len(d["tasks"]), d["model"]
+    what = (
+        f"`{model}` is the measuring instrument (no model: each task's v1 procedure, Steward's plans when served)"
+        if model == INSTRUMENT
+        else f"`{model}` is a model"
+    )
+    scale = (
+        f"{n} test tasks per version: the issue's scale (≥ {FULL_TASKS})"
+        if n >= FULL_TASKS
+        else f"{n} test tasks per version, a small sample (the issue's run is ≥ {FULL_TASKS}); read its "
+        "intervals, not its means"
+    )
+    return f"Scale: {what}; {scale}; versions {', '.join(f'v{v}' for v in d['versions'])}."
+
+
+def section(results: dict[str, Any], heading: str = "##") -> str:
+    """One run's tables (SR, strict SR, paired difference from off, cost and service, learning steps)."""
     d = results["definition"]
     versions = [f"v{v}" for v in d["versions"]]
     conds = results["conditions"]
-    parts = [title]
-    if preface:
-        parts.append(preface)
-    parts.append(
+    h = heading + "#"
+    parts = [
         f"Made by `{results.get('command', '')}`: model `{d['model']}`, {len(d['tasks'])} test tasks per version, "
-        f"versions {', '.join(versions)}, build `{d['build']}`, at most {d['max_turns']} turns an episode."
-    )
+        f"versions {', '.join(versions)}, build `{d['build']}`, at most {d['max_turns']} turns an episode.",
+        scale_note(results),
+    ]
     for metric, what in (("SR", "success rate"), ("strict SR", "strict success rate (no collateral write)")):
-        parts.append(f"## {metric}: {what}, % [95% bootstrap interval over tasks]")
+        parts.append(f"{h} {metric}: {what}, % [95% bootstrap interval over tasks]")
         parts.append(_table(["condition", *versions],
                             [[c, *(_iv(conds[c].get(v, {}).get(metric)) for v in versions)] for c in conds]))  # fmt: skip
-    parts.append("## Cost and what the loop served, per version")
+    if "off" in conds and len(conds) > 1:
+        parts.append(
+            f"{h} SR minus off, percentage points [95% paired bootstrap interval over the same tasks]"
+        )
+        parts.append(_table(["condition", *versions],
+                            [[c, *(_pp(conds[c].get(v, {}).get("SR vs off")) for v in versions)]
+                             for c in conds if c != "off"]))  # fmt: skip
+    parts.append(f"{h} Cost and what the loop served, per version")
     rows = []
     for c, by in conds.items():
         for v in versions:
@@ -124,7 +174,7 @@ def markdown(results: dict[str, Any], *, title: str = "# The loop", preface: str
     parts.append(_table(["condition", "version", "tasks", "turns / episode", "model calls", "tokens", "wall s",
                          "lookups made / used", "Steward calls", "plans followed",
                          "episodes with a library / a flow"], rows))  # fmt: skip
-    parts.append("## What each learning step wrote (after the version, served on the next)")
+    parts.append(f"{h} What each learning step wrote (after the version, served on the next)")
     rows = []
     for c, by in results["learned"].items():
         for v in versions:
@@ -132,10 +182,27 @@ def markdown(results: dict[str, Any], *, title: str = "# The loop", preface: str
             if f is None:
                 continue
             st, ev, fl = f.get("steward") or {}, f.get("evolution") or {}, f.get("flows") or {}
+            gone = sum((fl.get("calls_of_tools_gone") or {}).values()) if fl else None
             rows.append([c, v, str(st.get("episodes", "–")), str(st.get("skills_written", "–")),
                          str(st.get("active", "–")),
-                         f"{ev.get('children', '–')} / {ev.get('solved', '–')}" if ev else "–",
-                         ", ".join(fl.get("domains", [])) or "–"])  # fmt: skip
+                         f"{ev.get('seeds', 0)} / {ev.get('children', 0)} / {ev.get('solved', 0)}" if ev else "–",
+                         f"{len(fl.get('domains', []))} ({gone} calls of tools gone)" if fl else "–"])  # fmt: skip
     parts.append(_table(["condition", "after", "training episodes", "skills written", "active skills",
-                         "children verified / solved", "flows learned for"], rows))  # fmt: skip
+                         "evolution: seeds / children / solved", "flows learned: domains"], rows))  # fmt: skip
+    return "\n\n".join(parts)
+
+
+def markdown(results: dict[str, Any], *, title: str = "# The loop", preface: str = "",
+             others: list[dict[str, Any]] | None = None, full_command: str = "") -> str:  # fmt: skip
+    """The page: this run's section, then each other run's (`others`, e.g. the instrument at scale)."""
+    runs = [results, *(others or [])]
+    parts = [title]
+    if preface:
+        parts.append(preface)
+    if full_command:
+        parts.append(f"The issue's full run (the embedded agent on ≥ {FULL_TASKS} test tasks per version, v1→v6; "
+                     f"hours of CPU on a 2-core machine): `{full_command}`.")  # fmt: skip
+    for r in runs:
+        parts.append(f"## `{r['definition']['model']}`, {len(r['definition']['tasks'])} tasks per version")
+        parts.append(section(r))
     return "\n\n".join(parts) + "\n"

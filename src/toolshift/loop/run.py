@@ -69,6 +69,8 @@ class LoopSpec:
     children: int = 4
     """Failed tasks a version's evolution step seeds (each makes at most one child)."""
     seed: int = 0
+    max_tokens: int | None = None
+    """Cap on one reply's output tokens for API models (None: `toolshift run`'s default)."""
     meta: dict[str, Any] = field(default_factory=dict)
 
     def definition(self) -> dict[str, Any]:
@@ -78,6 +80,7 @@ class LoopSpec:
             "format": LOOP_FORMAT, "build": build_fingerprint(self.build), "model": self.model,
             "versions": self.versions, "tasks": self.tasks, "max_turns": self.max_turns,
             "children": self.children, "seed": self.seed,
+            **({"max_tokens": self.max_tokens} if self.max_tokens is not None else {}),
         }  # fmt: skip
 
 
@@ -236,7 +239,7 @@ class Loop:
             agent_ep, recording, seconds = asyncio.run(
                 serve_episode(
                     self.spec.build, task, version, served, record, model=self.spec.model, episode_id=eid,
-                    max_turns=self.spec.max_turns, seed=self.spec.seed,
+                    max_turns=self.spec.max_turns, seed=self.spec.seed, max_tokens=self.spec.max_tokens,
                 )
             )  # fmt: skip
             judged = judge(task, recording)

@@ -51,8 +51,10 @@ def gateway_config(build: Path, task: Task, version: int, served: Served, record
     return GatewayConfig(**fields)
 
 
-def make_loop_agent(model: str, task: Task, *, max_turns: int, seed: int) -> tuple[Any, Any]:
-    """(agent, user) for one episode: the plan-following instrument, or any model `toolshift run` takes."""
+def make_loop_agent(
+    model: str, task: Task, *, max_turns: int, seed: int, max_tokens: int | None = None
+) -> tuple[Any, Any, Any]:
+    """(agent, user, run configuration) for one episode: the plan-following instrument, or any model `toolshift run` takes."""
     from toolshift.agents.config import RunConfig, make_agent, make_user
     from toolshift.loop.instrument import INSTRUMENT, PlanFollower
 
@@ -61,6 +63,7 @@ def make_loop_agent(model: str, task: Task, *, max_turns: int, seed: int) -> tup
         world=task.domain, model="oracle" if model == INSTRUMENT else model, max_turns=max_turns,
         temperature=0.0, seed=seed, base_url=base_url if model.startswith("openai:") else None,
         **({"result_chars": 200_000} if model == INSTRUMENT else {}),
+        **({"max_tokens": max_tokens} if max_tokens is not None else {}),
     )  # fmt: skip
     # the instrument reads Steward's plans as JSON: results reach it whole (a model's are cut as `toolshift run` cuts)
     agent = PlanFollower(task) if model == INSTRUMENT else make_agent(run, task, 0)
@@ -69,7 +72,7 @@ def make_loop_agent(model: str, task: Task, *, max_turns: int, seed: int) -> tup
 
 async def serve_episode(
     build: Path, task: Task, version: int, served: Served, record: Path, *, model: str, episode_id: str,
-    max_turns: int = 12, seed: int = 0,
+    max_turns: int = 12, seed: int = 0, max_tokens: int | None = None,
 ) -> tuple[Episode, Episode | None, float]:  # fmt: skip
     """(the agent's episode, the gateway's recording of it or None, wall seconds). `record` is emptied first."""
     from mcp import Client
@@ -83,7 +86,7 @@ async def serve_episode(
     if record.exists():
         shutil.rmtree(record)  # a recording without its agent episode (a run killed between the two)
     record.mkdir(parents=True)
-    agent, user, run = make_loop_agent(model, task, max_turns=max_turns, seed=seed)
+    agent, user, run = make_loop_agent(model, task, max_turns=max_turns, seed=seed, max_tokens=max_tokens)
     gateway = build_gateway(gateway_config(build, task, version, served, record, model))
     await prepare(gateway)
     server = GatewayServer(gateway)
