@@ -100,8 +100,12 @@ def loop_cmd(
         elif label in jobs:
             bar.advance(jobs[label])
 
+    import os
+
+    started = round(os.getloadavg()[0], 2)
     with bar:
         Loop(spec, progress).run()
+    load = {"start": started, "end": round(os.getloadavg()[0], 2), "cores": os.cpu_count()}
     args = [str(build), f"--model {model}", f"--out {out}"]
     args += [f"--versions {versions}"] if versions else []
     args += [f"--sample {sample}"] if sample is not None else []
@@ -113,7 +117,7 @@ def loop_cmd(
     args += [f"--page {page}"] if page else []
     args += [f"--with {w}" for w in with_run or []]
     command = "toolshift loop " + " ".join(args)
-    path = write_results(out, command, resamples)
+    path = write_results(out, command, resamples, load)
     console.print(f"wrote {path}")
     if page is not None:
         from toolshift.fileio import read_json, write_text_atomic

@@ -90,10 +90,12 @@ def collect(out: Path, resamples: int = 1000) -> dict[str, Any]:
     return {"format": RESULTS_FORMAT, "definition": definition, "conditions": block, "learned": learned}
 
 
-def write_results(out: Path, command: str, resamples: int = 1000) -> Path:
+def write_results(out: Path, command: str, resamples: int = 1000, load: dict[str, Any] | None = None) -> Path:
+    """OUT/results.json; `load`: the machine's load average when the command started and ended (wall times
+    are read beside it)."""
     from toolshift.fileio import write_text_atomic
 
-    body = {**collect(out, resamples), "command": command}
+    body = {**collect(out, resamples), "command": command, **({"load": load} if load else {})}
     return write_text_atomic(out / "results.json", json.dumps(body, indent=1, sort_keys=True) + "\n")
 
 
@@ -149,6 +151,10 @@ def section(results: dict[str, Any], heading: str = "##") -> str:
         f"versions {', '.join(versions)}, build `{d['build']}`, at most {d['max_turns']} turns an episode.",
         scale_note(results),
     ]
+    load = results.get("load")
+    if isinstance(load, dict):
+        parts.append(f"Load average (1 min) when the command started / ended: {load.get('start')} / {load.get('end')} "
+                     f"on {load.get('cores')} cores (wall seconds are read beside it).")  # fmt: skip
     for metric, what in (("SR", "success rate"), ("strict SR", "strict success rate (no collateral write)")):
         parts.append(f"{h} {metric}: {what}, % [95% bootstrap interval over tasks]")
         parts.append(_table(["condition", *versions],
