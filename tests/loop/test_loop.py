@@ -135,6 +135,7 @@ def test_a_rerun_redoes_nothing_and_an_interrupted_run_resumes(build, two_versio
     again = _loop(build, out, "--versions", "1,2")
     assert path.read_text().splitlines() == before
     assert again["conditions"] == results["conditions"]
+    assert again["load"] == results["load"]  # nothing served: the first command's load stays beside its times
     # interrupted: the last episode lost; only it is run again
     path.write_text("\n".join(before[:-1]) + "\n")
     _loop(build, out, "--versions", "1,2")

@@ -103,9 +103,15 @@ def loop_cmd(
     import os
 
     started = round(os.getloadavg()[0], 2)
+    loop = Loop(spec, progress)
     with bar:
-        Loop(spec, progress).run()
+        loop.run()
     load = {"start": started, "end": round(os.getloadavg()[0], 2), "cores": os.cpu_count()}
+    if loop.ran == 0 and (out / "results.json").is_file():
+        from toolshift.fileio import read_json
+
+        # nothing was served now: the wall times are the earlier command's, and so is the load beside them
+        load = read_json(out / "results.json", what="loop results").get("load")
     args = [str(build), f"--model {model}", f"--out {out}"]
     args += [f"--versions {versions}"] if versions else []
     args += [f"--sample {sample}"] if sample is not None else []

@@ -113,6 +113,8 @@ class Loop:
 
         self.spec = spec
         self.progress = progress or (lambda _label, _n: None)
+        self.ran = 0
+        """Episodes this process served (shared and resumed ones not counted)."""
         self.worlds = VersionWorlds(spec.build)
         from toolshift.bench.ecosystem.store import load_ecosystem
 
@@ -242,6 +244,7 @@ class Loop:
                     max_turns=self.spec.max_turns, seed=self.spec.seed, max_tokens=self.spec.max_tokens,
                 )
             )  # fmt: skip
+            self.ran += 1
             judged = judge(task, recording)
             calls = recording.source.get("gateway", {}).get("calls", []) if recording else []
             agent_ep.ecosystem_version = f"{self.eco_id}/v{version}"
