@@ -135,7 +135,8 @@ def loop_cmd(
                 raise BadInputError("not a finished loop run (no results.json)", source=str(other))
             others.append(read_json(other / "results.json", what="loop results"))
         full = f"toolshift loop {build} --model embedded --out runs/loop-full --sample 84 --page {page}"
-        write_text_atomic(page, markdown(results, preface=PREFACE, others=others, full_command=full))
+        text = markdown(results, preface=PREFACE, others=others, full_command=full) + "\n" + NOTES
+        write_text_atomic(page, text)
         console.print(f"wrote {page}")
 
 
@@ -150,3 +151,19 @@ PREFACE = (
     "(the library learns from solved children only), `all`. Nothing is learned before the first version, so "
     'every condition serves it alike. See docs/usage.md ("The loop") and docs/decisions.md (D240–D247).'
 )
+
+NOTES = """## Reading it
+
+- Verdicts are the benchmark's: `Task.verdict` on the world diff the gateway recorded (SR: Δgold ⊆ Δagent;
+  strict SR: and no collateral write). Intervals are 95% bootstraps over tasks; *SR minus off* is paired
+  (the same tasks, per-task differences), so it is the comparison to read.
+- The first version is served once and shared by every condition (nothing is learned before it, D242).
+- `plan-follower` is a measuring instrument, not a model: it prefers a plan Steward serves over its own v1
+  procedure, so Steward's column measures the plans Steward supplies and its retrieval of renamed tools
+  (D245). It ignores the content of results, so a served lookup cannot change its success: the flows'
+  figures there are lookups made and used (a later call the gateway answered from one), not turns saved.
+- Evolution's children are served to the same agent at the same version (D244); *solved* counts the
+  children it solved, which are all that evolution adds to a library.
+- Wall seconds are the episodes' own (from the agent loop's start to its end, gateway start-up excluded),
+  read beside the load average printed with each run: the machine is shared.
+"""
