@@ -220,3 +220,17 @@ def test_the_viewer_marks_what_the_loop_changed(two_versions, tmp_path):
     row = next(k for k, m in enumerate(marked) if m["calls"])
     answer = Viewer(discover([store])).episode({"row": str(row)})
     assert answer["loop_marks"]["calls"] == marked[row]["calls"]
+
+
+def test_the_instrument_reads_a_result_past_the_flows_lookup_block():
+    from toolshift.gateway.flows import LOOKUPS_HEADER
+    from toolshift.loop.instrument import _without_lookups
+
+    world = '{"employee_id": "EMP-00145"}'
+    messages = [{"role": "user", "content": "hi"},
+                {"role": "tool", "content": world + "\n" + LOOKUPS_HEADER + '\n[{"tool": "pay_get_employee"}]'}]  # fmt: skip
+    cut = _without_lookups(messages)
+    assert cut[1]["content"] == world and json.loads(cut[1]["content"])
+    assert (
+        cut[0] == messages[0] and LOOKUPS_HEADER in messages[1]["content"]
+    )  # the episode's own text untouched

@@ -10,7 +10,8 @@ the procedure's calls in order, ignoring their results; behind Steward, a tool t
 is asked of `retrieve_tools` by its name's words, and the first tool returned whose schema takes every
 argument of the call is used instead (so a renamed tool is found through Steward's retrieval, never
 without it). Whatever the loop changes reaches it only through the
-gateway: the plans Steward serves and the lookups flows add to results.
+gateway: the plans Steward serves and the lookups flows add to results (which it reads past: the lookup block
+the flows middleware appends to a result is cut before the result is read as JSON).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class PlanFollower(SkillFollower):
             self.phase = "procedure"
         if self.phase == "procedure":
             return self._procedure(tools, messages)
-        return await super().complete(messages, tools)
+        return await super().complete(_without_lookups(messages), tools)
 
     def _procedure(self, tools: list[ToolDef], messages: list[dict[str, Any]]) -> ModelReply:
         names = {t.name for t in tools}
@@ -131,6 +132,20 @@ class PlanFollower(SkillFollower):
             self._told = True
             return _reply(DONE_TEXT)
         return _reply(call=("call_end", END_CONVERSATION, {}))
+
+
+def _without_lookups(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with the flows middleware's lookup block cut from tool results: the instrument reads the
+    world's result as JSON and makes no use of lookups (a model reads the block as the gateway sends it)."""
+    from toolshift.gateway.flows import LOOKUPS_HEADER
+
+    out = []
+    for m in messages:
+        text = m.get("content")
+        if m.get("role") == "tool" and isinstance(text, str) and LOOKUPS_HEADER in text:
+            m = {**m, "content": text.split("\n" + LOOKUPS_HEADER, 1)[0].split(LOOKUPS_HEADER, 1)[0]}
+        out.append(m)
+    return out
 
 
 def _json(text: Any) -> Any:
