@@ -65,12 +65,15 @@ def collect(out: Path, resamples: int = 1000) -> dict[str, Any]:
     block: dict[str, dict[str, Any]] = {}
     learned: dict[str, dict[str, Any]] = {}
     successes: dict[str, dict[str, dict[str, float]]] = {}
+    ecosystem: str | None = None
     for condition in definition["conditions"]:
         for v in definition["versions"]:
             path = out / condition / f"v{v}" / "episodes.jsonl"
             if not path.exists():
                 continue
             eps = {e.id: e for e in iter_episodes(path, skip_bad=True)}
+            ecosystem = ecosystem or next((e.ecosystem_version.split("/")[0] for e in eps.values()
+                                           if e.ecosystem_version), None)  # fmt: skip
             block.setdefault(condition, {})[f"v{v}"] = version_figures(list(eps.values()), resamples)
             successes.setdefault(condition, {})[f"v{v}"] = {
                 e.task_id: float(e.source["loop"]["success"]) for e in eps.values()
@@ -87,7 +90,8 @@ def collect(out: Path, resamples: int = 1000) -> dict[str, Any]:
                 figures["SR vs off"] = bootstrap_mean(
                     [here[t] - base[t] for t in common], groups=common, resamples=resamples
                 ).as_dict()
-    return {"format": RESULTS_FORMAT, "definition": definition, "conditions": block, "learned": learned}
+    return {"format": RESULTS_FORMAT, "definition": definition, "ecosystem": ecosystem, "conditions": block,
+            "learned": learned}  # fmt: skip
 
 
 def write_results(out: Path, command: str, resamples: int = 1000, load: dict[str, Any] | None = None) -> Path:
@@ -148,7 +152,7 @@ def section(results: dict[str, Any], heading: str = "##") -> str:
     h = heading + "#"
     parts = [
         f"Made by `{results.get('command', '')}`: model `{d['model']}`, {len(d['tasks'])} test tasks per version, "
-        f"versions {', '.join(versions)}, build `{d['build']}`, at most {d['max_turns']} turns an episode.",
+        f"versions {', '.join(versions)}, build `{d['build']}` (ecosystem `{results.get('ecosystem')}`), at most {d['max_turns']} turns an episode.",
         scale_note(results),
     ]
     load = results.get("load")
