@@ -104,7 +104,7 @@ async def serve_episode(
     async with gateway.running():
         episode = await run_episode(
             task, agent, user, open_world, episode_id=episode_id, limits=run.limits(),
-            agent_name=getattr(agent, "name", model) if model != "oracle" else model,
+            agent_name=agent.name if isinstance(agent, _plan_follower()) else model,
         )  # fmt: skip
     seconds = time.perf_counter() - started
     for m in gateway.middleware:
