@@ -3,7 +3,6 @@ the user has, and the dense retriever (numpy MiniLM) beside BM25."""
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import math
@@ -15,10 +14,12 @@ import pytest
 from toolshift.steward import dense
 from toolshift.steward.catalog import Catalog, CatalogTool
 from toolshift.steward.distill import _same, normal, trajectory, workflow
-from toolshift.steward.instruments import SkillFollower, coerce, lookup_alternatives
+from toolshift.steward.instruments import coerce, lookup_alternatives
 from toolshift.steward.library import Skill
 from toolshift.steward.supply import EpisodeSupply, Supply, clauses
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
+
+from .conversation import converse
 
 LOOKUP = {"tool": "sqm_search_sites", "args": {"supplier_code": {"fact": "supplier site code"}}}
 SITE = {"step": 0, "path": ["items", "*", "site_id"], "where": {}}
@@ -53,30 +54,9 @@ CLOSE = _plan("close", "close a supplier site", ["supplier site code", "reason"]
 
 def _converse(supply: Supply, request: str, intent: str, facts: dict[str, str]) -> list[tuple[str, dict]]:
     """The skill-following instrument against the scripted user; every lookup returns one site."""
-    from toolshift.agents.users import ScriptedUser
-    from toolshift.models import UserInstruction
-
-    user = ScriptedUser(request, UserInstruction(intent=intent, facts=facts))
-    follower = SkillFollower(supply)
-    messages: list[dict] = [{"role": "user", "content": request}]
-    calls: list[tuple[str, dict]] = []
-
-    async def turn() -> None:
-        reply = await follower.complete(messages, [])
-        if reply.calls:
-            call = reply.calls[0]
-            calls.append((call.name, call.arguments))
-            messages.append({"role": "assistant", "tool_calls": [{"id": call.id, "name": call.name}]})
-            messages.append({"role": "tool", "content": json.dumps({"items": [{"site_id": "SUP-1"}]})})
-        else:
-            messages.append({"role": "assistant", "content": reply.text})
-            answer = await user.respond(reply.text or "")
-            messages.append({"role": "user", "content": answer.text})
-
-    while not calls or calls[-1][0] != "end_conversation":
-        assert len(messages) < 30
-        asyncio.run(turn())
-    return calls
+    return converse(
+        supply, request, intent, facts, lambda name, args: {"items": [{"site_id": "SUP-1"}]}, max_messages=30
+    )
 
 
 def test_the_plan_is_chosen_from_the_conversations_words_never_the_fact_names():

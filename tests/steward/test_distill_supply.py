@@ -19,6 +19,8 @@ from toolshift.steward.maintain import Maintainer
 from toolshift.steward.supply import Supply
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
 
+from .conversation import converse
+
 STEWARD = Path(maintain_module.__file__).parent
 
 
@@ -193,34 +195,8 @@ def _converse(
 ) -> list[tuple[str, dict]]:
     """The skill-following instrument against the scripted user (who says `intent` when asked what they
     want); every call returns one site."""
-    import asyncio
-
-    from toolshift.agents.users import ScriptedUser
-    from toolshift.models import UserInstruction
-    from toolshift.steward.instruments import SkillFollower
-
-    user = ScriptedUser(request, UserInstruction(intent=intent, facts=facts))
-    follower = SkillFollower(supply)
-    messages: list[dict] = [{"role": "user", "content": request}]
-    calls: list[tuple[str, dict]] = []
-
-    async def turn() -> None:
-        reply = await follower.complete(messages, [])
-        if reply.calls:
-            call = reply.calls[0]
-            calls.append((call.name, call.arguments))
-            messages.append({"role": "assistant", "tool_calls": [{"id": call.id, "name": call.name}]})
-            result = {"items": [{"site_id": "SUP-1", "code": "SC-1"}]}
-            messages.append({"role": "tool", "content": json.dumps(result)})
-        else:
-            messages.append({"role": "assistant", "content": reply.text})
-            answer = await user.respond(reply.text or "")
-            messages.append({"role": "user", "content": answer.text})
-
-    while not calls or calls[-1][0] != "end_conversation":
-        assert len(messages) < 30
-        asyncio.run(turn())
-    return calls
+    site = {"items": [{"site_id": "SUP-1", "code": "SC-1"}]}
+    return converse(supply, request, intent, facts, lambda name, args: site, max_messages=30)
 
 
 def test_a_step_asks_for_a_fact_when_it_needs_one():

@@ -4,15 +4,14 @@ results when a fact matches them only by letter case, and fields the user gave b
 
 from __future__ import annotations
 
-import asyncio
-import json
-
 from toolshift.steward.catalog import Catalog, CatalogTool
 from toolshift.steward.compose import drop_steps
 from toolshift.steward.distill import Call, Trajectory, workflow
 from toolshift.steward.instruments import SkillFollower, same_fact
 from toolshift.steward.library import Skill
 from toolshift.steward.supply import Supply, repeats, trim, unsaid
+
+from .conversation import converse
 
 SEARCH = {"barcode": {"type": "string"}, "offset": {"type": "integer"}}
 
@@ -67,39 +66,15 @@ def test_the_users_own_name_for_a_fact_answers_the_plans_phrase_only_when_it_nam
 
 
 def _converse(supply: Supply, intent: str, facts: dict[str, str], pages: list[list[dict]], offered=None):
-    from toolshift.agents.chat import ToolDef
-    from toolshift.agents.users import ScriptedUser
-    from toolshift.models import UserInstruction
+    """A sample's lookup pages through `pages` by offset; any other call marks the sample done."""
 
-    request = "Hello, I'd like help with a sample."
-    user = ScriptedUser(request, UserInstruction(intent=intent, facts=facts))
-    follower = SkillFollower(supply)
-    tools = [ToolDef(n, "", {}) for n in offered] if offered else []
-    messages: list[dict] = [{"role": "user", "content": request}]
-    calls: list[tuple[str, dict]] = []
+    def answer(name: str, args: dict) -> dict:
+        if name == "lims_search_samples":
+            at = args.get("offset", 0)
+            return {"items": pages[at], "next_offset": at + 1 if at + 1 < len(pages) else None}
+        return {"sample_id": args.get("sample_id"), "status": "done"}
 
-    async def turn() -> None:
-        reply = await follower.complete(messages, tools)
-        if reply.calls:
-            call = reply.calls[0]
-            calls.append((call.name, call.arguments))
-            messages.append({"role": "assistant", "tool_calls": [{"id": call.id, "name": call.name}]})
-            if call.name == "lims_search_samples":
-                at = call.arguments.get("offset", 0)
-                nxt = at + 1 if at + 1 < len(pages) else None
-                result = {"items": pages[at], "next_offset": nxt}
-            else:
-                result = {"sample_id": call.arguments.get("sample_id"), "status": "done"}
-            messages.append({"role": "tool", "content": json.dumps(result)})
-        else:
-            messages.append({"role": "assistant", "content": reply.text})
-            answer = await user.respond(reply.text or "")
-            messages.append({"role": "user", "content": answer.text})
-
-    while not calls or calls[-1][0] != "end_conversation":
-        assert len(messages) < 40
-        asyncio.run(turn())
-    return calls
+    return converse(supply, "Hello, I'd like help with a sample.", intent, facts, answer, offered)
 
 
 def test_the_follower_disposes_only_and_binds_a_field_the_user_gave_under_their_own_name():
