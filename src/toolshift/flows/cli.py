@@ -52,8 +52,8 @@ def learn(
         int | None,
         typer.Option(
             "--format",
-            help="1 (no list bindings), 2 (no walks), 3 (no words) or 4; default: the lowest that holds "
-            "what was learned.",
+            help="1 (no list bindings), 2 (no walks), 3 (no words), 4 (no records) or 5; default: the lowest "
+            "that holds what was learned.",
         ),
     ] = None,
     walk_ranks: Annotated[
@@ -77,6 +77,14 @@ def learn(
             help="Pseudo-sites of the walks' pooled prior (0: Laplace; `flows crossval` chooses it).",
         ),
     ] = 0.0,
+    records: Annotated[
+        bool,
+        typer.Option(
+            "--records",
+            help="Bind a read's arguments together from one record of an earlier output where that agrees "
+            "with the agent more often (format 5; `flows crossval --records` compares).",
+        ),
+    ] = False,
     tasks: TasksOpt = "all",
 ) -> None:
     """Learn a flow: the habit at each site and each read's bindings."""
@@ -84,13 +92,13 @@ def learn(
     from toolshift.flows.learn import learn_flow
     from toolshift.flows.model import save_flow
 
-    if flow_format not in (None, 1, 2, 3, 4):
-        raise BadInputError(f"--format is 1, 2, 3 or 4, not {flow_format}", field="format")
+    if flow_format not in (None, 1, 2, 3, 4, 5):
+        raise BadInputError(f"--format is 1 to 5, not {flow_format}", field="format")
     inputs = load_inputs(episodes, catalog, _tasks(tasks))
     console.print(inputs.describe())
     flow = learn_flow(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, constants=constants,
                       flow_format=flow_format, unlisted=inputs.unlisted, source=", ".join(map(str, episodes)),
-                      walk_ranks=walk_ranks, words=words, walk_prior=walk_prior)  # fmt: skip
+                      walk_ranks=walk_ranks, words=words, walk_prior=walk_prior, records=records)  # fmt: skip
     save_flow(flow, out)
     table = Table(title=f"flow {out} (format {flow.format}, {flow.learned_from.episodes} episodes)")
     for col in ("tool", "calls", "required", "bound from", "binding chance"):
@@ -107,6 +115,10 @@ def learn(
             bound.append(f"walk on {tool.walk.argument} at {len(tool.walk.sites)} sites")
         if tool.words is not None:
             bound.append(f"{tool.words.argument}←the user's words ({tool.words.agree}/{tool.words.n})")
+        if tool.record is not None:
+            r = tool.record
+            fields = ", ".join(f"{a}←.{f}" for a, f in sorted(r.fields.items()))
+            bound.append(f"{fields} of one {r.source}:{r.path} record ({r.agree}/{r.n})")
         table.add_row(name, str(tool.calls), ", ".join(tool.required) or "—", "; ".join(bound) or "—",
                       f"{tool.binding_chance():.2f}")  # fmt: skip
     console.print(table)
@@ -127,6 +139,9 @@ def crossval(
         int | None,
         typer.Option("--folds", help="k-fold cross-validation by task (default: leave one task out)."),
     ] = None,
+    records: Annotated[
+        bool, typer.Option("--records", help="The flows bind record fields together (format 5).")
+    ] = False,
 ) -> None:
     """Choose walk ranks and each decider's θ by leave-one-task-out over the training tasks only."""
     from rich.progress import track
@@ -142,7 +157,7 @@ def crossval(
     n_tasks = len({t.task_id for t in inputs.timelines})
     steps = iter(track(range(n_tasks), description="folds", console=console, transient=True))
     cv = run_crossval(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, max_detours=max_detours,
-                      folds=folds, progress=lambda: next(steps, None))  # fmt: skip
+                      folds=folds, progress=lambda: next(steps, None), records=records)  # fmt: skip
     how = "leave-one-task-out" if folds is None else f"{folds}-fold by task"
     table = Table(title=f"{how} over {cv.folds} folds ({cv.episodes} episodes): share of the "
                   "ceiling / detours per episode")  # fmt: skip

@@ -82,6 +82,8 @@ class Selection:
     within_budget: bool
     """Whether every decider had a candidate within the detour budget."""
     walk_prior: float = 0.0
+    records: bool = False
+    """Whether the flow binds a read's arguments together from one record (format 5; `learn_flow(records=)`)."""
 
 
 @dataclass
@@ -94,6 +96,7 @@ class Crossval:
     thetas: tuple[float, ...] = THETAS
     deciders: tuple[str, ...] = field(default=DECIDERS)
     walk_priors: tuple[float, ...] = (0.0,)
+    records: bool = False
 
     def flows(self) -> list[tuple[int, float]]:
         """The (walk ranks, prior) pairs tried: ranks 0 (no walks) with no prior, every other with each."""
@@ -125,6 +128,7 @@ class Crossval:
             best=best,
             within_budget=len(best) == len(self.deciders),
             walk_prior=prior,
+            records=self.records,
         )
 
 
@@ -140,9 +144,10 @@ def crossval(
     folds: int | None = None,
     walk_priors: Sequence[float] = WALK_PRIORS,
     progress: Callable[[], None] | None = None,
+    records: bool = False,
 ) -> Crossval:
     """Leave-one-task-out (or `folds`-fold by task) over `timelines`, the training tasks: every candidate's
-    summed figures."""
+    summed figures. `records`: the flows bind record fields together (format 5)."""
     tasks = sorted({t.task_id for t in timelines})
     if len(tasks) < 2:
         raise BadInputError(f"cross-validation needs at least 2 training tasks, got {len(tasks)}")
@@ -163,7 +168,7 @@ def crossval(
         ceiling += sum(per_episode[t.episode_id].ceiling for t in held)
         episodes += len(held)
         for k in walk_ranks:
-            learned = learn_flow(rest, catalog, learn_from_all=learn_from_all, walk_ranks=k)
+            learned = learn_flow(rest, catalog, learn_from_all=learn_from_all, walk_ranks=k, records=records)
             for p in walk_priors if k else (0.0,):
                 flow = with_walk_prior(learned, p) if p else learned
                 for d in deciders:
@@ -176,7 +181,7 @@ def crossval(
             progress()
     rows = [CrossvalRow(d, k, th, s, ceiling, det, episodes, p) for (d, k, p, th), (s, det) in sums.items()]
     return Crossval(rows, done, episodes, max_detours, tuple(walk_ranks), tuple(thetas), tuple(deciders),
-                    tuple(walk_priors))  # fmt: skip
+                    tuple(walk_priors), records)  # fmt: skip
 
 
 def mean_best_share(cv: Crossval, sel: Selection) -> float:
@@ -185,22 +190,25 @@ def mean_best_share(cv: Crossval, sel: Selection) -> float:
 
 
 def choose_flow(timelines: Sequence[Timeline], catalog: Catalog, *, max_detours: float = MAX_DETOURS,
-                folds: int | None = None, verdicts: bool = True,
-                tried: dict[bool, Selection] | None = None) -> tuple[Crossval, Selection, bool]:  # fmt: skip
-    """Cross-validate a flow learned from the successful training runs and one learned from every training run
-    (only the latter without `verdicts`); keep the one whose selection's mean best share is higher (ties: the
-    successful runs). Returns its cross-validation, its selection and whether it learns from every run; each
-    selection tried is put in `tried` (by whether it learns from every run) when given."""
+                folds: int | None = None, verdicts: bool = True, records: Sequence[bool] = (False, True),
+                tried: dict[tuple[bool, bool], Selection] | None = None) -> tuple[Crossval, Selection, bool]:  # fmt: skip
+    """Cross-validate flows learned from the successful training runs and from every training run (only the
+    latter without `verdicts`), each without and with record bindings (`records`, format 5); keep the one whose
+    selection's mean best share is higher (ties: the successful runs, then no records). Returns its
+    cross-validation, its selection (`Selection.records` says whether it binds records) and whether it learns
+    from every run; each selection tried is put in `tried` (by (every run, records)) when given."""
     ranked = []
     for learn_from_all in (False, True) if verdicts else (True,):
         if not learn_from_all and not any(t.success for t in timelines):
             continue
-        cv = crossval(timelines, catalog, learn_from_all=learn_from_all, max_detours=max_detours, folds=folds)
-        sel = cv.select()
-        ranked.append((-mean_best_share(cv, sel), learn_from_all, cv, sel))
-        if tried is not None:
-            tried[learn_from_all] = sel
+        for with_records in records:
+            cv = crossval(timelines, catalog, learn_from_all=learn_from_all, max_detours=max_detours, folds=folds,
+                          records=with_records)  # fmt: skip
+            sel = cv.select()
+            ranked.append((-mean_best_share(cv, sel), learn_from_all, with_records, cv, sel))
+            if tried is not None:
+                tried[(learn_from_all, with_records)] = sel
     if not ranked:
         raise BadInputError("no training run to learn a flow from", field="timelines")
-    _, learn_from_all, cv, sel = min(ranked, key=lambda x: (x[0], x[1]))
+    _, learn_from_all, _, cv, sel = min(ranked, key=lambda x: (x[0], x[1], x[2]))
     return cv, sel, learn_from_all

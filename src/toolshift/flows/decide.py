@@ -19,7 +19,7 @@ from toolshift.flows.intent import NO_INTENT, IntentMatcher, intent_key
 from toolshift.flows.model import START_SITE, USER_SITE, Flow, Walk
 from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog
-from toolshift.flows.values import PathPlan, call_key, decode_output, path_plan
+from toolshift.flows.values import PathPlan, call_key, decode_output, path_plan, records_at
 from toolshift.flows.words import WordsPicker, user_spans
 
 if TYPE_CHECKING:
@@ -64,6 +64,12 @@ class _CompiledTool:
     """Format 3: the walk's argument, its path, the walk, and the chance of the other arguments."""
     words: str | None = None
     """Format 4: the argument a picker reads from the user's words."""
+    record: tuple[RecordKey, tuple[str, ...]] | None = None
+    """Format 5: where the record binding's records are held (source, path, fields) and its arguments."""
+
+
+RecordKey = tuple[str, str, tuple[str, ...]]
+"""(source tool, record path, the record's fields in the order of the arguments they give)."""
 
 
 class Decider:
@@ -95,13 +101,25 @@ class Decider:
             if chance <= 0.0:
                 continue
             walk = None
-            if tool.walk is not None and tool.walk.argument in tool.bindings:
-                b = tool.bindings[tool.walk.argument]
+            record_walk = (
+                tool.record is not None
+                and tool.walk is not None
+                and tool.walk.argument == "+".join(sorted(tool.record.fields))
+            )
+            if tool.walk is not None and (record_walk or tool.walk.argument in tool.bindings):
+                b = tool.record if record_walk else tool.bindings[tool.walk.argument]
                 walk = (
                     tool.walk.argument,
-                    (b.source, b.path),
+                    (b.source, b.path),  # type: ignore[union-attr]
                     tool.walk,
                     tool.binding_chance(without=tool.walk.argument),
+                )
+            record = None
+            if tool.record is not None:
+                args = tuple(sorted(tool.record.fields))
+                record = (
+                    (tool.record.source, tool.record.path, tuple(tool.record.fields[a] for a in args)),
+                    args,
                 )
             self._tools[name] = _CompiledTool(
                 tool=name,
@@ -111,17 +129,35 @@ class Decider:
                 chance=chance,
                 walk=walk,
                 words=tool.words.argument if tool.words is not None else None,
+                record=record,
             )
         self._walkers = tuple(c for c in self._tools.values() if c.walk is not None)
         read: dict[str, set[str]] = defaultdict(set)
         for c in self._tools.values():
-            for _, (source, path) in (*c.bindings, *c.lists, *((c.walk[:2],) if c.walk is not None else ())):
+            walked = (c.walk[:2],) if c.walk is not None and c.record is None else ()
+            for _, (source, path) in (*c.bindings, *c.lists, *walked):
                 read[source].add(path)
         self._reads: dict[str, PathPlan] = {
             source: path_plan(frozenset(paths)) for source, paths in read.items()
         }
         """Per source tool, where the output paths some lookup binds from are (`path_plan`): a session
         indexes only these (D150), and decodes no output of a tool that is no lookup's source."""
+        self._records: dict[str, tuple[RecordKey, ...]] = {}
+        """Per source tool, the records some lookup binds together (format 5)."""
+        for c in self._tools.values():
+            if c.record is not None:
+                key = c.record[0]
+                if key not in self._records.get(key[0], ()):
+                    self._records[key[0]] = (*self._records.get(key[0], ()), key)
+        self._decoded = frozenset(self._reads) | frozenset(self._records)
+        """The tools whose outputs a session reads (a binding's or a record's source)."""
+        self._record_tools = {c.tool: c.record for c in self._tools.values() if c.record is not None}
+        self._opens: dict[str, tuple[str, ...]] = {
+            c.tool: tuple(sorted({a for a, _ in c.bindings} | ({c.walk[0]} if c.walk is not None else set())))
+            for c in self._tools.values()
+        }
+        """Per lookup tool, the arguments whose passed values its binder skips (`pick_unopened`, a walk's
+        rank): the only `opened` entries a session ever reads, so no other call's arguments are kept."""
         self._weighed: dict[str, tuple[tuple[float, _CompiledTool], ...]] = {}
         self._made: dict[str, tuple[tuple[float, _CompiledTool], ...]] = {}
         for site, habit in flow.sites.items():
@@ -174,13 +210,17 @@ class Decider:
 class DecisionSession:
     """One episode's state: the outputs seen, the values each argument was given, what is already answered."""
 
-    __slots__ = ("answered", "decider", "index", "intent", "intent_words", "opened", "picked", "position", "said",
-                 "seen")  # fmt: skip
+    __slots__ = ("answered", "decider", "index", "intent", "intent_words", "opened", "opened_records", "picked",
+                 "position", "records", "said", "seen")  # fmt: skip
 
     def __init__(self, decider: Decider) -> None:
         self.decider = decider
         self.index = OutputIndex()
         self.opened: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.records: dict[RecordKey, list[tuple[str, ...]]] = {}
+        """Format 5: per record key, the records of the most recent output holding any."""
+        self.opened_records: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
+        """Per record-bound tool, the values passed together for its record's arguments."""
         self.answered: set[str] = set()
         self.said: list[str] = []
         self.picked: dict[tuple[str, str, int], str | None] = {}
@@ -202,19 +242,34 @@ class DecisionSession:
             self.position += 1
             if effect == "write":
                 self.answered.clear()
-            elif effect == "read":
+            elif effect == "read" and tool in self.decider._tools:
+                # Only a lookup's key is ever looked up in `answered` / `seen`: no other read's is kept.
                 key = key or call_key(tool, dict(arguments))
                 self.answered.add(key)
                 self.seen.add(key)
-            for name, value in arguments.items():
+            for name in self.decider._opens.get(tool, ()):
+                value = arguments.get(name)
                 if isinstance(value, str):
                     self.opened[(tool, name)].add(value)
+            if tool in self.decider._record_tools:
+                self._open_record(tool, arguments)
         self._index(tool, output)
+
+    def _open_record(self, tool: str, arguments: Mapping[str, Any]) -> None:
+        record = self.decider._record_tools.get(tool)
+        if record is not None:
+            self.opened_records[tool].add(tuple(arguments.get(a) for a in record[1]))
 
     def _index(self, tool: str, output: Any) -> None:
         reads = self.decider._reads.get(tool)
         if reads is not None:
             self.index.observe_within(tool, output, reads)
+        keys = self.decider._records.get(tool)
+        if keys is not None and output is not None:
+            for key in keys:
+                found = records_at(output, key[1], key[2])
+                if found:
+                    self.records[key] = found
 
     def observe_lookup(self, lookup: Lookup, output: Any) -> None:
         """A lookup was made and returned `output` (decoded)."""
@@ -223,6 +278,7 @@ class DecisionSession:
         for name, value in lookup.arguments.items():
             if isinstance(value, str):
                 self.opened[(lookup.tool, name)].add(value)
+        self._open_record(lookup.tool, lookup.arguments)
         self._index(lookup.tool, output)
 
     def observe_user(self, text: str) -> None:
@@ -283,10 +339,17 @@ class DecisionSession:
         latest = self.index.latest
         for compiled in self.decider._walkers:
             argument, path, _, _ = compiled.walk  # type: ignore[misc]
-            held = latest.get(path)
-            if held is None:
-                continue
-            rank = listing_rank(held[0], self.opened.get((compiled.tool, argument), frozenset()))
+            if compiled.record is not None:  # a walk over the record binding's records (format 5)
+                records = self.records.get(compiled.record[0])
+                if not records:
+                    continue
+                done = self.opened_records.get(compiled.tool, frozenset())
+                rank = sum(1 for r in records if r in done)
+            else:
+                held = latest.get(path)
+                if held is None:
+                    continue
+                rank = listing_rank(held[0], self.opened.get((compiled.tool, argument), frozenset()))
             raw = self.decider.walk_score(site, compiled, rank) * prior
             if raw <= 0.0:
                 continue
@@ -305,7 +368,7 @@ class DecisionSession:
 
     def after_call(self, tool: str, arguments: Mapping[str, Any], output_text: str | None) -> list[Lookup]:
         """Live use: the agent called `tool` and got `output_text`; which lookups to make now."""
-        output = decode_output(output_text) if tool in self.decider._reads else None
+        output = decode_output(output_text) if tool in self.decider._decoded else None
         return self.after_call_value(tool, arguments, output)
 
     def after_call_value(self, tool: str, arguments: Mapping[str, Any], output: Any) -> list[Lookup]:
@@ -319,7 +382,7 @@ class DecisionSession:
     def after_lookup(self, lookup: Lookup, output_text: str | None) -> list[Lookup]:
         """Live use: a lookup returned `output_text`; which further lookups to make now (a chain)."""
         self.observe_lookup(
-            lookup, decode_output(output_text) if lookup.tool in self.decider._reads else None
+            lookup, decode_output(output_text) if lookup.tool in self.decider._decoded else None
         )
         return self.propose(lookup.tool, prior=lookup.model_score, depth=lookup.depth + 1)
 
@@ -343,6 +406,14 @@ class DecisionSession:
             if held is None:
                 return None
             arguments[name] = list(held[0])
+        if compiled.record is not None:
+            key, names = compiled.record
+            records = self.records.get(key)
+            if not records:
+                return None
+            done = self.opened_records.get(compiled.tool, ())
+            pick = next((r for r in records if r not in done), records[0])
+            arguments.update(zip(names, pick, strict=True))
         for name, value in compiled.constants:
             arguments.setdefault(name, value)
         if compiled.words is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from toolshift.errors import BadInputError
@@ -17,6 +18,7 @@ from toolshift.flows.model import (
     Flow,
     LearnedFrom,
     RankCount,
+    RecordBinding,
     SiteHabit,
     ToolFlow,
     Walk,
@@ -24,7 +26,7 @@ from toolshift.flows.model import (
 )
 from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog, OtherCallsEvent, Timeline, TurnEvent, Unlisted, UserEvent
-from toolshift.flows.values import canonical, scalar_tokens
+from toolshift.flows.values import canonical, record_paths, records_at, scalar_tokens
 
 REQUIRED_SHARE = 0.9
 
@@ -125,8 +127,27 @@ def _walk_calls(timeline: Timeline):
                 index.observe(timeline.calls[i].tool, timeline.calls[i].output)
 
 
+def record_walk_name(record: RecordBinding) -> str:
+    """The `Walk.argument` of a walk over a record binding's records: its arguments joined by `+`."""
+    return "+".join(sorted(record.fields))
+
+
+def _take(index: OutputIndex, records: dict[str, tuple[tuple[str, ...], str, str, tuple[str, ...]]],
+          held: dict[str, list[tuple[str, ...]]], call: Any) -> None:  # fmt: skip
+    """Take in one call's output: the string paths a walk binds from, and the records a record walk walks."""
+    index.observe(call.tool, call.output, track_holders=False)
+    for name, (_, source, path, fields) in records.items():
+        if call.tool == source and call.output is not None:
+            found = records_at(call.output, path, fields)
+            if found:
+                held[name] = found
+
+
 def walk_argument(tool: ToolFlow) -> str | None:
-    """The argument a walk scores: the string binding at a `[*]` path with the highest chance (then name)."""
+    """The argument a walk scores: the record binding's records where the tool has one (format 5), else the
+    string binding at a `[*]` path with the highest chance (then name)."""
+    if tool.record is not None:
+        return record_walk_name(tool.record)
     best = None
     for name, binding in sorted(tool.bindings.items()):
         if "[*]" in binding.path and (best is None or binding.chance > tool.bindings[best].chance):
@@ -137,9 +158,22 @@ def walk_argument(tool: ToolFlow) -> str | None:
 def _walks(timelines: Sequence[Timeline], tools: dict[str, ToolFlow], ranks: int) -> dict[str, Walk]:
     """For each tool with a `[*]` binding: per site and rank, how often the walk's next value was the agent's."""
     walkers = {}
+    records: dict[str, tuple[tuple[str, ...], str, str, tuple[str, ...]]] = {}
+    """Record walks: tool → (its record's arguments, source, path, the fields giving them)."""
     for name, tool in tools.items():
         argument = walk_argument(tool)
-        if argument is not None and not tool.unbound:
+        if argument is None or tool.unbound:
+            continue
+        if tool.record is not None:
+            args = tuple(sorted(tool.record.fields))
+            records[name] = (
+                args,
+                tool.record.source,
+                tool.record.path,
+                tuple(tool.record.fields[a] for a in args),
+            )
+            walkers[name] = (argument, (tool.record.source, tool.record.path))
+        else:
             b = tool.bindings[argument]
             walkers[name] = (argument, (b.source, b.path))
     counts: dict[str, dict[str, list[list[int]]]] = {name: {} for name in walkers}
@@ -147,11 +181,14 @@ def _walks(timelines: Sequence[Timeline], tools: dict[str, ToolFlow], ranks: int
         calls = timeline.calls
         index = OutputIndex()
         opened: dict[tuple[str, str], set[str]] = defaultdict(set)
+        held_records: dict[str, list[tuple[str, ...]]] = {}
+        opened_records: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
+        take = partial(_take, index, records, held_records)
         events = timeline.events
         for position, event in enumerate(events):
             if isinstance(event, OtherCallsEvent):
                 for i in event.calls:
-                    index.observe(calls[i].tool, calls[i].output, track_holders=False)
+                    take(calls[i])
                 continue
             if not isinstance(event, TurnEvent) or not timeline.turns[event.turn]:
                 continue
@@ -160,7 +197,11 @@ def _walks(timelines: Sequence[Timeline], tools: dict[str, ToolFlow], ranks: int
                 for arg, value in calls[i].arguments.items():
                     if isinstance(value, str):
                         opened[(calls[i].tool, arg)].add(value)
-                index.observe(calls[i].tool, calls[i].output, track_holders=False)
+                if calls[i].tool in records:
+                    opened_records[calls[i].tool].add(
+                        tuple(calls[i].arguments.get(a) for a in records[calls[i].tool][0])
+                    )
+                take(calls[i])
             last = turn[-1]
             limit = timeline.next_agent_write[last]
             following = None
@@ -171,22 +212,34 @@ def _walks(timelines: Sequence[Timeline], tools: dict[str, ToolFlow], ranks: int
                     following = calls[timeline.turns[later.turn][0]]
                     break
             for name, (argument, key) in walkers.items():
-                held = index.latest.get(key)
-                if held is None:
-                    continue
-                done = opened[(name, argument)]
-                value = pick_unopened(held[0], done)
-                rank = min(listing_rank(held[0], done), ranks - 1)
+                if name in records:
+                    listing = held_records.get(name)
+                    if not listing:
+                        continue
+                    args = records[name][0]
+                    passed = opened_records[name]
+                    pick = next((r for r in listing if r not in passed), listing[0])
+                    rank = min(sum(1 for r in listing if r in passed), ranks - 1)
+
+                    def agent_value(call: Any, args: tuple[str, ...] = args) -> Any:
+                        return tuple(call.arguments.get(a) for a in args)
+                else:
+                    held = index.latest.get(key)
+                    if held is None:
+                        continue
+                    done = opened[(name, argument)]
+                    pick = pick_unopened(held[0], done)
+                    rank = min(listing_rank(held[0], done), ranks - 1)
+
+                    def agent_value(call: Any, argument: str = argument) -> Any:
+                        return call.arguments.get(argument)
+
                 reached = any(
-                    calls[j].arguments.get(argument) == value
+                    agent_value(calls[j]) == pick
                     for j in timeline.agent_calls_by_tool.get(name, ())
                     if last < j < limit
                 )
-                nxt = (
-                    following is not None
-                    and following.tool == name
-                    and following.arguments.get(argument) == value
-                )
+                nxt = following is not None and following.tool == name and agent_value(following) == pick
                 for i in turn:
                     row = counts[name].setdefault(calls[i].tool, [[0, 0, 0] for _ in range(ranks)])
                     row[rank][0] += 1
@@ -203,6 +256,120 @@ def _walks(timelines: Sequence[Timeline], tools: dict[str, ToolFlow], ranks: int
         for name, sites in counts.items()
         if sites
     }
+
+
+def _turn_calls(timeline: Timeline):
+    """Yield (call, outputs) for each agent call, `outputs` the latest output of each tool seen before its turn;
+    the calls of a turn are yielded before their outputs are taken in."""
+    latest: dict[str, Any] = {}
+    for event in timeline.events:
+        if isinstance(event, TurnEvent):
+            turn = timeline.turns[event.turn]
+            for i in turn:
+                yield timeline.calls[i], latest
+            for i in turn:
+                if timeline.calls[i].output is not None:
+                    latest[timeline.calls[i].tool] = timeline.calls[i].output
+        elif isinstance(event, OtherCallsEvent):
+            for i in event.calls:
+                if timeline.calls[i].output is not None:
+                    latest[timeline.calls[i].tool] = timeline.calls[i].output
+
+
+RecordKey = tuple[str, str, tuple[tuple[str, str], ...]]
+"""(source tool, record path, ((argument, field), ...) sorted by argument)."""
+
+
+def _string_required(call_arguments: dict[str, Any], required: Sequence[str]) -> dict[str, str]:
+    return {a: v for a in required if isinstance(v := call_arguments.get(a), str)}
+
+
+def _others(tool: ToolFlow, required: Sequence[str], fields: dict[str, str]) -> float:
+    """The chance of a tool's required arguments outside `fields`, each bound on its own (0 if one is unbound)."""
+    chance = 1.0
+    for argument in required:
+        if argument not in fields:
+            chance *= tool.bindings[argument].chance if argument in tool.bindings else 0.0
+    return chance
+
+
+def _records(
+    timelines: Sequence[Timeline], catalog: Catalog, tools: dict[str, ToolFlow]
+) -> dict[str, RecordBinding]:
+    """Format 5: per read with two or more required string arguments, the record binding (the fields of one
+    object of an earlier output, bound together) that gives the agent's own values most often; kept where
+    its chance beats the product of those arguments' own binding chances."""
+    wanted = {name: [a for a in tool.required if a not in tool.constants] for name, tool in tools.items()}
+    wanted = {name: args for name, args in wanted.items() if len(args) >= 2}
+    if not wanted:
+        return {}
+    candidates: dict[str, set[RecordKey]] = defaultdict(set)
+    for timeline in timelines:
+        cache: dict[int, list[tuple[str, dict[str, str]]]] = {}
+        for call, latest in _turn_calls(timeline):
+            if not call.by_agent or call.tool not in wanted or not catalog.is_read(call.tool):
+                continue
+            values = _string_required(call.arguments, wanted[call.tool])
+            if len(values) < 2:
+                continue
+            for source, output in latest.items():
+                objects = cache.get(id(output))
+                if objects is None:
+                    objects = cache[id(output)] = record_paths(output)
+                for path, strings in objects:
+                    mapping = []
+                    for argument, value in values.items():
+                        key = next((k for k, v in strings.items() if v == value), None)
+                        if key is not None:
+                            mapping.append((argument, key))
+                    if len(mapping) >= 2:
+                        candidates[call.tool].add((source, path, tuple(sorted(mapping))))
+    agree: Counter[tuple[str, RecordKey]] = Counter()
+    seen: Counter[tuple[str, RecordKey]] = Counter()
+    for timeline in timelines:
+        held: dict[RecordKey, list[tuple[str, ...]]] = {}
+        opened: dict[tuple[str, RecordKey], set[tuple[str, ...]]] = defaultdict(set)
+        for event in timeline.events:
+            indices = (
+                timeline.turns[event.turn] if isinstance(event, TurnEvent)
+                else event.calls if isinstance(event, OtherCallsEvent) else ()
+            )  # fmt: skip
+            if isinstance(event, TurnEvent):
+                for i in indices:
+                    call = timeline.calls[i]
+                    for key in candidates.get(call.tool, ()):
+                        mine = tuple(call.arguments.get(a) for a, _ in key[2])
+                        records = held.get(key)
+                        if records and call.by_agent and catalog.is_read(call.tool):
+                            seen[(call.tool, key)] += 1
+                            done = opened[(call.tool, key)]
+                            pick = next((r for r in records if r not in done), records[0])
+                            agree[(call.tool, key)] += pick == mine
+                        if all(isinstance(v, str) for v in mine):
+                            opened[(call.tool, key)].add(mine)  # type: ignore[arg-type]
+            for i in indices:
+                call = timeline.calls[i]
+                if call.output is None:
+                    continue
+                for keys in candidates.values():
+                    for key in keys:
+                        if key[0] == call.tool:
+                            records = records_at(call.output, key[1], tuple(f for _, f in key[2]))
+                            if records:
+                                held[key] = records
+    out = {}
+    for name, keys in candidates.items():
+        tool = tools[name]
+        best, best_chance = None, tool.binding_chance()
+        for key in sorted(keys):
+            b = RecordBinding(source=key[0], path=key[1], fields=dict(key[2]), agree=agree[(name, key)],
+                              n=seen[(name, key)])  # fmt: skip
+            chance = b.chance * _others(tool, wanted[name], b.fields)
+            if b.agree and chance > best_chance:
+                best, best_chance = b, chance
+        if best is not None:
+            out[name] = best
+    return out
 
 
 def _words_counts(
@@ -230,6 +397,7 @@ def _words_counts(
                         (name, value)
                         for name, value in call.arguments.items()
                         if name not in flow_tool.bindings and name not in flow_tool.lists
+                        and (flow_tool.record is None or name not in flow_tool.record.fields)
                         and name not in flow_tool.constants and canonical(value) not in results
                     ]  # fmt: skip
                     value = loose[0][1] if len(loose) == 1 else None
@@ -246,13 +414,14 @@ def learn_flow(
     *,
     learn_from_all: bool = False,
     constants: bool = False,
-    flow_format: Literal[1, 2, 3, 4] | None = None,
+    flow_format: Literal[1, 2, 3, 4, 5] | None = None,
     unlisted: Unlisted | None = None,
     source: str = "episodes",
     count_bare: bool = True,
     walk_ranks: int = 0,
     words: bool = False,
     walk_prior: float = 0.0,
+    records: bool = False,
 ) -> Flow:
     """Fit the habit on successful runs (every run with `learn_from_all`) and learn each read's bindings.
 
@@ -262,6 +431,8 @@ def learn_flow(
     `walk_prior` is their pooled prior's strength (`Walk.prior`; 0: Laplace).
     `words` learns, per read, the one argument the agent took from the user's words (format 4), which a
     picker (`toolshift.flows.words`) reads when the lookup is decided.
+    `records` binds a read's arguments together from one record of an earlier output where that agrees with
+    the agent more often than binding each on its own (format 5, `RecordBinding`).
     """
     if walk_ranks < 0:
         raise BadInputError(f"walk ranks is 0 (no walks) or more, not {walk_ranks}", field="walk_ranks")
@@ -372,13 +543,23 @@ def learn_flow(
                 flow_tool.bare = Bare(bare=bare, calls=s.calls)
         tools[tool] = flow_tool
 
+    has_records = False
+    if records and flow_format in (None, 5):
+        for name, record in _records(chosen, catalog, tools).items():
+            tool = tools[name]
+            tool.record = record
+            for argument in record.fields:
+                tool.bindings.pop(argument, None)
+                if argument in tool.unbound:
+                    tool.unbound.remove(argument)
+            has_records = True
     has_walks = False
-    if walk_ranks and flow_format in (None, 3):
+    if walk_ranks and flow_format in (None, 3, 5):
         for name, walk in _walks(chosen, tools, walk_ranks).items():
             tools[name].walk = walk.model_copy(update={"prior": walk_prior}) if walk_prior else walk
             has_walks = True
     has_words = False
-    if words and flow_format in (None, 4):
+    if words and flow_format in (None, 4, 5):
         counts = _words_counts(chosen, catalog, tools)
         for name, tool in tools.items():
             found = [(n, arg) for (t, arg), n in counts.items() if t == name]
@@ -389,10 +570,10 @@ def learn_flow(
             if argument in tool.unbound:
                 tool.unbound.remove(argument)
             has_words = True
-    fmt: Literal[1, 2, 3, 4] = (
+    fmt: Literal[1, 2, 3, 4, 5] = (
         flow_format
         if flow_format is not None
-        else (4 if has_words else 3 if has_walks else 2 if has_lists else 1)
+        else (5 if has_records else 4 if has_words else 3 if has_walks else 2 if has_lists else 1)
     )
     return Flow(
         format=fmt,

@@ -1,5 +1,5 @@
 """The flow file: a learned habit per site and a binding per lookup, versioned (1; 2 with lists; 3 with walks;
-4 with arguments read from the user's words).
+4 with arguments read from the user's words; 5 with arguments bound together from one record).
 
 Counts are stored, not chances, so a reader can see how much evidence each number rests on; the chances
 are derived on load. A reader refuses a format it does not know, and a flow learned for another domain or
@@ -28,7 +28,7 @@ from toolshift.flows.timeline import Catalog
 from toolshift.flows.values import VALUE_PATH
 
 FLOW_KIND = "toolshift.flow"
-KNOWN_FORMATS = (1, 2, 3, 4)
+KNOWN_FORMATS = (1, 2, 3, 4, 5)
 START_SITE = "<start>"
 USER_SITE = "<user>"
 
@@ -122,6 +122,34 @@ class WordsBinding(BaseModel):
         return (self.agree + 1) / (self.n + 2)
 
 
+class RecordBinding(BaseModel):
+    """Format 5: arguments bound together to the fields of ONE record (an object) of an earlier output.
+
+    The records are the objects at `path` in the most recent output of `source` holding a string at every
+    field of `fields` (argument → the record's key); the binder passes the first record whose values have not
+    yet been passed together for these arguments, else the first. `agree` / `n`: the training calls where such
+    records were in view, and those where that record was the agent's own. Laplace-smoothed as a binding."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    path: str = Field(pattern=VALUE_PATH, max_length=1000)
+    fields: dict[str, str] = Field(min_length=2)
+    agree: NonNegativeInt
+    n: NonNegativeInt
+
+    @model_validator(mode="after")
+    def _parts_within_whole(self) -> RecordBinding:
+        _within([self.agree], self.n, "agree", "n")
+        if any(not key or "[" in key or "]" in key for key in self.fields.values()):
+            raise ValueError("a record field is a key that is not empty and holds no [ or ]")
+        return self
+
+    @property
+    def chance(self) -> float:
+        return (self.agree + 1) / (self.n + 2)
+
+
 class RankCount(BaseModel):
     """At one site, with `rank` values of the listing already passed: how often the walk's next value was
     in view (`n`), the agent's next call (`next`), and called before the agent's next write (`reach`)."""
@@ -201,13 +229,17 @@ class ToolFlow(BaseModel):
     """Format 3: a walk over the listing one argument is bound to (see `Walk`)."""
     words: WordsBinding | None = None
     """Format 4: an argument read from the user's words (see `WordsBinding`)."""
+    record: RecordBinding | None = None
+    """Format 5: arguments bound together from one record (see `RecordBinding`); none of them is in
+    `bindings`."""
     unbound: list[str] = Field(default_factory=list)
     """Required arguments no path or constant gave: the lookup is never made."""
 
     def binding_chance(self, *, without: str | None = None) -> float:
         """The chance the bound arguments are the agent's own (0 when an argument cannot be bound).
 
-        `without` leaves one string binding out (the walk's argument, which the walk chance scores)."""
+        `without` leaves one string binding out (the walk's argument, which the walk chance scores), or the
+        record binding (named by its arguments joined by `+`, a walk over its records)."""
         if self.unbound:
             return 0.0
         chance = 1.0
@@ -219,6 +251,8 @@ class ToolFlow(BaseModel):
         for name in self.required:
             if name in self.constants and name not in self.bindings and name not in self.lists:
                 chance *= (self.constants[name].calls + 1) / (self.constants[name].calls + 2)
+        if self.record is not None and without != "+".join(sorted(self.record.fields)):
+            chance *= self.record.chance
         if self.words is not None:
             chance *= self.words.chance
         elif not self.required and self.bare is not None:
@@ -241,12 +275,12 @@ class LearnedFrom(BaseModel):
 
 
 class Flow(BaseModel):
-    """A learned flow (`toolshift.flow`, format 1, 2, 3 or 4)."""
+    """A learned flow (`toolshift.flow`, format 1 to 5)."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["toolshift.flow"] = FLOW_KIND
-    format: Literal[1, 2, 3, 4]
+    format: Literal[1, 2, 3, 4, 5]
     domain: str
     catalog: str
     """The catalog fingerprint (`Catalog.fingerprint`) the flow was learned against."""
@@ -278,7 +312,7 @@ def save_flow(flow: Flow, path: Path) -> Path:
     so earlier formats' files stay as they were."""
     raw = json.loads(flow.model_dump_json(exclude_defaults=False))
     for tool in raw["tools"].values():
-        for key in ("walk", "words"):
+        for key in ("walk", "words", "record"):
             if tool.get(key) is None:
                 tool.pop(key, None)
         if tool.get("walk") is not None and not tool["walk"].get("prior"):
@@ -315,6 +349,11 @@ def parse_flow(raw: Any, *, source: str = "flow") -> Flow:
     ):
         raise BadInputError(f"format {raw['format']} flows read nothing from the user's words; this one does "
                             "(it is format 4)", source=source, field="format")  # fmt: skip
+    if raw["format"] in (1, 2, 3, 4) and any(
+        t.get("record") for t in (raw.get("tools") or {}).values() if isinstance(t, dict)
+    ):
+        raise BadInputError(f"format {raw['format']} flows bind no record's fields together; this one does "
+                            "(it is format 5)", source=source, field="format")  # fmt: skip
     try:
         return Flow.model_validate(raw)
     except ValidationError as exc:

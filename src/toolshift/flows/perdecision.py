@@ -131,7 +131,7 @@ def _rule(family: str, value: float, cal: SiteCalibrator, by_intent: IntentCalib
 def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: int, price: Price,
                 deciders: Sequence[str] = DECIDERS, max_detours: float = MAX_DETOURS,
                 learn_from_all: bool = False, thetas: Sequence[float] = THETAS, lams: Sequence[float] = LAMS,
-                folds: int | None = None, walk_prior: float = 0.0,
+                folds: int | None = None, walk_prior: float = 0.0, records: bool = False,
                 progress: Callable[[], None] | None = None) -> RuleChoice:  # fmt: skip
     """Leave-one-task-out over `timelines` (the training tasks only): the out-of-fold log, the per-site
     recalibration, every candidate rule's summed figures, and the choice."""
@@ -150,7 +150,12 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
         if not any(learn_from_all or t.success for t in rest):
             continue
         flow = learn_flow(
-            rest, catalog, learn_from_all=learn_from_all, walk_ranks=walk_ranks, walk_prior=walk_prior
+            rest,
+            catalog,
+            learn_from_all=learn_from_all,
+            walk_ranks=walk_ranks,
+            walk_prior=walk_prior,
+            records=records,
         )
         groups.append(Fold(out, held, flow, learn_costs(rest, price)))
         for d in deciders:

@@ -177,17 +177,21 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     tl = timelines(conv.episodes, catalog, unlisted)
     sp = split(tl)
     # Choose on the training tasks alone, before any held-out replay.
-    tried: dict[bool, Selection] = {}
+    tried: dict[tuple[bool, bool], Selection] = {}
     cv, sel, every = choose_flow(sp.train, catalog, max_detours=GOAL_DETOURS, tried=tried)
-    ranks, prior = sel.walk_ranks, sel.walk_prior
+    ranks, prior, records = sel.walk_ranks, sel.walk_prior, sel.records
     # What the chosen flow could take at all on the training folds: at θ = 0.05 nearly every bound lookup is made.
-    floor = crossval(
-        sp.train, catalog, walk_ranks=(ranks,), thetas=(0.05,), walk_priors=(prior,), learn_from_all=every
-    )
+    floor = crossval(sp.train, catalog, walk_ranks=(ranks,), thetas=(0.05,), walk_priors=(prior,),
+                     learn_from_all=every, records=records)  # fmt: skip
     console.print(f"airline: cross-validation chose walk ranks {ranks}, prior {prior:g}, θ {sel.theta}")
-    flow = learn_flow(sp.train, catalog, walk_ranks=ranks, walk_prior=prior, learn_from_all=every)
+    flow = learn_flow(
+        sp.train, catalog, walk_ranks=ranks, walk_prior=prior, learn_from_all=every, records=records
+    )
     previous = learn_flow(sp.train, catalog)
-    flow_other = learn_flow(sp.train, catalog, learn_from_all=not every, walk_ranks=ranks, walk_prior=prior)
+    flow_other = learn_flow(sp.train, catalog, learn_from_all=not every, walk_ranks=ranks, walk_prior=prior,
+                            records=records)  # fmt: skip
+    flow_records = learn_flow(sp.train, catalog, walk_ranks=ranks, walk_prior=prior, learn_from_all=every,
+                              records=not records)  # fmt: skip
     total, per_episode = anatomy(sp.test)
     ceiling = {e: a.ceiling for e, a in per_episode.items()}
     ceiling_turns = {e: a.ceiling_turns.get(e, []) for e, a in per_episode.items()}
@@ -201,7 +205,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     figures: dict[str, Any] = {"ceiling": total.share("ceiling"), "turns": total.turns,
                                "replies": total.share("replies"), "reads": total.share("read_turns"),
                                "train_successful": flow.learned_from.episodes, "train_episodes": len(sp.train), "walk_ranks": ranks, "walk_prior": prior,
-                               "learn_from_all": every,
+                               "learn_from_all": every, "records": records,
                                "theta": sel.theta, "format": flow.format,
                                "crossval_floor": {d: {"share_of_ceiling": floor.row(d, ranks, 0.05, prior).share_of_ceiling,
                                                       "detours_per_episode": floor.row(d, ranks, 0.05, prior).detours_per_episode}
@@ -212,6 +216,13 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
                                "crossval_previous": {d: {"share_of_ceiling": cv.row(d, 0, THETA).share_of_ceiling,
                                                          "detours_per_episode": cv.row(d, 0, THETA).detours_per_episode}
                                                      for d in ORDER}}  # fmt: skip
+    with_records = flow if records else flow_records
+    figures["record_bindings"] = {
+        name: t.record.model_dump() for name, t in with_records.tools.items() if t.record
+    }
+    figures["tried"] = {f"{'every run' if k else 'successful runs'}, {'records' if rec else 'no records'}":
+                        {d: t.best[d].share_of_ceiling if d in t.best else None for d in ORDER}
+                        for (k, rec), t in sorted(tried.items())}  # fmt: skip
     for kind, r in main.items():
         figures[kind] = r.summary() | {"share_of_ceiling": r.saved / total.ceiling if total.ceiling else 0.0}
     for kind, r in main.items():
@@ -234,13 +245,16 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
              "Intervals are 95%, from a bootstrap over tasks (a task's episodes drawn together).\n",
              crossval_section(cv, sel),
              "Cross-validated the same way, a flow learned from the successful training runs and one learned from "
-             "every training run (`--learn-from-all`; the habit and walks then count failed runs too); the one whose "
-             "chosen shares average higher is kept (ties: successful runs): "
-             f"{'every run' if every else 'the successful runs'} (the table above is its). Chosen shares, reach / "
-             "next-step: "
-             + "; ".join(f"{'every run' if k else 'successful runs'}: walk ranks {t.walk_ranks}, prior {t.walk_prior:g}, "
+             "every training run (`--learn-from-all`; the habit and walks then count failed runs too), each without "
+             "and with record bindings (format 5, `--records`: a read's arguments bound together from one record of "
+             "an earlier output, its walk over those records); the one whose chosen shares average higher is kept "
+             "(ties: successful runs, then no records): "
+             f"{'every run' if every else 'the successful runs'}, {'with' if records else 'without'} record bindings "
+             "(the table above is its). Chosen shares, reach / next-step: "
+             + "; ".join(f"{'every run' if k else 'successful runs'}{', records' if rec else ''}: walk ranks "
+                         f"{t.walk_ranks}, prior {t.walk_prior:g}, "
                          + " / ".join(pct(t.best[d].share_of_ceiling, 0) + f" at {t.best[d].detours_per_episode:.2f}"
-                                      if d in t.best else "none" for d in ORDER) for k, t in sorted(tried.items()))
+                                      if d in t.best else "none" for d in ORDER) for (k, rec), t in sorted(tried.items()))
              + ".\n",
              "### Turn anatomy of the held-out episodes\n",
              table(("", *ANATOMY_HEADER[1:]), [anatomy_row("GPT-4o, test tasks", total)]), "",
@@ -264,7 +278,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
           f"{pct(pr['saved_share'])} / {pct(pn['saved_share'])}",
           f"{pct(pr['share_of_ceiling'], 0)} / {pct(pn['share_of_ceiling'], 0)}",
           f"{pr['detours_per_episode']:.2f} / {pn['detours_per_episode']:.2f}"],
-         [f"toolshift now: format 3, walk ranks {ranks}, θ = {sel.theta['reach']:g} / {sel.theta['next-step']:g} "
+         [f"toolshift now: format {flow.format}, walk ranks {ranks}, θ = {sel.theta['reach']:g} / {sel.theta['next-step']:g} "
           "(chosen by cross-validation)", pct(total.share("ceiling")),
           f"{pct(r['saved_share'])} / {pct(n['saved_share'])}",
           f"{pct(figures['reach']['share_of_ceiling'], 0)} / {pct(figures['next-step']['share_of_ceiling'], 0)}",
@@ -329,7 +343,16 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
               f"Reach minus next-step, paired over tasks: ECE {signed(comp.ece)}, Brier {signed(comp.brier)}, "
               f"AUC {signed(comp.auc)}.\n", f"![reliability diagram]({png.name})\n"]  # fmt: skip
     rule_text, figures["rule"] = airline_rule_section(
-        sp.train, sp.test, catalog, flow, ranks, sel.theta, out_dir, walk_prior=prior, learn_from_all=every
+        sp.train,
+        sp.test,
+        catalog,
+        flow,
+        ranks,
+        sel.theta,
+        out_dir,
+        walk_prior=prior,
+        learn_from_all=every,
+        records=records,
     )
     lines += [rule_text]
 
@@ -338,10 +361,16 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     ablations = [
         (
             f"The flow above ({'every run' if every else 'successful runs'}, walk ranks {ranks}, prior {prior:g}, "
-            "chained scores multiplied)",
+            f"{'record bindings, ' if records else ''}chained scores multiplied)",
             main,
         ),
         ("Format 2: no walks (the previous flow)", run_both(sp.test, previous, at)),
+        (
+            "Without record bindings (format 3)"
+            if records
+            else "With record bindings (format 5, `--records`)",
+            run_both(sp.test, flow_records, at),
+        ),
         (
             "Learned from the successful training runs only"
             if every
@@ -353,7 +382,11 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
         (
             "With constants (`--constants`)",
             run_both(
-                sp.test, learn_flow(sp.train, catalog, constants=True, walk_ranks=ranks, walk_prior=prior), at
+                sp.test,
+                learn_flow(
+                    sp.train, catalog, constants=True, walk_ranks=ranks, walk_prior=prior, records=records
+                ),
+                at,
             ),
         ),
         (

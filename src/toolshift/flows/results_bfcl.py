@@ -18,7 +18,7 @@ from rich.console import Console
 
 from toolshift.errors import BadInputError
 from toolshift.flows.ceiling import anatomy
-from toolshift.flows.crossval import crossval
+from toolshift.flows.crossval import crossval, mean_best_share
 from toolshift.flows.decide import Decider
 from toolshift.flows.learn import learn_flow
 from toolshift.flows.perdecision import FAMILIES, choose_rule
@@ -100,13 +100,19 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
         own_test = [t for t in learn_tl if which[t.task_id] == "test"]
         console.print(f"bfcl: learn on {learn_on} ({len(train)} training episodes), replay {serve_on} "
                       f"({len(test)} test episodes)")  # fmt: skip
-        cv = crossval(train, catalog, learn_from_all=True, folds=FOLDS, max_detours=MAX_DETOURS)
+        tried = []
+        for records in (False, True):  # record bindings (format 5) kept only where they cross-validate better
+            cv = crossval(
+                train, catalog, learn_from_all=True, folds=FOLDS, max_detours=MAX_DETOURS, records=records
+            )
+            tried.append((-mean_best_share(cv, cv.select()), records, cv))
+        _, _, cv = min(tried, key=lambda x: (x[0], x[1]))
         sel = cv.select()
         choice = choose_rule(train, catalog, walk_ranks=sel.walk_ranks, price=price, learn_from_all=True,
-                             folds=FOLDS, max_detours=MAX_DETOURS, walk_prior=sel.walk_prior)  # fmt: skip
-        flow = learn_flow(
-            train, catalog, learn_from_all=True, walk_ranks=sel.walk_ranks, walk_prior=sel.walk_prior
-        )
+                             folds=FOLDS, max_detours=MAX_DETOURS, walk_prior=sel.walk_prior,
+                             records=sel.records)  # fmt: skip
+        flow = learn_flow(train, catalog, learn_from_all=True, walk_ranks=sel.walk_ranks, walk_prior=sel.walk_prior,
+                          records=sel.records)  # fmt: skip
         before_flow = learn_flow(train, catalog, learn_from_all=True)
         total, per_episode = anatomy(test)
         ceiling = {e: a.ceiling for e, a in per_episode.items()}
@@ -115,11 +121,16 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
         direction: dict[str, Any] = {"train_episodes": len(train), "test_episodes": len(test),
                                      "ceiling": total.share("ceiling"), "turns": total.turns,
                                      "walk_ranks": sel.walk_ranks, "walk_prior": sel.walk_prior, "theta": sel.theta,
+                                     "records": sel.records, "record_bindings": {
+                                         t: f.record.model_dump() for t, f in flow.tools.items() if f.record},
+                                     "crossval_records": {("records" if rec else "no records"): -neg
+                                                          for neg, rec, _ in tried},
                                      "rules": {}}  # fmt: skip
         name = f"{learn_on.removeprefix('openai_')} → {serve_on.removeprefix('openai_')}"
         for d in ORDER:
             best = sel.best.get(d)
-            rows_cv.append([name, d, f"walk ranks {sel.walk_ranks}, prior {sel.walk_prior:g}, θ = {sel.theta[d]:g}",
+            rows_cv.append([name, d, f"walk ranks {sel.walk_ranks}, prior {sel.walk_prior:g}, "
+                            f"{'records, ' if sel.records else ''}θ = {sel.theta[d]:g}",
                             f"{_pct(best.share_of_ceiling)} / {best.detours_per_episode:.2f}" if best
                             else "none within budget"])  # fmt: skip
             runs: list[tuple[str, str, ReplayResult]] = [
@@ -159,7 +170,7 @@ def _render(figures: dict[str, Any], rows_cv: list[list[str]], rows_out: list[li
              "(one catalog fingerprint, BFCL's function docs). Tasks split by `toolshift.traces.split` over both "
              "models' task ids, so a task is held out for both. A flow is learned on one model's training tasks "
              "(every run: the result files carry no verdict) and replayed on the other model's held-out tasks. "
-             f"Walk ranks, θ and the rule are chosen by {FOLDS}-fold cross-validation by task over the learning "
+             f"Record bindings, walk ranks, θ and the rule are chosen by {FOLDS}-fold cross-validation by task over the learning "
              f"model's training tasks only, with the goal's budget ({MAX_DETOURS:g} detours an episode); the other "
              "model's runs are never read to choose. In bold, the rule cross-validation picks overall (the family whose "
              "chosen candidate saves the largest share within the budget; ties: fewer detours, then the simpler "
@@ -197,6 +208,9 @@ def _render(figures: dict[str, Any], rows_cv: list[list[str]], rows_out: list[li
         + (f" The rules picked overall: {picks}." if picks else "")
         + " Walk ranks and prior chosen: "
         + "; ".join(f"{k}: {v['walk_ranks']}, {v['walk_prior']:g}" for k, v in figures["directions"].items())
+        + ". Record bindings (format 5), cross-validated without and with (mean chosen share of the two deciders): "
+        + "; ".join(f"{k}: " + ", ".join(f"{r} {_pct(x)}" for r, x in v["crossval_records"].items())
+                    + (" (kept)" if v["records"] else " (not kept)") for k, v in figures["directions"].items())
         + ".\n"
     )  # fmt: skip
     return "\n".join(lines)

@@ -20,6 +20,23 @@ def _verdict(x: dict[str, Any]) -> str:
     )
 
 
+def records_text(air: dict[str, Any]) -> str:
+    """The record bindings learned on every training task, each with its agreement in training."""
+    return "; ".join(
+        f"`{tool}` ← {', '.join(sorted(r['fields']))} of one `{r['source']}` record at `{r['path']}` "
+        f"(the agent's own values in {r['agree']} of {r['n']} training calls with such records in view)"
+        for tool, r in sorted(air.get("record_bindings", {}).items())
+    )
+
+
+def tried_text(air: dict[str, Any]) -> str:
+    parts = []
+    for name, shares in air.get("tried", {}).items():
+        values = [v if v is not None else 0.0 for v in shares.values()]
+        parts.append(f"{name} {_pct(sum(values) / len(values))}")
+    return "; ".join(parts)
+
+
 def explain(air: dict[str, Any]) -> str:
     r, n = air["reach"], air["next-step"]
     within = [x for x in air.get("sweep", []) if x["detours_per_episode"] <= GOAL_DETOURS]
@@ -54,10 +71,16 @@ def explain(air: dict[str, Any]) -> str:
             f"- **What this binder can take at all.** On the same training folds at θ = 0.05, where nearly every "
             f"lookup that binds is made, the chosen flow saves {floor_text} an episode. The rest of the training "
             "ceiling is mostly flight searches whose origin, destination and date the agent copies from one leg of "
-            "a reservation: each argument binds on its own to the first value of its list, so the three rarely "
-            "name the same leg. Binding a record's fields together (a new flow format) is not built"
+            "a reservation, or from the user's words. Bound each on its own, the three rarely name the same leg; "
+            "record bindings (format 5) bind them together from one record: "
+            + (records_text(air) or "none was learned")
+            + ". Cross-validation "
+            + ("kept" if air.get("records") else "did not keep")
+            + " them (chosen shares averaged over the two deciders: "
+            + tried_text(air)
+            + ")"
             + (
-                f", so {_pct(GOAL_SHARE)} is out of reach of every threshold here, however well calibrated."
+                f"; {_pct(GOAL_SHARE)} stays out of reach of every threshold here, however well calibrated."
                 if max(floor[d]["share_of_ceiling"] for d in ORDER) < GOAL_SHARE
                 else "."
             ),

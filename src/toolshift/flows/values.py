@@ -125,6 +125,56 @@ def string_paths_within(data: Any, plan: PathPlan) -> dict[str, list[str]]:
     return out
 
 
+def _leads(child: str, target: str) -> bool:
+    """Whether node path `child` is `target` or on the way to it."""
+    return target.startswith(child) and (len(target) == len(child) or target[len(child)] in ".[")
+
+
+def records_at(data: Any, path: str, fields: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The records (objects) at `path` of `data` holding a string at every key of `fields`, in document
+    order, each as its values at those keys (a record binding's candidates; `RecordBinding`)."""
+    out: list[tuple[str, ...]] = []
+    stack: list[tuple[str, Any]] = [("$", data)]
+    while stack:
+        at, node = stack.pop()
+        if isinstance(node, dict):
+            if at == path:
+                values = tuple(node.get(f) for f in fields)
+                if all(isinstance(v, str) for v in values):
+                    out.append(values)  # type: ignore[arg-type]
+                continue
+            for key, value in reversed(list(node.items())):
+                child = f"{at}.{key}"
+                if _leads(child, path):
+                    stack.append((child, value))
+        elif isinstance(node, list):
+            child = f"{at}[*]"
+            if _leads(child, path):
+                for value in reversed(node):
+                    stack.append((child, value))
+    return out
+
+
+def record_paths(data: Any) -> list[tuple[str, dict[str, str]]]:
+    """Every object of `data` with its path (as `string_paths` writes it) and its string-valued keys."""
+    out: list[tuple[str, dict[str, str]]] = []
+    stack: list[tuple[str, Any]] = [("$", data)]
+    while stack:
+        at, node = stack.pop()
+        if isinstance(node, dict):
+            strings = {str(k): v for k, v in node.items() if isinstance(v, str) and str(k)
+                       and "[" not in str(k) and "]" not in str(k)}  # fmt: skip
+            if strings:
+                out.append((at, strings))
+            for key, value in reversed(list(node.items())):
+                if (k := str(key)) and "[" not in k and "]" not in k:
+                    stack.append((f"{at}.{k}", value))
+        elif isinstance(node, list):
+            for value in reversed(node):
+                stack.append((f"{at}[*]", value))
+    return out
+
+
 def canonical(value: Any) -> str:
     """One token per scalar, so `5`, `5.0` and `"5"` compare as the same value; containers as JSON."""
     if isinstance(value, str):

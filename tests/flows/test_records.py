@@ -1,0 +1,142 @@
+"""Record bindings (format 5): a read's arguments bound together from ONE record of an earlier output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from toolshift.errors import BadInputError
+from toolshift.flows.crossval import choose_flow
+from toolshift.flows.decide import Decider
+from toolshift.flows.learn import learn_flow
+from toolshift.flows.model import load_flow, save_flow
+from toolshift.flows.replay import replay
+from toolshift.flows.timeline import timelines
+from toolshift.flows.values import records_at
+
+from .builders import AIRLINE, call, episode
+
+LEGS = [
+    {"origin": "JFK", "destination": "SEA", "date": "2024-05-01"},
+    {"origin": "SEA", "destination": "LAX", "date": "2024-05-03"},
+    {"origin": "LAX", "destination": "JFK", "date": "2024-05-05"},
+]
+
+
+def legs(i: int) -> list[dict[str, str]]:
+    """Three legs per task, each task its own cities and dates (so no value recurs across tasks)."""
+    return [{k: f"{v}{i}" for k, v in leg.items()} for leg in LEGS]
+
+
+def searches(eid: str, task: str, flights: list[dict[str, str]], searched: int) -> object:
+    """The agent reads a reservation (its legs listed), then searches the first `searched` legs in order."""
+    steps: list[tuple] = [
+        ("user", "change my trip"),
+        ("turn", [call("get_reservation_details", {"reservation_id": "R"}, {"id": "R", "flights": flights})]),
+    ]
+    for leg in flights[:searched]:
+        args = {"origin": leg["origin"], "destination": leg["destination"], "date": leg["date"]}
+        steps.append(("turn", [call("search_flights", args, [{"flight": "HAT1", **args}])]))
+    steps.append(("reply", "done"))
+    return episode(eid, task, steps)
+
+
+def corpus():
+    return timelines([searches(f"e{i}", f"t{i}", legs(i), 3) for i in range(6)], AIRLINE)
+
+
+def test_records_at_keeps_each_objects_fields_together():
+    data = {"flights": [*LEGS, {"origin": "X"}], "origin": "top"}
+    assert records_at(data, "$.flights[*]", ("origin", "date")) == [
+        ("JFK", "2024-05-01"),
+        ("SEA", "2024-05-03"),
+        ("LAX", "2024-05-05"),
+    ]
+    assert records_at(data, "$", ("origin",)) == [("top",)]
+    assert records_at(data, "$.missing[*]", ("origin",)) == []
+
+
+def test_learned_record_binds_the_three_fields_of_one_leg():
+    flow = learn_flow(corpus(), AIRLINE, records=True)
+    assert flow.format == 5
+    record = flow.tools["search_flights"].record
+    assert record is not None
+    assert (record.source, record.path) == ("get_reservation_details", "$.flights[*]")
+    assert record.fields == {"origin": "origin", "destination": "destination", "date": "date"}
+    assert record.agree == record.n == 18
+    assert flow.tools["search_flights"].bindings == {} and flow.tools["search_flights"].unbound == []
+    # Without --records the same runs give a format-2 flow whose fields bind one by one.
+    assert learn_flow(corpus(), AIRLINE).format in (1, 2)
+
+
+def test_decider_proposes_one_legs_fields_then_the_next_leg():
+    flow = learn_flow(corpus(), AIRLINE, records=True)
+    session = Decider(flow, "reach", 0.0, AIRLINE).session()
+    flights = legs(9)
+    out = session.after_call(
+        "get_reservation_details", {"reservation_id": "R"}, json.dumps({"flights": flights})
+    )
+    search = [lk for lk in out if lk.tool == "search_flights"]
+    assert len(search) == 1 and search[0].arguments == flights[0]
+    # The agent searched the first leg itself: the record binder moves to the second leg, every field with it.
+    out = session.after_call("search_flights", flights[0], json.dumps([{"flight": "HAT1"}]))
+    search = [lk for lk in out if lk.tool == "search_flights"]
+    assert [lk.arguments for lk in search] == [flights[1]]
+
+
+def test_record_walk_counts_how_far_the_agent_searches_the_legs():
+    runs = [searches(f"a{i}", f"t{i}", legs(i), 1) for i in range(4)]
+    runs += [searches(f"b{i}", f"t{4 + i}", legs(4 + i), 3) for i in range(4)]
+    flow = learn_flow(timelines(runs, AIRLINE), AIRLINE, records=True, walk_ranks=3)
+    walk = flow.tools["search_flights"].walk
+    assert walk is not None and walk.argument == "date+destination+origin"
+    after_search = walk.sites["search_flights"]
+    # One leg searched: the second follows in the four full walks only.
+    assert (after_search[1].n, after_search[1].reach) == (8, 4)
+    # The replay of a full walk on those flows saves the second and third searches with a record walk.
+    tl = timelines([searches("x", "tx", legs(20), 3)], AIRLINE)
+    result = replay(tl, Decider(flow, "reach", 0.3, AIRLINE))
+    assert result.saved >= 2 and result.detours == 0
+
+
+def test_replay_with_records_saves_what_field_by_field_binding_cannot():
+    train, test = corpus(), timelines([searches("x", "tx", legs(30), 3)], AIRLINE)
+    with_records = replay(test, Decider(learn_flow(train, AIRLINE, records=True), "reach", 0.3, AIRLINE))
+    alone = replay(test, Decider(learn_flow(train, AIRLINE), "reach", 0.3, AIRLINE))
+    assert with_records.saved == 3 and with_records.detours == 0
+    assert alone.saved < with_records.saved
+
+
+def test_format_5_round_trips_and_older_formats_refuse_records(tmp_path):
+    flow = learn_flow(corpus(), AIRLINE, records=True)
+    path = save_flow(flow, tmp_path / "f.json")
+    assert load_flow(path, AIRLINE) == flow
+    raw = json.loads(path.read_text())
+    raw["format"] = 4
+    (tmp_path / "g.json").write_text(json.dumps(raw))
+    with pytest.raises(BadInputError, match="format 5") as err:
+        load_flow(tmp_path / "g.json")
+    assert err.value.field == "format"
+    raw["format"] = 5
+    raw["tools"]["search_flights"]["record"]["agree"] = 99
+    (tmp_path / "h.json").write_text(json.dumps(raw))
+    with pytest.raises(BadInputError, match="agree"):
+        load_flow(tmp_path / "h.json")
+    # A flow without records is written exactly as before: no `record` key.
+    plain = save_flow(learn_flow(corpus(), AIRLINE), tmp_path / "p.json")
+    assert all("record" not in t for t in json.loads(plain.read_text())["tools"].values())
+
+
+def test_choose_flow_tries_records_and_keeps_them_only_when_they_cross_validate_better():
+    tried: dict = {}
+    _, sel, every = choose_flow(corpus(), AIRLINE, max_detours=0.5, folds=3, tried=tried)
+    assert set(tried) == {(False, False), (False, True), (True, False), (True, True)}
+
+    def mean(s):
+        return sum(b.share_of_ceiling for b in s.best.values()) / 2
+
+    best = max(mean(s) for s in tried.values())
+    # Ties go to the successful runs, then to no records: here field-by-field binding saves as much.
+    assert mean(tried[(every, sel.records)]) == best
+    assert (every, sel.records) == min(k for k, s in tried.items() if mean(s) == best)
