@@ -131,12 +131,60 @@ def test_format_5_round_trips_and_older_formats_refuse_records(tmp_path):
 def test_choose_flow_tries_records_and_keeps_them_only_when_they_cross_validate_better():
     tried: dict = {}
     _, sel, every = choose_flow(corpus(), AIRLINE, max_detours=0.5, folds=3, tried=tried)
-    assert set(tried) == {(False, False), (False, True), (True, False), (True, True)}
+    assert set(tried) == {(e, r, i) for e in (False, True) for r in (False, True) for i in (False, True)}
 
     def mean(s):
         return sum(b.share_of_ceiling for b in s.best.values()) / 2
 
     best = max(mean(s) for s in tried.values())
     # Ties go to the successful runs, then to no records: here field-by-field binding saves as much.
-    assert mean(tried[(every, sel.records)]) == best
-    assert (every, sel.records) == min(k for k, s in tried.items() if mean(s) == best)
+    assert mean(tried[(every, sel.records, sel.ints)]) == best
+    order = [
+        (e, r, i)
+        for e in (False, True)
+        for r, i in ((False, False), (True, False), (False, True), (True, True))
+    ]
+    assert (every, sel.records, sel.ints) == min(
+        (k for k, s in tried.items() if mean(s) == best), key=order.index
+    )
+
+
+def orders(eid: str, task: str, ids: list[int], opened: int) -> object:
+    """The agent lists its orders (integer ids), then reads the first `opened` of them by id."""
+    steps: list[tuple] = [
+        ("user", "my orders"),
+        ("turn", [call("search_tasks", {}, {"order_ids": ids, "count": len(ids)})]),
+    ]
+    for i in ids[:opened]:
+        steps.append(("turn", [call("get_user_details", {"user_id": i}, {"id": i, "total": 7})]))
+    steps.append(("reply", "done"))
+    return episode(eid, task, steps)
+
+
+def test_integer_ids_bind_only_with_ints_and_make_format_5():
+    runs = timelines([orders(f"o{i}", f"t{i}", [100 + 10 * i, 101 + 10 * i], 2) for i in range(5)], AIRLINE)
+    plain = learn_flow(runs, AIRLINE)
+    assert plain.tools["get_user_details"].unbound == ["user_id"] and not plain.ints
+    flow = learn_flow(runs, AIRLINE, ints=True)
+    assert flow.format == 5 and flow.ints
+    binding = flow.tools["get_user_details"].bindings["user_id"]
+    assert (binding.source, binding.path, binding.agree) == ("search_tasks", "$.order_ids[*]", 10)
+    # The replay reads both ids in order, from the listing (the count beside it is never taken for an id).
+    test = timelines([orders("x", "tx", [7, 8], 2)], AIRLINE)
+    result = replay(test, Decider(flow, "reach", 0.3, AIRLINE))
+    assert result.saved == 2 and result.detours == 0
+    assert replay(test, Decider(plain, "reach", 0.3, AIRLINE)).saved == 0
+
+
+def test_ints_in_an_older_format_are_refused(tmp_path):
+    runs = timelines([orders(f"o{i}", f"t{i}", [100 + i], 1) for i in range(3)], AIRLINE)
+    path = save_flow(learn_flow(runs, AIRLINE, ints=True), tmp_path / "f.json")
+    assert load_flow(path).ints
+    raw = json.loads(path.read_text())
+    raw["format"] = 3
+    (tmp_path / "g.json").write_text(json.dumps(raw))
+    with pytest.raises(BadInputError, match="integers") as err:
+        load_flow(tmp_path / "g.json")
+    assert err.value.field == "ints"
+    # A flow learned without --ints is written without the key, as before.
+    assert "ints" not in json.loads(save_flow(learn_flow(runs, AIRLINE), tmp_path / "p.json").read_text())

@@ -85,6 +85,10 @@ def learn(
             "with the agent more often (format 5; `flows crossval --records` compares).",
         ),
     ] = False,
+    ints: Annotated[
+        bool,
+        typer.Option("--ints", help="Bind integer arguments to integer leaves of results too (format 5)."),
+    ] = False,
     tasks: TasksOpt = "all",
 ) -> None:
     """Learn a flow: the habit at each site and each read's bindings."""
@@ -98,7 +102,7 @@ def learn(
     console.print(inputs.describe())
     flow = learn_flow(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, constants=constants,
                       flow_format=flow_format, unlisted=inputs.unlisted, source=", ".join(map(str, episodes)),
-                      walk_ranks=walk_ranks, words=words, walk_prior=walk_prior, records=records)  # fmt: skip
+                      walk_ranks=walk_ranks, words=words, walk_prior=walk_prior, records=records, ints=ints)  # fmt: skip
     save_flow(flow, out)
     table = Table(title=f"flow {out} (format {flow.format}, {flow.learned_from.episodes} episodes)")
     for col in ("tool", "calls", "required", "bound from", "binding chance"):
@@ -142,6 +146,9 @@ def crossval(
     records: Annotated[
         bool, typer.Option("--records", help="The flows bind record fields together (format 5).")
     ] = False,
+    ints: Annotated[
+        bool, typer.Option("--ints", help="The flows bind integer arguments too (format 5).")
+    ] = False,
 ) -> None:
     """Choose walk ranks and each decider's θ by leave-one-task-out over the training tasks only."""
     from rich.progress import track
@@ -157,7 +164,8 @@ def crossval(
     n_tasks = len({t.task_id for t in inputs.timelines})
     steps = iter(track(range(n_tasks), description="folds", console=console, transient=True))
     cv = run_crossval(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, max_detours=max_detours,
-                      folds=folds, progress=lambda: next(steps, None), records=records)  # fmt: skip
+                      folds=folds, progress=lambda: next(steps, None), records=records,
+                      ints=ints)  # fmt: skip
     how = "leave-one-task-out" if folds is None else f"{folds}-fold by task"
     table = Table(title=f"{how} over {cv.folds} folds ({cv.episodes} episodes): share of the "
                   "ceiling / detours per episode")  # fmt: skip

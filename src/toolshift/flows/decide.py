@@ -19,7 +19,7 @@ from toolshift.flows.intent import NO_INTENT, IntentMatcher, intent_key
 from toolshift.flows.model import START_SITE, USER_SITE, Flow, Walk
 from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog
-from toolshift.flows.values import PathPlan, call_key, decode_output, path_plan, records_at
+from toolshift.flows.values import PathPlan, call_key, decode_output, is_value, path_plan, records_at
 from toolshift.flows.words import WordsPicker, user_spans
 
 if TYPE_CHECKING:
@@ -95,6 +95,8 @@ class Decider:
         self.picker = picker
         """Reads format-4 arguments from the user's words; without one those lookups are never made."""
         self.effects: dict[str, str] = dict(catalog.effects) if catalog is not None else {}
+        self.ints = flow.ints
+        """Format 5: integer leaves of outputs are values too (`Flow.ints`)."""
         self._tools: dict[str, _CompiledTool] = {}
         for name, tool in flow.tools.items():
             chance = tool.binding_chance()
@@ -247,9 +249,10 @@ class DecisionSession:
                 key = key or call_key(tool, dict(arguments))
                 self.answered.add(key)
                 self.seen.add(key)
+            ints = self.decider.ints
             for name in self.decider._opens.get(tool, ()):
                 value = arguments.get(name)
-                if isinstance(value, str):
+                if isinstance(value, str) or (ints and type(value) is int):
                     self.opened[(tool, name)].add(value)
             if tool in self.decider._record_tools:
                 self._open_record(tool, arguments)
@@ -263,7 +266,7 @@ class DecisionSession:
     def _index(self, tool: str, output: Any) -> None:
         reads = self.decider._reads.get(tool)
         if reads is not None:
-            self.index.observe_within(tool, output, reads)
+            self.index.observe_within(tool, output, reads, self.decider.ints)
         keys = self.decider._records.get(tool)
         if keys is not None and output is not None:
             for key in keys:
@@ -276,7 +279,7 @@ class DecisionSession:
         self.answered.add(lookup.key)
         self.seen.add(lookup.key)
         for name, value in lookup.arguments.items():
-            if isinstance(value, str):
+            if is_value(value, self.decider.ints):
                 self.opened[(lookup.tool, name)].add(value)
         self._open_record(lookup.tool, lookup.arguments)
         self._index(lookup.tool, output)

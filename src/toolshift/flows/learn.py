@@ -26,7 +26,7 @@ from toolshift.flows.model import (
 )
 from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog, OtherCallsEvent, Timeline, TurnEvent, Unlisted, UserEvent
-from toolshift.flows.values import canonical, record_paths, records_at, scalar_tokens
+from toolshift.flows.values import canonical, is_value, record_paths, records_at, scalar_tokens
 
 REQUIRED_SHARE = 0.9
 
@@ -48,8 +48,9 @@ class _ToolStats:
     arg_sets: list[frozenset[tuple[str, str]]] = field(default_factory=list)
 
 
-def _kind(value: Any) -> str:
-    if isinstance(value, str):
+def _kind(value: Any, ints: bool = False) -> str:
+    """ "string" for a value a binding passes as one (a string; with `ints`, an integer too), "list", "other"."""
+    if is_value(value, ints):
         return "string"
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         return "list"
@@ -107,10 +108,10 @@ def _habits(timelines: Sequence[Timeline], catalog: Catalog) -> dict[str, SiteHa
     }
 
 
-def _walk_calls(timeline: Timeline):
+def _walk_calls(timeline: Timeline, ints: bool = False):
     """Yield (index, call, opened) for each agent call, with the outputs seen before its turn in `index`."""
     index = OutputIndex()
-    opened: dict[tuple[str, str], set[str]] = defaultdict(set)
+    opened: dict[tuple[str, str], set[Any]] = defaultdict(set)
     for event in timeline.events:
         if isinstance(event, TurnEvent):
             turn = timeline.turns[event.turn]
@@ -118,13 +119,13 @@ def _walk_calls(timeline: Timeline):
                 call = timeline.calls[i]
                 yield index, call, opened
                 for name, value in call.arguments.items():
-                    if isinstance(value, str):
+                    if is_value(value, ints):
                         opened[(call.tool, name)].add(value)
             for i in turn:
-                index.observe(timeline.calls[i].tool, timeline.calls[i].output)
+                index.observe(timeline.calls[i].tool, timeline.calls[i].output, ints=ints)
         elif isinstance(event, OtherCallsEvent):
             for i in event.calls:
-                index.observe(timeline.calls[i].tool, timeline.calls[i].output)
+                index.observe(timeline.calls[i].tool, timeline.calls[i].output, ints=ints)
 
 
 def record_walk_name(record: RecordBinding) -> str:
@@ -133,9 +134,9 @@ def record_walk_name(record: RecordBinding) -> str:
 
 
 def _take(index: OutputIndex, records: dict[str, tuple[tuple[str, ...], str, str, tuple[str, ...]]],
-          held: dict[str, list[tuple[str, ...]]], call: Any) -> None:  # fmt: skip
+          held: dict[str, list[tuple[str, ...]]], ints: bool, call: Any) -> None:  # fmt: skip
     """Take in one call's output: the string paths a walk binds from, and the records a record walk walks."""
-    index.observe(call.tool, call.output, track_holders=False)
+    index.observe(call.tool, call.output, track_holders=False, ints=ints)
     for name, (_, source, path, fields) in records.items():
         if call.tool == source and call.output is not None:
             found = records_at(call.output, path, fields)
@@ -155,7 +156,9 @@ def walk_argument(tool: ToolFlow) -> str | None:
     return best
 
 
-def _walks(timelines: Sequence[Timeline], tools: dict[str, ToolFlow], ranks: int) -> dict[str, Walk]:
+def _walks(
+    timelines: Sequence[Timeline], tools: dict[str, ToolFlow], ranks: int, ints: bool = False
+) -> dict[str, Walk]:
     """For each tool with a `[*]` binding: per site and rank, how often the walk's next value was the agent's."""
     walkers = {}
     records: dict[str, tuple[tuple[str, ...], str, str, tuple[str, ...]]] = {}
@@ -180,10 +183,10 @@ def _walks(timelines: Sequence[Timeline], tools: dict[str, ToolFlow], ranks: int
     for timeline in timelines:
         calls = timeline.calls
         index = OutputIndex()
-        opened: dict[tuple[str, str], set[str]] = defaultdict(set)
+        opened: dict[tuple[str, str], set[Any]] = defaultdict(set)
         held_records: dict[str, list[tuple[str, ...]]] = {}
         opened_records: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
-        take = partial(_take, index, records, held_records)
+        take = partial(_take, index, records, held_records, ints)
         events = timeline.events
         for position, event in enumerate(events):
             if isinstance(event, OtherCallsEvent):
@@ -195,7 +198,7 @@ def _walks(timelines: Sequence[Timeline], tools: dict[str, ToolFlow], ranks: int
             turn = timeline.turns[event.turn]
             for i in turn:
                 for arg, value in calls[i].arguments.items():
-                    if isinstance(value, str):
+                    if is_value(value, ints):
                         opened[(calls[i].tool, arg)].add(value)
                 if calls[i].tool in records:
                     opened_records[calls[i].tool].add(
@@ -422,6 +425,7 @@ def learn_flow(
     words: bool = False,
     walk_prior: float = 0.0,
     records: bool = False,
+    ints: bool = False,
 ) -> Flow:
     """Fit the habit on successful runs (every run with `learn_from_all`) and learn each read's bindings.
 
@@ -432,12 +436,15 @@ def learn_flow(
     `words` learns, per read, the one argument the agent took from the user's words (format 4), which a
     picker (`toolshift.flows.words`) reads when the lookup is decided.
     `records` binds a read's arguments together from one record of an earlier output where that agrees with
-    the agent more often than binding each on its own (format 5, `RecordBinding`).
+    the agent more often than binding each on its own (format 5, `RecordBinding`). `ints` also binds integer
+    arguments to integer leaves of earlier outputs, as strings are (an order's or a ticket's id; format 5,
+    `Flow.ints`).
     """
     if walk_ranks < 0:
         raise BadInputError(f"walk ranks is 0 (no walks) or more, not {walk_ranks}", field="walk_ranks")
     if walk_prior < 0:
         raise BadInputError(f"a walk prior is 0 or more, not {walk_prior}", field="walk_prior")
+    ints = ints and flow_format in (None, 5)
     chosen = [t for t in timelines if learn_from_all or t.success]
     if not chosen:
         raise BadInputError(
@@ -456,7 +463,7 @@ def learn_flow(
                 s.present[name] += 1
                 s.values[name].add(_repr(value))
                 s.first_value.setdefault(name, value)
-                s.kinds[name][_kind(value)] += 1
+                s.kinds[name][_kind(value, ints)] += 1
             s.arg_sets.append(frozenset((k, _repr(v)) for k, v in call.arguments.items()))
 
     required: dict[str, list[str]] = {}
@@ -474,12 +481,12 @@ def learn_flow(
     # Pass 1: which (tool, path) held each argument's value in an earlier output.
     candidates: dict[tuple[str, str], set[PathKey]] = defaultdict(set)
     for timeline in chosen:
-        for index, call, _ in _walk_calls(timeline):
+        for index, call, _ in _walk_calls(timeline, ints):
             if not catalog.is_read(call.tool):
                 continue
             for name in required.get(call.tool, ()):
                 value = call.arguments.get(name)
-                kind = _kind(value)
+                kind = _kind(value, ints)
                 if kind == "string":
                     candidates[(call.tool, name)].update(index.holding(value))
                 elif kind == "list" and flow_format != 1:
@@ -489,7 +496,7 @@ def learn_flow(
     agree: Counter[tuple[str, str, PathKey]] = Counter()
     seen: Counter[tuple[str, str, PathKey]] = Counter()
     for timeline in chosen:
-        for index, call, opened in _walk_calls(timeline):
+        for index, call, opened in _walk_calls(timeline, ints):
             if not catalog.is_read(call.tool):
                 continue
             for name in required.get(call.tool, ()):
@@ -497,7 +504,7 @@ def learn_flow(
                 if not keys:
                     continue
                 value = call.arguments.get(name)
-                kind = _kind(value)
+                kind = _kind(value, ints)
                 for key in keys:
                     held = index.latest.get(key)
                     if held is None:
@@ -506,7 +513,7 @@ def learn_flow(
                     if kind == "string":
                         ok = pick_unopened(held[0], opened[(call.tool, name)]) == value
                     elif kind == "list":
-                        ok = sorted(held[0]) == sorted(value)
+                        ok = Counter(held[0]) == Counter(value)
                     else:
                         ok = False
                     if ok:
@@ -555,7 +562,7 @@ def learn_flow(
             has_records = True
     has_walks = False
     if walk_ranks and flow_format in (None, 3, 5):
-        for name, walk in _walks(chosen, tools, walk_ranks).items():
+        for name, walk in _walks(chosen, tools, walk_ranks, ints).items():
             tools[name].walk = walk.model_copy(update={"prior": walk_prior}) if walk_prior else walk
             has_walks = True
     has_words = False
@@ -573,10 +580,11 @@ def learn_flow(
     fmt: Literal[1, 2, 3, 4, 5] = (
         flow_format
         if flow_format is not None
-        else (5 if has_records else 4 if has_words else 3 if has_walks else 2 if has_lists else 1)
+        else (5 if has_records or ints else 4 if has_words else 3 if has_walks else 2 if has_lists else 1)
     )
     return Flow(
         format=fmt,
+        ints=ints,
         domain=catalog.domain,
         catalog=catalog.fingerprint(),
         learned_from=LearnedFrom(

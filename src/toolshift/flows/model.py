@@ -285,6 +285,8 @@ class Flow(BaseModel):
     catalog: str
     """The catalog fingerprint (`Catalog.fingerprint`) the flow was learned against."""
     learned_from: LearnedFrom
+    ints: bool = False
+    """Format 5: integer leaves of outputs are values too (bound to integer arguments as strings are)."""
     sites: dict[str, SiteHabit]
     tools: dict[str, ToolFlow]
 
@@ -311,6 +313,8 @@ def save_flow(flow: Flow, path: Path) -> Path:
     A tool without a walk or words is written without those keys, and a walk without a prior without `prior`,
     so earlier formats' files stay as they were."""
     raw = json.loads(flow.model_dump_json(exclude_defaults=False))
+    if not raw.get("ints"):
+        raw.pop("ints", None)
     for tool in raw["tools"].values():
         for key in ("walk", "words", "record"):
             if tool.get(key) is None:
@@ -349,6 +353,9 @@ def parse_flow(raw: Any, *, source: str = "flow") -> Flow:
     ):
         raise BadInputError(f"format {raw['format']} flows read nothing from the user's words; this one does "
                             "(it is format 4)", source=source, field="format")  # fmt: skip
+    if raw["format"] in (1, 2, 3, 4) and raw.get("ints"):
+        raise BadInputError(f"format {raw['format']} flows bind no integers; this one does (it is format 5)",
+                            source=source, field="ints")  # fmt: skip
     if raw["format"] in (1, 2, 3, 4) and any(
         t.get("record") for t in (raw.get("tools") or {}).values() if isinstance(t, dict)
     ):

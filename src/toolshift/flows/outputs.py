@@ -17,14 +17,15 @@ class OutputIndex:
     __slots__ = ("holders", "latest")
 
     def __init__(self) -> None:
-        self.latest: dict[PathKey, tuple[list[str], frozenset[str]]] = {}
-        self.holders: dict[str, set[PathKey]] = {}
+        self.latest: dict[PathKey, tuple[list[Any], frozenset[Any]]] = {}
+        self.holders: dict[Any, set[PathKey]] = {}
 
-    def observe(self, tool: str, output: Any, *, track_holders: bool = True) -> None:
-        """Take in one output. `track_holders=False` skips the reverse index (the decider never needs it)."""
+    def observe(self, tool: str, output: Any, *, track_holders: bool = True, ints: bool = False) -> None:
+        """Take in one output. `track_holders=False` skips the reverse index (the decider never needs it);
+        `ints`: integer leaves are values too (format 5)."""
         if output is None:
             return
-        for path, values in string_paths(output).items():
+        for path, values in string_paths(output, ints).items():
             key = (tool, path)
             as_set = frozenset(values)
             self.latest[key] = (values, as_set)
@@ -32,15 +33,15 @@ class OutputIndex:
                 for value in as_set:
                     self.holders.setdefault(value, set()).add(key)
 
-    def observe_within(self, tool: str, output: Any, plan: PathPlan) -> None:
+    def observe_within(self, tool: str, output: Any, plan: PathPlan, ints: bool = False) -> None:
         """`observe` for a reader that only ever looks up the plan's paths of `tool`: the same `latest` entries
         for those keys, with the rest of the output left unwalked."""
         if output is None:
             return
-        for path, values in string_paths_within(output, plan).items():
+        for path, values in string_paths_within(output, plan, ints).items():
             self.latest[(tool, path)] = (values, frozenset(values))
 
-    def holding(self, value: str) -> list[PathKey]:
+    def holding(self, value: Any) -> list[PathKey]:
         """Paths whose most recent output holds `value`."""
         return [k for k in self.holders.get(value, ()) if value in self.latest[k][1]]
 
@@ -52,7 +53,7 @@ class OutputIndex:
         return [k for k in self.holding(values[0]) if all(v in self.latest[k][1] for v in values[1:])]
 
 
-def pick_unopened(values: list[str], opened: set[str] | frozenset[str]) -> str:
+def pick_unopened(values: list[Any], opened: set[Any] | frozenset[Any]) -> Any:
     """The binder's rule for a string: the first value at the path not yet passed for this argument, else the first."""
     for value in values:
         if value not in opened:
@@ -60,6 +61,6 @@ def pick_unopened(values: list[str], opened: set[str] | frozenset[str]) -> str:
     return values[0]
 
 
-def listing_rank(values: list[str], opened: set[str] | frozenset[str]) -> int:
+def listing_rank(values: list[Any], opened: set[Any] | frozenset[Any]) -> int:
     """How many of a listing's values were already passed for the argument (a walk's rank)."""
     return sum(1 for value in values if value in opened)

@@ -43,8 +43,10 @@ PRICES = (("Input tokens alone (the paper's)", "0,1,1"), ("Output 5×, nothing c
           ("OpenAI's: output 8×, cache reads 0.1×, writes 1×", "8,0.1,1"))  # fmt: skip
 AIRLINE_FILE = "tau-bench/gpt-4o-airline.trials-0-1.json"
 WORKBENCH_DIR = "workbench/results"
-COMMAND = "toolshift flows report --out docs/results/flows.md --bfcl /tmp/bfcl-vllm-results"
-BFCL_CLONE = "git clone https://github.com/bbrowning/bfcl-vllm-results /tmp/bfcl-vllm-results"
+COMMAND = "toolshift flows report --out docs/results/flows.md"
+BFCL_CLONE = "git clone https://github.com/bbrowning/bfcl-vllm-results {bfcl}"
+"""The header's clone, with the checkout's path as `--bfcl` was given it (`{bfcl}`)."""
+BFCL_DEFAULT = "/tmp/bfcl-vllm-results"
 
 
 def default_data_dir() -> Path:
@@ -116,6 +118,11 @@ def run_both(
     return {kind: replay(test, Decider(flow, kind, at[kind]), **kw) for kind in ORDER}
 
 
+def options(records: bool, ints: bool) -> str:
+    """The format-5 binding options a flow takes, as a phrase to append (empty for neither)."""
+    return (", record bindings" if records else "") + (", integer bindings" if ints else "")
+
+
 def crossval_section(cv: Crossval, sel: Selection) -> str:
     """The cross-validation table that chose the walk ranks and θ, and the rule it applied."""
     rows = []
@@ -177,21 +184,27 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     tl = timelines(conv.episodes, catalog, unlisted)
     sp = split(tl)
     # Choose on the training tasks alone, before any held-out replay.
-    tried: dict[tuple[bool, bool], Selection] = {}
+    tried: dict[tuple[bool, bool, bool], Selection] = {}
     cv, sel, every = choose_flow(sp.train, catalog, max_detours=GOAL_DETOURS, tried=tried)
-    ranks, prior, records = sel.walk_ranks, sel.walk_prior, sel.records
+    ranks, prior, records, ints = sel.walk_ranks, sel.walk_prior, sel.records, sel.ints
     # What the chosen flow could take at all on the training folds: at θ = 0.05 nearly every bound lookup is made.
     floor = crossval(sp.train, catalog, walk_ranks=(ranks,), thetas=(0.05,), walk_priors=(prior,),
-                     learn_from_all=every, records=records)  # fmt: skip
+                     learn_from_all=every, records=records, ints=ints)  # fmt: skip
     console.print(f"airline: cross-validation chose walk ranks {ranks}, prior {prior:g}, θ {sel.theta}")
     flow = learn_flow(
-        sp.train, catalog, walk_ranks=ranks, walk_prior=prior, learn_from_all=every, records=records
+        sp.train,
+        catalog,
+        walk_ranks=ranks,
+        walk_prior=prior,
+        learn_from_all=every,
+        records=records,
+        ints=ints,
     )
     previous = learn_flow(sp.train, catalog)
     flow_other = learn_flow(sp.train, catalog, learn_from_all=not every, walk_ranks=ranks, walk_prior=prior,
-                            records=records)  # fmt: skip
+                            records=records, ints=ints)  # fmt: skip
     flow_records = learn_flow(sp.train, catalog, walk_ranks=ranks, walk_prior=prior, learn_from_all=every,
-                              records=not records)  # fmt: skip
+                              records=not records, ints=ints)  # fmt: skip
     total, per_episode = anatomy(sp.test)
     ceiling = {e: a.ceiling for e, a in per_episode.items()}
     ceiling_turns = {e: a.ceiling_turns.get(e, []) for e, a in per_episode.items()}
@@ -205,7 +218,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     figures: dict[str, Any] = {"ceiling": total.share("ceiling"), "turns": total.turns,
                                "replies": total.share("replies"), "reads": total.share("read_turns"),
                                "train_successful": flow.learned_from.episodes, "train_episodes": len(sp.train), "walk_ranks": ranks, "walk_prior": prior,
-                               "learn_from_all": every, "records": records,
+                               "learn_from_all": every, "records": records, "ints": ints,
                                "theta": sel.theta, "format": flow.format,
                                "crossval_floor": {d: {"share_of_ceiling": floor.row(d, ranks, 0.05, prior).share_of_ceiling,
                                                       "detours_per_episode": floor.row(d, ranks, 0.05, prior).detours_per_episode}
@@ -220,9 +233,9 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     figures["record_bindings"] = {
         name: t.record.model_dump() for name, t in with_records.tools.items() if t.record
     }
-    figures["tried"] = {f"{'every run' if k else 'successful runs'}, {'records' if rec else 'no records'}":
+    figures["tried"] = {f"{'every run' if k else 'successful runs'}{options(rec, i)}":
                         {d: t.best[d].share_of_ceiling if d in t.best else None for d in ORDER}
-                        for (k, rec), t in sorted(tried.items())}  # fmt: skip
+                        for (k, rec, i), t in sorted(tried.items())}  # fmt: skip
     for kind, r in main.items():
         figures[kind] = r.summary() | {"share_of_ceiling": r.saved / total.ceiling if total.ceiling else 0.0}
     for kind, r in main.items():
@@ -245,16 +258,17 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
              "Intervals are 95%, from a bootstrap over tasks (a task's episodes drawn together).\n",
              crossval_section(cv, sel),
              "Cross-validated the same way, a flow learned from the successful training runs and one learned from "
-             "every training run (`--learn-from-all`; the habit and walks then count failed runs too), each without "
-             "and with record bindings (format 5, `--records`: a read's arguments bound together from one record of "
-             "an earlier output, its walk over those records); the one whose chosen shares average higher is kept "
-             "(ties: successful runs, then no records): "
-             f"{'every run' if every else 'the successful runs'}, {'with' if records else 'without'} record bindings "
-             "(the table above is its). Chosen shares, reach / next-step: "
-             + "; ".join(f"{'every run' if k else 'successful runs'}{', records' if rec else ''}: walk ranks "
+             "every training run (`--learn-from-all`; the habit and walks then count failed runs too), each with "
+             "neither, either or both of two binding options of flow format 5: record bindings (`--records`: a read's "
+             "arguments bound together from one record of an earlier output, its walk over those records) and "
+             "integer bindings (`--ints`: integer arguments bound to integer leaves, as strings are); the one whose "
+             "chosen shares average higher is kept (ties: successful runs, then fewer options, records first): "
+             f"{'every run' if every else 'the successful runs'}{options(records, ints) or ', neither option'} (the "
+             "table above is its). Chosen shares, reach / next-step: "
+             + "; ".join(f"{'every run' if k else 'successful runs'}{options(rec, i)}: walk ranks "
                          f"{t.walk_ranks}, prior {t.walk_prior:g}, "
                          + " / ".join(pct(t.best[d].share_of_ceiling, 0) + f" at {t.best[d].detours_per_episode:.2f}"
-                                      if d in t.best else "none" for d in ORDER) for (k, rec), t in sorted(tried.items()))
+                                      if d in t.best else "none" for d in ORDER) for (k, rec, i), t in sorted(tried.items()))
              + ".\n",
              "### Turn anatomy of the held-out episodes\n",
              table(("", *ANATOMY_HEADER[1:]), [anatomy_row("GPT-4o, test tasks", total)]), "",
@@ -353,6 +367,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
         walk_prior=prior,
         learn_from_all=every,
         records=records,
+        ints=ints,
     )
     lines += [rule_text]
 
@@ -361,7 +376,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     ablations = [
         (
             f"The flow above ({'every run' if every else 'successful runs'}, walk ranks {ranks}, prior {prior:g}, "
-            f"{'record bindings, ' if records else ''}chained scores multiplied)",
+            f"{options(records, ints).lstrip(', ') + ', ' if records or ints else ''}chained scores multiplied)",
             main,
         ),
         ("Format 2: no walks (the previous flow)", run_both(sp.test, previous, at)),
@@ -384,7 +399,13 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
             run_both(
                 sp.test,
                 learn_flow(
-                    sp.train, catalog, constants=True, walk_ranks=ranks, walk_prior=prior, records=records
+                    sp.train,
+                    catalog,
+                    constants=True,
+                    walk_ranks=ranks,
+                    walk_prior=prior,
+                    records=records,
+                    ints=ints,
                 ),
                 at,
             ),
@@ -585,13 +606,19 @@ def write_report(out: Path, data: Path, *, bfcl: Path | None = None, console: Co
         bfcl_text, bfcl_fig = bfcl_section(Path(bfcl), console)
     else:
         bfcl_text = ("## BFCL v4 multi-turn, across models\n\nNot computed in this run: pass `--bfcl` a checkout of "
-                     f"the published result files (`{BFCL_CLONE}`).\n")  # fmt: skip
+                     f"the published result files (`{BFCL_CLONE.format(bfcl=BFCL_DEFAULT)}`).\n")  # fmt: skip
     elapsed = time.perf_counter() - started
     head = [
         "# Flows on real runs",
         "",
-        f"Generated by `{COMMAND}` from the repository root, with the real data in `../shared/data` and the "
-        f"published BFCL result files cloned first (`{BFCL_CLONE}`) ({elapsed:.0f} s). "
+        f"Generated by `{COMMAND}{f' --bfcl {bfcl}' if bfcl else ''}` from the repository root, with the real data in "
+        "`../shared/data`"
+        + (
+            f" and the published BFCL result files cloned first (`{BFCL_CLONE.format(bfcl=bfcl)}`)"
+            if bfcl
+            else ""
+        )
+        + f" ({elapsed:.0f} s). "
         "Do not edit by hand: change the code in `src/toolshift/flows/` and run it again.",
         "",
         "What the rules are: seed 003 (replay from the record; a lookup counts as a saving only when the agent's own "

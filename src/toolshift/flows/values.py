@@ -28,17 +28,22 @@ def decode_output(text: str | None) -> Any:
     return text
 
 
-def string_paths(data: Any) -> dict[str, list[str]]:
+def is_value(node: Any, ints: bool = False) -> bool:
+    """A leaf a binding can pass: a string, or with `ints` (format 5, `Flow.ints`) an integer (not a bool)."""
+    return isinstance(node, str) or (ints and type(node) is int)
+
+
+def string_paths(data: Any, ints: bool = False) -> dict[str, list[Any]]:
     """Every string leaf of `data`, grouped by its path (`$.a.b`, list positions as `[*]`), in order.
 
     Leaves under an empty key or one holding `[` or `]` have no path a flow can carry (`VALUE_PATH`): skipped.
-    """
-    out: dict[str, list[str]] = {}
+    With `ints`, integer leaves (not bools) are values too (format 5)."""
+    out: dict[str, list[Any]] = {}
     stack: list[tuple[str, Any]] = [("$", data)]
     # Depth-first in document order: push children reversed so the first child is visited first.
     while stack:
         path, node = stack.pop()
-        if isinstance(node, str):
+        if isinstance(node, str) or (ints and type(node) is int):
             out.setdefault(path, []).append(node)
         elif isinstance(node, dict):
             for key, value in reversed(list(node.items())):
@@ -94,15 +99,15 @@ def path_plan(wanted: frozenset[str]) -> PathPlan:
 _ABSENT = object()
 
 
-def string_paths_within(data: Any, plan: PathPlan) -> dict[str, list[str]]:
-    """`string_paths(data)` restricted to the plan's wanted paths (each with the same values in the same
+def string_paths_within(data: Any, plan: PathPlan, ints: bool = False) -> dict[str, list[Any]]:
+    """`string_paths(data, ints)` restricted to the plan's wanted paths (each with the same values in the same
     order), descending only where a wanted path leads. `data` is a JSON value (string keys)."""
-    out: dict[str, list[str]] = {}
+    out: dict[str, list[Any]] = {}
     wanted, plan_keys, lists, ordered = plan.wanted, plan.keys, plan.lists, plan.ordered
     stack: list[tuple[str, Any]] = [("$", data)]
     while stack:
         path, node = stack.pop()
-        if isinstance(node, str):
+        if isinstance(node, str) or (ints and type(node) is int):
             if path in wanted:
                 out.setdefault(path, []).append(node)
         elif isinstance(node, dict):
