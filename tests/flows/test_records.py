@@ -7,7 +7,7 @@ import json
 import pytest
 
 from toolshift.errors import BadInputError
-from toolshift.flows.crossval import choose_flow
+from toolshift.flows.crossval import BINDINGS, choose_flow
 from toolshift.flows.decide import Decider
 from toolshift.flows.learn import learn_flow
 from toolshift.flows.model import load_flow, save_flow
@@ -128,25 +128,20 @@ def test_format_5_round_trips_and_older_formats_refuse_records(tmp_path):
     assert all("record" not in t for t in json.loads(plain.read_text())["tools"].values())
 
 
-def test_choose_flow_tries_records_and_keeps_them_only_when_they_cross_validate_better():
+def test_choose_flow_tries_every_binding_option_and_keeps_one_only_when_it_cross_validates_better():
     tried: dict = {}
     _, sel, every = choose_flow(corpus(), AIRLINE, max_detours=0.5, folds=3, tried=tried)
-    assert set(tried) == {(e, r, i) for e in (False, True) for r in (False, True) for i in (False, True)}
+    assert set(tried) == {(e, *o) for e in (False, True) for o in BINDINGS}
 
     def mean(s):
         return sum(b.share_of_ceiling for b in s.best.values()) / 2
 
     best = max(mean(s) for s in tried.values())
-    # Ties go to the successful runs, then to no records: here field-by-field binding saves as much.
-    assert mean(tried[(every, sel.records, sel.ints)]) == best
-    order = [
-        (e, r, i)
-        for e in (False, True)
-        for r, i in ((False, False), (True, False), (False, True), (True, True))
-    ]
-    assert (every, sel.records, sel.ints) == min(
-        (k for k, s in tried.items() if mean(s) == best), key=order.index
-    )
+    chosen = (every, sel.records, sel.ints, sel.fallbacks)
+    assert mean(tried[chosen]) == best
+    # Ties go to the successful runs, then to fewer options: here field-by-field binding saves as much.
+    order = [(e, *o) for e in (False, True) for o in BINDINGS]
+    assert chosen == min((k for k, s in tried.items() if mean(s) == best), key=order.index)
 
 
 def orders(eid: str, task: str, ids: list[int], opened: int) -> object:
@@ -188,3 +183,56 @@ def test_ints_in_an_older_format_are_refused(tmp_path):
     assert err.value.field == "ints"
     # A flow learned without --ints is written without the key, as before.
     assert "ints" not in json.loads(save_flow(learn_flow(runs, AIRLINE), tmp_path / "p.json").read_text())
+
+
+def two_sources(eid: str, task: str, i: int, via_user: bool) -> object:
+    """The agent reads a reservation's id from the user's record, or (half the runs) from a cancellation."""
+    rid = f"R{i}"
+    first = (
+        call("get_user_details", {"user_id": "u"}, {"reservations": [rid]})
+        if via_user
+        else call("cancel_reservation", {"reservation_id": "X"}, {"rebooked": rid})
+    )
+    steps: list[tuple] = [
+        ("user", "hi"),
+        ("turn", [first]),
+        ("turn", [call("get_reservation_details", {"reservation_id": rid}, {"id": rid})]),
+        ("reply", "done"),
+    ]
+    return episode(eid, task, steps)
+
+
+def test_fallback_source_binds_when_the_bindings_own_is_not_in_view():
+    runs = timelines([two_sources(f"e{i}", f"t{i}", i, via_user=i % 3 != 0) for i in range(9)], AIRLINE)
+    plain = learn_flow(runs, AIRLINE)
+    flow = learn_flow(runs, AIRLINE, fallbacks=True)
+    binding = flow.tools["get_reservation_details"].bindings["reservation_id"]
+    assert (binding.source, binding.path) == ("get_user_details", "$.reservations[*]")
+    (alt,) = flow.tools["get_reservation_details"].fallbacks["reservation_id"]
+    assert (alt.source, alt.path, alt.agree) == ("cancel_reservation", "$.rebooked", 3)
+    assert flow.format == 5 and not plain.tools["get_reservation_details"].fallbacks
+    test = timelines([two_sources("x", "tx", 50, via_user=False)], AIRLINE)
+    assert replay(test, Decider(plain, "reach", 0.1, AIRLINE)).saved == 0
+    assert replay(test, Decider(flow, "reach", 0.1, AIRLINE)).saved == 1
+    # Scored with the fallback's own chance: the lookup after a cancellation is weighed at that chance's share.
+    session = Decider(flow, "reach", 0.0, AIRLINE).session()
+    (lookup,) = session.after_call(
+        "cancel_reservation", {"reservation_id": "X"}, json.dumps({"rebooked": "Q"})
+    )
+    habit = flow.sites["cancel_reservation"]
+    expected = habit.reach["get_reservation_details"] / habit.occurrences * alt.chance
+    assert lookup.arguments == {"reservation_id": "Q"} and lookup.score == pytest.approx(expected)
+
+
+def test_fallbacks_round_trip_and_an_older_format_refuses_them(tmp_path):
+    runs = timelines([two_sources(f"e{i}", f"t{i}", i, via_user=i % 3 != 0) for i in range(9)], AIRLINE)
+    flow = learn_flow(runs, AIRLINE, fallbacks=True)
+    path = save_flow(flow, tmp_path / "f.json")
+    assert load_flow(path, AIRLINE) == flow
+    raw = json.loads(path.read_text())
+    raw["format"] = 2
+    (tmp_path / "g.json").write_text(json.dumps(raw))
+    with pytest.raises(BadInputError, match="fallback"):
+        load_flow(tmp_path / "g.json")
+    plain = json.loads(save_flow(learn_flow(runs, AIRLINE), tmp_path / "p.json").read_text())
+    assert all("fallbacks" not in t for t in plain["tools"].values())

@@ -89,6 +89,13 @@ def learn(
         bool,
         typer.Option("--ints", help="Bind integer arguments to integer leaves of results too (format 5)."),
     ] = False,
+    fallbacks: Annotated[
+        bool,
+        typer.Option(
+            "--fallbacks",
+            help="Keep each binding's next sources, tried when its own is not in view (format 5).",
+        ),
+    ] = False,
     tasks: TasksOpt = "all",
 ) -> None:
     """Learn a flow: the habit at each site and each read's bindings."""
@@ -102,7 +109,8 @@ def learn(
     console.print(inputs.describe())
     flow = learn_flow(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, constants=constants,
                       flow_format=flow_format, unlisted=inputs.unlisted, source=", ".join(map(str, episodes)),
-                      walk_ranks=walk_ranks, words=words, walk_prior=walk_prior, records=records, ints=ints)  # fmt: skip
+                      walk_ranks=walk_ranks, words=words, walk_prior=walk_prior, records=records, ints=ints,
+                      fallbacks=fallbacks)  # fmt: skip
     save_flow(flow, out)
     table = Table(title=f"flow {out} (format {flow.format}, {flow.learned_from.episodes} episodes)")
     for col in ("tool", "calls", "required", "bound from", "binding chance"):
@@ -123,6 +131,8 @@ def learn(
             r = tool.record
             fields = ", ".join(f"{a}←.{f}" for a, f in sorted(r.fields.items()))
             bound.append(f"{fields} of one {r.source}:{r.path} record ({r.agree}/{r.n})")
+        for a, alts in tool.fallbacks.items():
+            bound.append(f"{a} else " + " else ".join(f"{b.source}:{b.path} ({b.agree}/{b.n})" for b in alts))
         table.add_row(name, str(tool.calls), ", ".join(tool.required) or "—", "; ".join(bound) or "—",
                       f"{tool.binding_chance():.2f}")  # fmt: skip
     console.print(table)
@@ -149,6 +159,9 @@ def crossval(
     ints: Annotated[
         bool, typer.Option("--ints", help="The flows bind integer arguments too (format 5).")
     ] = False,
+    fallbacks: Annotated[
+        bool, typer.Option("--fallbacks", help="The flows' bindings keep fallback sources (format 5).")
+    ] = False,
 ) -> None:
     """Choose walk ranks and each decider's θ by leave-one-task-out over the training tasks only."""
     from rich.progress import track
@@ -165,7 +178,7 @@ def crossval(
     steps = iter(track(range(n_tasks), description="folds", console=console, transient=True))
     cv = run_crossval(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, max_detours=max_detours,
                       folds=folds, progress=lambda: next(steps, None), records=records,
-                      ints=ints)  # fmt: skip
+                      ints=ints, fallbacks=fallbacks)  # fmt: skip
     how = "leave-one-task-out" if folds is None else f"{folds}-fold by task"
     table = Table(title=f"{how} over {cv.folds} folds ({cv.episodes} episodes): share of the "
                   "ceiling / detours per episode")  # fmt: skip

@@ -86,6 +86,12 @@ class Selection:
     """Whether the flow binds a read's arguments together from one record (format 5; `learn_flow(records=)`)."""
     ints: bool = False
     """Whether the flow binds integer arguments to integer leaves too (format 5; `learn_flow(ints=)`)."""
+    fallbacks: bool = False
+    """Whether the flow's bindings keep fallback sources (format 5; `learn_flow(fallbacks=)`)."""
+
+    def options(self) -> dict[str, bool]:
+        """The binding options as `learn_flow` / `crossval` / `choose_rule` keywords."""
+        return {"records": self.records, "ints": self.ints, "fallbacks": self.fallbacks}
 
 
 @dataclass
@@ -100,6 +106,7 @@ class Crossval:
     walk_priors: tuple[float, ...] = (0.0,)
     records: bool = False
     ints: bool = False
+    fallbacks: bool = False
 
     def flows(self) -> list[tuple[int, float]]:
         """The (walk ranks, prior) pairs tried: ranks 0 (no walks) with no prior, every other with each."""
@@ -133,6 +140,7 @@ class Crossval:
             walk_prior=prior,
             records=self.records,
             ints=self.ints,
+            fallbacks=self.fallbacks,
         )
 
 
@@ -150,9 +158,10 @@ def crossval(
     progress: Callable[[], None] | None = None,
     records: bool = False,
     ints: bool = False,
+    fallbacks: bool = False,
 ) -> Crossval:
     """Leave-one-task-out (or `folds`-fold by task) over `timelines`, the training tasks: every candidate's
-    summed figures. `records`: the flows bind record fields together; `ints`: integer arguments too (format 5)."""
+    summed figures. `records`: the flows bind record fields together; `ints`: integer arguments too; `fallbacks`: bindings keep fallback sources (format 5)."""
     tasks = sorted({t.task_id for t in timelines})
     if len(tasks) < 2:
         raise BadInputError(f"cross-validation needs at least 2 training tasks, got {len(tasks)}")
@@ -174,7 +183,7 @@ def crossval(
         episodes += len(held)
         for k in walk_ranks:
             learned = learn_flow(rest, catalog, learn_from_all=learn_from_all, walk_ranks=k, records=records,
-                                 ints=ints)  # fmt: skip
+                                 ints=ints, fallbacks=fallbacks)  # fmt: skip
             for p in walk_priors if k else (0.0,):
                 flow = with_walk_prior(learned, p) if p else learned
                 for d in deciders:
@@ -187,7 +196,7 @@ def crossval(
             progress()
     rows = [CrossvalRow(d, k, th, s, ceiling, det, episodes, p) for (d, k, p, th), (s, det) in sums.items()]
     return Crossval(rows, done, episodes, max_detours, tuple(walk_ranks), tuple(thetas), tuple(deciders),
-                    tuple(walk_priors), records, ints)  # fmt: skip
+                    tuple(walk_priors), records, ints, fallbacks)  # fmt: skip
 
 
 def mean_best_share(cv: Crossval, sel: Selection) -> float:
@@ -195,31 +204,40 @@ def mean_best_share(cv: Crossval, sel: Selection) -> float:
     return sum(sel.best[d].share_of_ceiling if d in sel.best else 0.0 for d in cv.deciders) / len(cv.deciders)
 
 
-BINDINGS: tuple[tuple[bool, bool], ...] = ((False, False), (True, False), (False, True), (True, True))
-"""The binding options `choose_flow` tries: (record bindings, integer bindings), both format 5."""
+BINDINGS: tuple[tuple[bool, bool, bool], ...] = tuple(
+    (r, i, f)
+    for n in range(4)
+    for r in (False, True)
+    for i in (False, True)
+    for f in (False, True)
+    if r + i + f == n
+)
+"""The binding options `choose_flow` tries, fewest first: (record bindings, integer bindings, fallback sources),
+each of flow format 5."""
 
 
 def choose_flow(timelines: Sequence[Timeline], catalog: Catalog, *, max_detours: float = MAX_DETOURS,
                 folds: int | None = None, verdicts: bool = True,
-                bindings: Sequence[tuple[bool, bool]] = BINDINGS,
-                tried: dict[tuple[bool, bool, bool], Selection] | None = None) -> tuple[Crossval, Selection, bool]:  # fmt: skip
+                bindings: Sequence[tuple[bool, bool, bool]] = BINDINGS,
+                tried: dict[tuple[bool, bool, bool, bool], Selection] | None = None) -> tuple[Crossval, Selection, bool]:  # fmt: skip
     """Cross-validate flows learned from the successful training runs and from every training run (only the
-    latter without `verdicts`), each with every binding option of `bindings` ((records, ints): record bindings
-    and integer bindings, format 5); keep the one whose selection's mean best share is higher (ties: the
-    successful runs, then the fewer options, records before ints). Returns its cross-validation, its selection
-    (`Selection.records` / `.ints` say which options it takes) and whether it learns from every run; each
-    selection tried is put in `tried` (by (every run, records, ints)) when given."""
+    latter without `verdicts`), each with every binding option of `bindings` ((records, ints, fallbacks): record
+    bindings, integer bindings and fallback sources, format 5); keep the one whose selection's mean best share
+    is higher (ties: the successful runs, then the earlier in `bindings`, fewest options first). Returns its
+    cross-validation, its selection (`Selection.records` / `.ints` / `.fallbacks` say which options it takes)
+    and whether it learns from every run; each selection tried is put in `tried` (by (every run, records, ints,
+    fallbacks)) when given."""
     ranked = []
     for learn_from_all in (False, True) if verdicts else (True,):
         if not learn_from_all and not any(t.success for t in timelines):
             continue
-        for order, (records, ints) in enumerate(bindings):
+        for order, (records, ints, fallbacks) in enumerate(bindings):
             cv = crossval(timelines, catalog, learn_from_all=learn_from_all, max_detours=max_detours, folds=folds,
-                          records=records, ints=ints)  # fmt: skip
+                          records=records, ints=ints, fallbacks=fallbacks)  # fmt: skip
             sel = cv.select()
             ranked.append((-mean_best_share(cv, sel), learn_from_all, order, cv, sel))
             if tried is not None:
-                tried[(learn_from_all, records, ints)] = sel
+                tried[(learn_from_all, records, ints, fallbacks)] = sel
     if not ranked:
         raise BadInputError("no training run to learn a flow from", field="timelines")
     _, learn_from_all, _, cv, sel = min(ranked, key=lambda x: (x[0], x[1], x[2]))

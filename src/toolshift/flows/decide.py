@@ -66,6 +66,9 @@ class _CompiledTool:
     """Format 4: the argument a picker reads from the user's words."""
     record: tuple[RecordKey, tuple[str, ...]] | None = None
     """Format 5: where the record binding's records are held (source, path, fields) and its arguments."""
+    fallbacks: dict[str, tuple[tuple[PathKey, float], ...]] | None = None
+    """Format 5: per argument, further paths tried in order when its binding's is not in view, each with its
+    chance over the binding's (the lookup's score is scaled by it)."""
 
 
 RecordKey = tuple[str, str, tuple[str, ...]]
@@ -132,6 +135,12 @@ class Decider:
                 walk=walk,
                 words=tool.words.argument if tool.words is not None else None,
                 record=record,
+                fallbacks={
+                    a: tuple(((f.source, f.path), f.chance / tool.bindings[a].chance) for f in alts)
+                    for a, alts in sorted(tool.fallbacks.items())
+                    if a in tool.bindings and alts
+                }
+                or None,
             )
         self._walkers = tuple(c for c in self._tools.values() if c.walk is not None)
         read: dict[str, set[str]] = defaultdict(set)
@@ -139,6 +148,9 @@ class Decider:
             walked = (c.walk[:2],) if c.walk is not None and c.record is None else ()
             for _, (source, path) in (*c.bindings, *c.lists, *walked):
                 read[source].add(path)
+            for alts in (c.fallbacks or {}).values():
+                for (source, path), _ in alts:
+                    read[source].add(path)
         self._reads: dict[str, PathPlan] = {
             source: path_plan(frozenset(paths)) for source, paths in read.items()
         }
@@ -320,6 +332,15 @@ class DecisionSession:
         self, compiled: _CompiledTool, raw: float, site: str, depth: int, weigh_all: bool
     ) -> Lookup | None:
         """The lookup, if it reaches its bar (or `weigh_all`), binds and is not answered."""
+        if compiled.fallbacks is not None:  # bind first: a fallback path scales the score
+            bound = self._bind(compiled)
+            if bound is None:
+                return None
+            raw *= bound[1]
+            score, bar = self.decider.judge(compiled.tool, raw, depth, self.position, self.intent)
+            if score < bar and not weigh_all:
+                return None
+            return self._lookup(compiled, bound[0], score, site, raw, bar, depth)
         score, bar = self.decider.judge(compiled.tool, raw, depth, self.position, self.intent)
         if score < bar and not weigh_all:
             return None
@@ -328,9 +349,14 @@ class DecisionSession:
     def _unanswered(self, compiled: _CompiledTool, score: float, site: str, *, raw: float = -1.0,
                     bar: float = 0.0, depth: int = 0) -> Lookup | None:  # fmt: skip
         """The lookup of `compiled` with arguments bound from outputs seen, unless unbound or answered."""
-        arguments = self._bind(compiled)
-        if arguments is None:
+        bound = self._bind(compiled)
+        if bound is None:
             return None
+        return self._lookup(compiled, bound[0], score, site, raw, bar, depth)
+
+    def _lookup(self, compiled: _CompiledTool, arguments: dict[str, Any], score: float, site: str, raw: float,
+                bar: float, depth: int) -> Lookup | None:  # fmt: skip
+        """The lookup with these arguments, unless already answered (or, without re-reads, already seen)."""
         key = call_key(compiled.tool, arguments)
         if key in self.answered or (not self.decider.reread and key in self.seen):
             return None
@@ -396,13 +422,22 @@ class DecisionSession:
         self.observe_user(text)
         return self.propose(USER_SITE)
 
-    def _bind(self, compiled: _CompiledTool) -> dict[str, Any] | None:
+    def _bind(self, compiled: _CompiledTool) -> tuple[dict[str, Any], float] | None:
+        """The arguments bound from the outputs seen, and the factor fallback paths scale the score by (1 when
+        every binding's own path was in view); None when an argument cannot be bound."""
         arguments: dict[str, Any] = {}
+        factor = 1.0
         latest = self.index.latest
         for name, key in compiled.bindings:
             held = latest.get(key)
             if held is None:
-                return None
+                for alt, ratio in (compiled.fallbacks or {}).get(name, ()):
+                    held = latest.get(alt)
+                    if held is not None:
+                        factor *= ratio
+                        break
+                else:
+                    return None
             arguments[name] = pick_unopened(held[0], self.opened.get((compiled.tool, name), frozenset()))
         for name, key in compiled.lists:
             held = latest.get(key)
@@ -424,7 +459,7 @@ class DecisionSession:
             if value is None:
                 return None
             arguments[compiled.words] = value
-        return arguments
+        return arguments, factor
 
     def _read_words(self, tool: str, argument: str) -> str | None:
         """The picker's value for `argument` from what the user said so far (asked once per message)."""

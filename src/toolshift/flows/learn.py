@@ -29,6 +29,8 @@ from toolshift.flows.timeline import Catalog, OtherCallsEvent, Timeline, TurnEve
 from toolshift.flows.values import canonical, is_value, record_paths, records_at, scalar_tokens
 
 REQUIRED_SHARE = 0.9
+MAX_FALLBACKS = 2
+"""Fallback sources kept per argument (format 5, `ToolFlow.fallbacks`)."""
 
 
 def constant_value_allowed(value: Any) -> bool:
@@ -426,6 +428,7 @@ def learn_flow(
     walk_prior: float = 0.0,
     records: bool = False,
     ints: bool = False,
+    fallbacks: bool = False,
 ) -> Flow:
     """Fit the habit on successful runs (every run with `learn_from_all`) and learn each read's bindings.
 
@@ -438,13 +441,15 @@ def learn_flow(
     `records` binds a read's arguments together from one record of an earlier output where that agrees with
     the agent more often than binding each on its own (format 5, `RecordBinding`). `ints` also binds integer
     arguments to integer leaves of earlier outputs, as strings are (an order's or a ticket's id; format 5,
-    `Flow.ints`).
+    `Flow.ints`). `fallbacks` keeps, per bound argument, up to two further sources the agent's values also
+    came from, tried in order when the binding's is not in view (format 5, `ToolFlow.fallbacks`).
     """
     if walk_ranks < 0:
         raise BadInputError(f"walk ranks is 0 (no walks) or more, not {walk_ranks}", field="walk_ranks")
     if walk_prior < 0:
         raise BadInputError(f"a walk prior is 0 or more, not {walk_prior}", field="walk_prior")
     ints = ints and flow_format in (None, 5)
+    fallbacks = fallbacks and flow_format in (None, 5)
     chosen = [t for t in timelines if learn_from_all or t.success]
     if not chosen:
         raise BadInputError(
@@ -520,7 +525,7 @@ def learn_flow(
                         agree[(call.tool, name, key)] += 1
 
     tools: dict[str, ToolFlow] = {}
-    has_lists = False
+    has_lists = has_fallbacks = False
     for tool in sorted(stats):
         s = stats[tool]
         consts = learned_constants[tool]
@@ -541,6 +546,18 @@ def learn_flow(
                     has_lists = True
                 else:
                     flow_tool.bindings[name] = best
+                    if fallbacks:
+                        alts = [
+                            Binding(
+                                source=k[0], path=k[1], agree=agree[(tool, name, k)], n=seen[(tool, name, k)]
+                            )
+                            for k in sorted(candidates.get((tool, name), ()))
+                            if k != (best.source, best.path) and agree[(tool, name, k)] > 0
+                        ]
+                        alts.sort(key=lambda b: (-b.chance, -b.agree, b.source, b.path))
+                        if alts[:MAX_FALLBACKS]:
+                            flow_tool.fallbacks[name] = alts[:MAX_FALLBACKS]
+                            has_fallbacks = True
             else:
                 flow_tool.unbound.append(name)
         if count_bare and not required[tool] and s.present:
@@ -557,6 +574,7 @@ def learn_flow(
             tool.record = record
             for argument in record.fields:
                 tool.bindings.pop(argument, None)
+                tool.fallbacks.pop(argument, None)
                 if argument in tool.unbound:
                     tool.unbound.remove(argument)
             has_records = True
@@ -580,7 +598,17 @@ def learn_flow(
     fmt: Literal[1, 2, 3, 4, 5] = (
         flow_format
         if flow_format is not None
-        else (5 if has_records or ints else 4 if has_words else 3 if has_walks else 2 if has_lists else 1)
+        else (
+            5
+            if has_records or ints or has_fallbacks
+            else 4
+            if has_words
+            else 3
+            if has_walks
+            else 2
+            if has_lists
+            else 1
+        )
     )
     return Flow(
         format=fmt,

@@ -232,6 +232,9 @@ class ToolFlow(BaseModel):
     record: RecordBinding | None = None
     """Format 5: arguments bound together from one record (see `RecordBinding`); none of them is in
     `bindings`."""
+    fallbacks: dict[str, list[Binding]] = Field(default_factory=dict)
+    """Format 5: per argument of `bindings`, further sources tried in order when the binding's path is in no
+    output seen; a lookup bound through one is scored with its chance in place of the binding's."""
     unbound: list[str] = Field(default_factory=list)
     """Required arguments no path or constant gave: the lookup is never made."""
 
@@ -319,6 +322,8 @@ def save_flow(flow: Flow, path: Path) -> Path:
         for key in ("walk", "words", "record"):
             if tool.get(key) is None:
                 tool.pop(key, None)
+        if not tool.get("fallbacks"):
+            tool.pop("fallbacks", None)
         if tool.get("walk") is not None and not tool["walk"].get("prior"):
             tool["walk"].pop("prior", None)
     return write_text_atomic(path, json.dumps(raw, indent=1, ensure_ascii=False) + "\n")
@@ -353,6 +358,11 @@ def parse_flow(raw: Any, *, source: str = "flow") -> Flow:
     ):
         raise BadInputError(f"format {raw['format']} flows read nothing from the user's words; this one does "
                             "(it is format 4)", source=source, field="format")  # fmt: skip
+    if raw["format"] in (1, 2, 3, 4) and any(
+        t.get("fallbacks") for t in (raw.get("tools") or {}).values() if isinstance(t, dict)
+    ):
+        raise BadInputError(f"format {raw['format']} flows have no fallback bindings; this one has (it is format 5)",
+                            source=source, field="format")  # fmt: skip
     if raw["format"] in (1, 2, 3, 4) and raw.get("ints"):
         raise BadInputError(f"format {raw['format']} flows bind no integers; this one does (it is format 5)",
                             source=source, field="ints")  # fmt: skip

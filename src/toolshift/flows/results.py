@@ -118,9 +118,13 @@ def run_both(
     return {kind: replay(test, Decider(flow, kind, at[kind]), **kw) for kind in ORDER}
 
 
-def options(records: bool, ints: bool) -> str:
-    """The format-5 binding options a flow takes, as a phrase to append (empty for neither)."""
-    return (", record bindings" if records else "") + (", integer bindings" if ints else "")
+def options(records: bool, ints: bool, fallbacks: bool = False) -> str:
+    """The format-5 binding options a flow takes, as a phrase to append (empty for none)."""
+    return (
+        (", record bindings" if records else "")
+        + (", integer bindings" if ints else "")
+        + (", fallback sources" if fallbacks else "")
+    )
 
 
 def crossval_section(cv: Crossval, sel: Selection) -> str:
@@ -184,12 +188,13 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     tl = timelines(conv.episodes, catalog, unlisted)
     sp = split(tl)
     # Choose on the training tasks alone, before any held-out replay.
-    tried: dict[tuple[bool, bool, bool], Selection] = {}
+    tried: dict[tuple[bool, bool, bool, bool], Selection] = {}
     cv, sel, every = choose_flow(sp.train, catalog, max_detours=GOAL_DETOURS, tried=tried)
-    ranks, prior, records, ints = sel.walk_ranks, sel.walk_prior, sel.records, sel.ints
+    ranks, prior, records = sel.walk_ranks, sel.walk_prior, sel.records
+    opts = sel.options()
     # What the chosen flow could take at all on the training folds: at θ = 0.05 nearly every bound lookup is made.
     floor = crossval(sp.train, catalog, walk_ranks=(ranks,), thetas=(0.05,), walk_priors=(prior,),
-                     learn_from_all=every, records=records, ints=ints)  # fmt: skip
+                     learn_from_all=every, **opts)  # fmt: skip
     console.print(f"airline: cross-validation chose walk ranks {ranks}, prior {prior:g}, θ {sel.theta}")
     flow = learn_flow(
         sp.train,
@@ -197,14 +202,13 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
         walk_ranks=ranks,
         walk_prior=prior,
         learn_from_all=every,
-        records=records,
-        ints=ints,
+        **opts,
     )
     previous = learn_flow(sp.train, catalog)
     flow_other = learn_flow(sp.train, catalog, learn_from_all=not every, walk_ranks=ranks, walk_prior=prior,
-                            records=records, ints=ints)  # fmt: skip
+                            **opts)  # fmt: skip
     flow_records = learn_flow(sp.train, catalog, walk_ranks=ranks, walk_prior=prior, learn_from_all=every,
-                              records=not records, ints=ints)  # fmt: skip
+                              **(opts | {"records": not records}))  # fmt: skip
     total, per_episode = anatomy(sp.test)
     ceiling = {e: a.ceiling for e, a in per_episode.items()}
     ceiling_turns = {e: a.ceiling_turns.get(e, []) for e, a in per_episode.items()}
@@ -218,7 +222,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     figures: dict[str, Any] = {"ceiling": total.share("ceiling"), "turns": total.turns,
                                "replies": total.share("replies"), "reads": total.share("read_turns"),
                                "train_successful": flow.learned_from.episodes, "train_episodes": len(sp.train), "walk_ranks": ranks, "walk_prior": prior,
-                               "learn_from_all": every, "records": records, "ints": ints,
+                               "learn_from_all": every, **opts,
                                "theta": sel.theta, "format": flow.format,
                                "crossval_floor": {d: {"share_of_ceiling": floor.row(d, ranks, 0.05, prior).share_of_ceiling,
                                                       "detours_per_episode": floor.row(d, ranks, 0.05, prior).detours_per_episode}
@@ -233,9 +237,9 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     figures["record_bindings"] = {
         name: t.record.model_dump() for name, t in with_records.tools.items() if t.record
     }
-    figures["tried"] = {f"{'every run' if k else 'successful runs'}{options(rec, i)}":
+    figures["tried"] = {f"{'every run' if k else 'successful runs'}{options(rec, i, fb)}":
                         {d: t.best[d].share_of_ceiling if d in t.best else None for d in ORDER}
-                        for (k, rec, i), t in sorted(tried.items())}  # fmt: skip
+                        for (k, rec, i, fb), t in sorted(tried.items())}  # fmt: skip
     for kind, r in main.items():
         figures[kind] = r.summary() | {"share_of_ceiling": r.saved / total.ceiling if total.ceiling else 0.0}
     for kind, r in main.items():
@@ -259,16 +263,18 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
              crossval_section(cv, sel),
              "Cross-validated the same way, a flow learned from the successful training runs and one learned from "
              "every training run (`--learn-from-all`; the habit and walks then count failed runs too), each with "
-             "neither, either or both of two binding options of flow format 5: record bindings (`--records`: a read's "
-             "arguments bound together from one record of an earlier output, its walk over those records) and "
-             "integer bindings (`--ints`: integer arguments bound to integer leaves, as strings are); the one whose "
-             "chosen shares average higher is kept (ties: successful runs, then fewer options, records first): "
-             f"{'every run' if every else 'the successful runs'}{options(records, ints) or ', neither option'} (the "
+             "every combination of three binding options of flow format 5: record bindings (`--records`: a read's "
+             "arguments bound together from one record of an earlier output, its walk over those records), integer "
+             "bindings (`--ints`: integer arguments bound to integer leaves, as strings are) and fallback sources "
+             "(`--fallbacks`: a bound argument's next sources, tried when its own is not in view); the one whose "
+             "chosen shares average higher is kept (ties: successful runs, then fewer options): "
+             f"{'every run' if every else 'the successful runs'}{options(**opts) or ', no option'} (the "
              "table above is its). Chosen shares, reach / next-step: "
-             + "; ".join(f"{'every run' if k else 'successful runs'}{options(rec, i)}: walk ranks "
+             + "; ".join(f"{'every run' if k else 'successful runs'}{options(rec, i, fb)}: walk ranks "
                          f"{t.walk_ranks}, prior {t.walk_prior:g}, "
                          + " / ".join(pct(t.best[d].share_of_ceiling, 0) + f" at {t.best[d].detours_per_episode:.2f}"
-                                      if d in t.best else "none" for d in ORDER) for (k, rec, i), t in sorted(tried.items()))
+                                      if d in t.best else "none" for d in ORDER)
+                         for (k, rec, i, fb), t in sorted(tried.items()))
              + ".\n",
              "### Turn anatomy of the held-out episodes\n",
              table(("", *ANATOMY_HEADER[1:]), [anatomy_row("GPT-4o, test tasks", total)]), "",
@@ -366,8 +372,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
         out_dir,
         walk_prior=prior,
         learn_from_all=every,
-        records=records,
-        ints=ints,
+        **opts,
     )
     lines += [rule_text]
 
@@ -376,7 +381,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     ablations = [
         (
             f"The flow above ({'every run' if every else 'successful runs'}, walk ranks {ranks}, prior {prior:g}, "
-            f"{options(records, ints).lstrip(', ') + ', ' if records or ints else ''}chained scores multiplied)",
+            f"{options(**opts).lstrip(', ') + ', ' if any(opts.values()) else ''}chained scores multiplied)",
             main,
         ),
         ("Format 2: no walks (the previous flow)", run_both(sp.test, previous, at)),
@@ -404,8 +409,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
                     constants=True,
                     walk_ranks=ranks,
                     walk_prior=prior,
-                    records=records,
-                    ints=ints,
+                    **opts,
                 ),
                 at,
             ),

@@ -39,8 +39,9 @@ ORDER = ("reach", "next-step")
 PRICE = "0,1,1"
 
 
-def _options(records: bool, ints: bool) -> str:
-    return " and ".join(n for n, on in (("records", records), ("ints", ints)) if on) or "neither"
+def _options(records: bool, ints: bool, fallbacks: bool = False) -> str:
+    named = (("records", records), ("ints", ints), ("fallbacks", fallbacks))
+    return " + ".join(n for n, on in named if on) or "none"
 
 
 def _pct(x: float) -> str:
@@ -105,19 +106,17 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
         console.print(f"bfcl: learn on {learn_on} ({len(train)} training episodes), replay {serve_on} "
                       f"({len(test)} test episodes)")  # fmt: skip
         tried = []
-        for order, (records, ints) in enumerate(
-            BINDINGS
-        ):  # format 5's options, kept where they cross-validate better
-            cv = crossval(train, catalog, learn_from_all=True, folds=FOLDS, max_detours=MAX_DETOURS, records=records,
-                          ints=ints)  # fmt: skip
+        for order, (records, ints, fallbacks) in enumerate(BINDINGS):  # format 5's options, kept where they
+            cv = crossval(train, catalog, learn_from_all=True, folds=FOLDS,  # cross-validate better
+                          max_detours=MAX_DETOURS, records=records, ints=ints, fallbacks=fallbacks)  # fmt: skip
             tried.append((-mean_best_share(cv, cv.select()), order, cv))
         _, _, cv = min(tried, key=lambda x: (x[0], x[1]))
         sel = cv.select()
         choice = choose_rule(train, catalog, walk_ranks=sel.walk_ranks, price=price, learn_from_all=True,
                              folds=FOLDS, max_detours=MAX_DETOURS, walk_prior=sel.walk_prior,
-                             records=sel.records, ints=sel.ints)  # fmt: skip
+                             **sel.options())  # fmt: skip
         flow = learn_flow(train, catalog, learn_from_all=True, walk_ranks=sel.walk_ranks, walk_prior=sel.walk_prior,
-                          records=sel.records, ints=sel.ints)  # fmt: skip
+                          **sel.options())  # fmt: skip
         before_flow = learn_flow(train, catalog, learn_from_all=True)
         total, per_episode = anatomy(test)
         ceiling = {e: a.ceiling for e, a in per_episode.items()}
@@ -128,7 +127,7 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
                                      "walk_ranks": sel.walk_ranks, "walk_prior": sel.walk_prior, "theta": sel.theta,
                                      "records": sel.records, "record_bindings": {
                                          t: f.record.model_dump() for t, f in flow.tools.items() if f.record},
-                                     "ints": sel.ints,
+                                     "ints": sel.ints, "fallbacks": sel.fallbacks,
                                      "crossval_bindings": {_options(*BINDINGS[order]): -neg
                                                            for neg, order, _ in tried},
                                      "rules": {}}  # fmt: skip
@@ -136,7 +135,7 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
         for d in ORDER:
             best = sel.best.get(d)
             rows_cv.append([name, d, f"walk ranks {sel.walk_ranks}, prior {sel.walk_prior:g}, "
-                            f"{_options(sel.records, sel.ints) + ', ' if sel.records or sel.ints else ''}"
+                            f"{_options(**sel.options()) + ', ' if any(sel.options().values()) else ''}"
                             f"θ = {sel.theta[d]:g}",
                             f"{_pct(best.share_of_ceiling)} / {best.detours_per_episode:.2f}" if best
                             else "none within budget"])  # fmt: skip
@@ -215,10 +214,11 @@ def _render(figures: dict[str, Any], rows_cv: list[list[str]], rows_out: list[li
         + (f" The rules picked overall: {picks}." if picks else "")
         + " Walk ranks and prior chosen: "
         + "; ".join(f"{k}: {v['walk_ranks']}, {v['walk_prior']:g}" for k, v in figures["directions"].items())
-        + ". Format 5's binding options (record bindings, integer bindings), cross-validated with neither, either "
-        "and both (mean chosen share of the two deciders): "
+        + ". Format 5's binding options (record bindings, integer bindings, fallback sources), cross-validated in "
+        "every combination (mean chosen share of the two deciders): "
         + "; ".join(f"{k}: " + ", ".join(f"{r} {_pct(x)}" for r, x in v["crossval_bindings"].items())
-                    + f" (kept: {_options(v['records'], v['ints'])})" for k, v in figures["directions"].items())
+                    + f" (kept: {_options(v['records'], v['ints'], v['fallbacks'])})"
+                    for k, v in figures["directions"].items())
         + ".\n"
     )  # fmt: skip
     return "\n".join(lines)
