@@ -9,7 +9,7 @@ A second pairing gives side B the result as data (`after_call_value`, the result
 pairing): what a caller holding the result's value already (a gateway in front of a world in its own
 process, or one reading MCP's structured content) would pay.
 
-    .venv/bin/python bench/bench_flows_decide_lookup.py [--rounds N] [--walk-ranks K]
+    .venv/bin/python bench/bench_flows_decide_lookup.py [--rounds N] [--walk-ranks K] [--records] [--ints] [--fallbacks]
 """
 
 from __future__ import annotations
@@ -75,6 +75,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--walk-ranks", type=int, default=0)
+    for option in ("records", "ints", "fallbacks"):  # format 5's binding options (learn_flow's keywords)
+        parser.add_argument(f"--{option}", action="store_true")
     args = parser.parse_args()
     if not DATA.is_dir():
         sys.exit(f"real data not found at {DATA}")
@@ -83,7 +85,8 @@ def main() -> None:
     conv = convert_taubench_v1(DATA / "tau-bench" / "gpt-4o-airline.trials-0-1.json")
     catalog = Catalog.of(conv.catalogs[taubench_domain("airline")])
     tl = timelines(conv.episodes, catalog)
-    flow = learn_flow(tl, catalog, learn_from_all=True, walk_ranks=args.walk_ranks)
+    options = {o: getattr(args, o) for o in ("records", "ints", "fallbacks")}
+    flow = learn_flow(tl, catalog, learn_from_all=True, walk_ranks=args.walk_ranks, **options)
     decider = Decider(flow, "reach", 0.1, catalog)
     items, every = decisions(decider, tl, args.rounds)
     world = World(load_domain("tau2-airline"))
@@ -112,8 +115,10 @@ def main() -> None:
     alone = measure(lambda sc: sc[0].after_call(sc[1].tool, sc[1].arguments, sc[1].output_text), every)
     walls = [s.wall for s in alone]
     p50, p90 = percentile(walls, 0.5) * 1e6, percentile(walls, 0.9) * 1e6
-    command = "python bench/bench_flows_decide_lookup.py" + (
-        f" --rounds {args.rounds}" + (f" --walk-ranks {args.walk_ranks}" if args.walk_ranks else "")
+    command = (
+        "python bench/bench_flows_decide_lookup.py"
+        + (f" --rounds {args.rounds}" + (f" --walk-ranks {args.walk_ranks}" if args.walk_ranks else ""))
+        + "".join(f" --{o}" for o, on in options.items() if on)
     )
     record(
         "flows decision vs the lookup it proposes (τ² airline World.call), interleaved",
