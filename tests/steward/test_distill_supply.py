@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from toolshift.steward import maintain as maintain_module
 from toolshift.steward.catalog import Catalog, CatalogTool
 from toolshift.steward.distill import parse_facts, trajectory, workflow
+from toolshift.steward.experiment import edit_kind
 from toolshift.steward.instruments import bind_step
 from toolshift.steward.library import Library, Skill
 from toolshift.steward.maintain import Maintainer
@@ -355,3 +356,23 @@ def test_maintain_refuses_a_version_not_after_the_librarys_and_leaves_foreign_sk
     m.maintain(_catalog(2, drop=("sqm_reject_lot",)), [])
     assert lib.get("pdf-processing") == foreign
     assert [e.op for e in lib.edits() if e.skill_id == "pdf-processing"] == ["add"]
+
+
+def test_a_moved_result_path_is_mechanical_nothing_for_a_writer_to_write(tmp_path):
+    written: list[str] = []
+
+    def reviser(skill):
+        written.append(skill.id)
+        return skill, 7
+
+    lib = Library.create(tmp_path / "lib.sqlite")
+    m = Maintainer(lib, reviser=reviser)
+    m.initialise(_catalog(1), [_episode("e1", FACTS, CALLS)])
+    before = len(written)
+    assert before > 0  # the writer writes what is added
+    w2 = m.maintain(_catalog(2), [_episode("e2", FACTS, _nested(CALLS))])
+    rebound = [e for e in lib.edits() if e.catalog_version == 2 and "rebound" in e.evidence]
+    assert rebound and all(edit_kind(e) == "rename" for e in rebound)
+    assert not {e.skill_id for e in rebound} & set(written[before:])  # the writer never saw a moved path
+    assert w2.tokens == 7 * (len(written) - before)
+    lib.close()

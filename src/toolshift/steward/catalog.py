@@ -6,7 +6,8 @@ No transformation records, reference paths or tasks: what a deployment's tool re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,30 @@ class Catalog:
         return sorted(n for n, t in self.tools.items() if t.domain == domain)
 
 
+_OPENER = re.compile(r"\b([a-z0-9]+_start_[a-z0-9_]+)\b")
+_STEP = re.compile(r"^Step [1-9] of [2-9]\b")
+
+
+def paged_operations(tools: dict[str, CatalogTool]) -> dict[str, CatalogTool]:
+    """The tools with the calls of a paged lookup split into start → set → commit (each call's
+    description says "Step k of n"; the later ones name the `…_start_…` call that opens the draft) marked
+    as reads, since they change no record: an operation one of whose calls takes an `offset` pages through
+    a list (D184). The catalog marks every call of such an operation a write (a draft is opened)."""
+    groups: dict[str, list[str]] = {}
+    for t in tools.values():
+        if not _STEP.match(t.description or ""):
+            continue
+        opener = t.name if "_start_" in t.name else next(iter(_OPENER.findall(t.description)), None)
+        if opener is not None:
+            groups.setdefault(opener, []).append(t.name)
+    out = dict(tools)
+    for names in groups.values():
+        if any("offset" in tools[n].input_schema.get("properties", {}) for n in names):
+            for n in names:
+                out[n] = replace(tools[n], effect="read")
+    return out
+
+
 def version_catalog(build: str | Path, version: int, worlds: Any = None) -> Catalog:
     """Version `version`'s catalog of an evolved build (every domain), via `toolshift.bench`'s VersionWorlds."""
     from toolshift.bench.ecosystem.settings import VersionWorlds
@@ -54,4 +79,4 @@ def version_catalog(build: str | Path, version: int, worlds: Any = None) -> Cata
     for domain in eco.domains:
         for t in worlds.catalog(domain, version).tools.values():
             tools[t.name] = CatalogTool(t.name, domain, t.description, t.input_schema, str(t.effect))
-    return Catalog(version, tools)
+    return Catalog(version, paged_operations(tools))

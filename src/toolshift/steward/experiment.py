@@ -244,8 +244,9 @@ def build_libraries(
 
 
 def edit_kind(edit: Any) -> str:
-    """An edit's op, a mechanical rename (a tool's new name substituted, nothing written) told apart."""
-    return "rename" if "renamed" in edit.evidence else edit.op
+    """An edit's op, a mechanical rename told apart: a tool's new name substituted, or a result path moved
+    to where the version's results hold it (D185); nothing written."""
+    return "rename" if "renamed" in edit.evidence or "rebound" in edit.evidence else edit.op
 
 
 def follow(

@@ -94,7 +94,8 @@ class Maintainer:
 
             def edit(op: str, skill: Skill, evidence: dict) -> Skill:
                 ops[op] += 1
-                if op in ("add", "revise") and self.reviser is not None:
+                # a moved result path is mechanical as a rename is: nothing for a writer to write (D185)
+                if op in ("add", "revise") and self.reviser is not None and "rebound" not in evidence:
                     skill, tokens = self.reviser(skill)
                     work.tokens += tokens
                 if op == "rename":  # mechanical: the tool's new name substituted, nothing written

@@ -186,7 +186,7 @@ def domain_supply(build: Any, domain: str, version: int, library: Any) -> tuple[
     """A fresh world of `domain` at `version` and a supply over that domain's catalog from `library`."""
     from toolshift.bench.ecosystem.store import load_ecosystem, version_world
     from toolshift.errors import BadInputError
-    from toolshift.steward.catalog import Catalog, CatalogTool
+    from toolshift.steward.catalog import Catalog, CatalogTool, paged_operations
     from toolshift.steward.library import Library
 
     eco = load_ecosystem(build)
@@ -201,5 +201,5 @@ def domain_supply(build: Any, domain: str, version: int, library: Any) -> tuple[
         t.name: CatalogTool(t.name, domain, t.description, t.input_schema, str(t.effect)) for t in world.tools
     }
     with Library.open(library) as lib:
-        supply = Supply(lib, Catalog(version, tools))
+        supply = Supply(lib, Catalog(version, paged_operations(tools)))
     return world, supply

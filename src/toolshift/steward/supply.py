@@ -452,6 +452,7 @@ class EpisodeSupply:
                     start = atom if self_contained(atom) else grounded(atom, feeds)
                     if (
                         start is not None
+                        and s.writes(start)  # a lookup alone never stands in for a write asked for
                         and s.unnamed(start, said) < s.unnamed(plan, said)
                         and valid(start, s.catalog)
                     ):
