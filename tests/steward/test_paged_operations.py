@@ -70,3 +70,20 @@ def test_the_write_asked_for_is_no_longer_trimmed_behind_the_search_operation():
         *search,
         "mfg_take_work_center_down",
     ]
+
+
+def test_a_stored_lookup_alone_never_stands_in_for_the_write_asked_for():
+    from .test_choice_binding import CATALOG as SITES
+    from .test_choice_binding import HOLD, LOOKUP
+
+    # only a plan that holds a site is stored, beside an atomic skill that is the site search alone
+    search = Skill("atomic-search-sites", "atomic", "sqm", "search supplier sites to close a supplier site",
+                   {"facts": ["supplier site code"], "calls": [LOOKUP], "requests": ["close a supplier site"]},
+                   ("sqm_search_sites",))  # fmt: skip
+    supply = Supply([HOLD, search], SITES)
+    view = supply.episode("Close a site.").choose(
+        "Close a site. You want to close site SC-1 (reason: Audit)."
+    )
+    assert view.plan is not None
+    # the stored plan, its write swapped for the catalog's close; not the search, which writes nothing
+    assert [st["tool"] for st in view.plan.body["steps"]] == ["sqm_search_sites", "sqm_close_site"]
