@@ -44,6 +44,12 @@ class Catalog:
         return sorted(n for n, t in self.tools.items() if t.domain == domain)
 
 
+def arg_roots(args: Any) -> set[str]:
+    """The schema arguments a step's bindings fill: a field of an object argument is bound under the
+    argument's name and the field's, dotted (`step1.vin`, a merged tool's first part, D186)."""
+    return {name.partition(".")[0] for name in args}
+
+
 _OPENER = re.compile(r"\b([a-z0-9]+_start_[a-z0-9_]+)\b")
 _STEP = re.compile(r"^Step [1-9] of [2-9]\b")
 

@@ -26,7 +26,7 @@ import hashlib
 import re
 from typing import Any
 
-from toolshift.steward.catalog import Catalog
+from toolshift.steward.catalog import Catalog, arg_roots
 from toolshift.steward.library import Skill
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -157,7 +157,7 @@ def valid(plan: Skill, catalog: Catalog) -> bool:
         tool = catalog.tools.get(step["tool"])
         if tool is None:
             return False
-        if set(tool.input_schema.get("required", [])) - set(step.get("args", {})):
+        if set(tool.input_schema.get("required", [])) - arg_roots(step.get("args", {})):
             return False
     return True
 

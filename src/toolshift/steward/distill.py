@@ -206,6 +206,21 @@ def _bind(value: Any, calls: list[Call], before: int, facts: dict[str, str]) -> 
     return {"value": value}
 
 
+def _bind_args(args: dict[str, Any], calls: list[Call], before: int, facts: dict[str, str]) -> dict[str, Any]:
+    """Each argument's source; an object argument (a merged tool's `step1`, `step2`) whose fields come from
+    facts or results is bound field by field, under dotted names (`step1.vin`), never as the episode's
+    constant (D186)."""
+    out: dict[str, Any] = {}
+    for name, v in args.items():
+        if isinstance(v, dict) and v and not any(isinstance(x, dict | list) for x in v.values()):
+            fields = {f"{name}.{k}": _bind(x, calls, before, facts) for k, x in v.items()}
+            if any("value" not in b for b in fields.values()):
+                out.update(fields)
+                continue
+        out[name] = _bind(v, calls, before, facts)
+    return out
+
+
 def _exact_key(value: str, calls: list[Call], before: int) -> bool:
     """Does an earlier successful result hold exactly `value` under a key field (`…_id`)?"""
     for c in calls[:before]:
@@ -220,10 +235,7 @@ def _exact_key(value: str, calls: list[Call], before: int) -> bool:
 def workflow(traj: Trajectory) -> Workflow:
     """The episode's successful calls as steps with argument flow; repeated calls over one list as `each`."""
     ok_calls = [c for c in traj.calls if c.ok]
-    bound = [
-        {name: _bind(v, ok_calls, k, traj.facts) for name, v in c.args.items()}
-        for k, c in enumerate(ok_calls)
-    ]
+    bound = [_bind_args(c.args, ok_calls, k, traj.facts) for k, c in enumerate(ok_calls)]
     steps: list[dict[str, Any]] = []
     call_step: list[int] = []
     k = 0

@@ -217,7 +217,7 @@ def bind_step(
                 continue
             if b["fact"] not in facts:
                 raise MissingFact(b["fact"])
-            fixed[name] = coerce(facts[b["fact"]], props.get(name))
+            fixed[name] = coerce(facts[b["fact"]], _field_schema(props, name))
         elif "step" in b:
             if not 0 <= b["step"] < len(results):
                 raise BindingError(f"step {b['step']} has no result")
@@ -238,8 +238,30 @@ def bind_step(
         else:
             raise BindingError(f"argument {name} has no source")
     if varying is None:
-        return [fixed]
-    return [{**fixed, varying[0]: v} for v in varying[1]]
+        return [_nest(fixed)]
+    return [_nest({**fixed, varying[0]: v}) for v in varying[1]]
+
+
+def _field_schema(props: dict[str, Any], name: str) -> Any:
+    """The schema of an argument, or of a field of an object argument bound under a dotted name."""
+    root, _, field = name.partition(".")
+    if not field:
+        return props.get(name)
+    return (props.get(root) or {}).get("properties", {}).get(field)
+
+
+def _nest(args: dict[str, Any]) -> dict[str, Any]:
+    """Dotted bindings (`step1.vin`) put back into their object argument (`{"step1": {"vin": …}}`)."""
+    out: dict[str, Any] = {}
+    for name, v in args.items():
+        root, _, field = name.partition(".")
+        if field:
+            slot = out.setdefault(root, {})
+            if isinstance(slot, dict):
+                slot[field] = v
+        else:
+            out[name] = v
+    return out
 
 
 class SkillFollower:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from toolshift.errors import BadInputError
-from toolshift.steward.catalog import Catalog
+from toolshift.steward.catalog import Catalog, arg_roots
 from toolshift.steward.distill import (
     Trajectory,
     Workflow,
@@ -266,8 +266,8 @@ def renamed_arguments(
             continue
         props = tool.input_schema.get("properties", {})
         args = st.get("args", {})
-        extra = [a for a in args if a not in props]
-        free = [p for p in props if p not in args and p in seen_args.get(tool.name, set())]
+        extra = [a for a in args if a.partition(".")[0] not in props]
+        free = [p for p in props if p not in arg_roots(args) and p in seen_args.get(tool.name, set())]
         if not extra or not props:
             continue
         moved = dict(args)
@@ -315,7 +315,7 @@ def schema_conflicts(skill: Skill, catalog: Catalog) -> list[str]:
         if tool is None:
             continue
         props = set(tool.input_schema.get("properties", {}))
-        args = set(step.get("args", {}))
+        args = arg_roots(step.get("args", {}))
         extra, missing = args - props, set(tool.input_schema.get("required", [])) - args
         if (extra and props) or missing:
             out.append(

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from toolshift.steward.catalog import Catalog
+from toolshift.steward.catalog import Catalog, arg_roots
 from toolshift.steward.compose import (
     adapt,
     as_plan,
@@ -221,14 +221,18 @@ def swap_writes(plan: Skill, said: set[str], supply: Supply) -> Skill:
             (unsaid(t.name, said), t.name)
             for t in cat.tools.values()
             if t.domain == tool.domain and t.effect != "read" and t.name != tool.name and not continues(t)
-            and set(t.input_schema.get("required", [])) <= set(args)
+            and set(t.input_schema.get("required", [])) <= arg_roots(args)
             and set(t.input_schema.get("required", []))
         ]  # fmt: skip
         best = min(options, default=None)
         if best is None or best[0] >= unsaid(tool.name, said):
             continue
         props = cat.tools[best[1]].input_schema.get("properties", {})
-        steps[k] = {**st, "tool": best[1], "args": {n: b for n, b in args.items() if n in props}}
+        steps[k] = {
+            **st,
+            "tool": best[1],
+            "args": {n: b for n, b in args.items() if n.partition(".")[0] in props},
+        }
         changed = True
     if not changed:
         return plan
