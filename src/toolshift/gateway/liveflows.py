@@ -374,9 +374,8 @@ def write_report(out: Path, work: Path, *, models: list[str], per_domain: int = 
             "between, the gateway answered them from the lookup); a *detour* is a lookup of a call the agent "
             "never made with flows off. *Pairs alike up to the first lookup* counts the task pairs whose calls were "
             "the same until the first lookup was delivered (without one: the same calls and turns throughout); "
-            "the rest diverged before any lookup reached the model (in it_assets-0003 the embedded model's very "
-            "first turn differed between the two runs, same prompt, seed and temperature 0), so their turn "
-            "differences are the model's, not the flow's.",
+            "the rest diverged before any lookup reached the model (same prompt, seed and temperature 0), so their "
+            "turn differences are the model's, not the flow's.",
             table(
                 [
                     "model",
