@@ -6,7 +6,7 @@ from toolshift.evolve.archive import Mutation, ProgramRecord
 from toolshift.evolve.evidence import evolved_only, lineage_lines, lineages, source_of
 
 
-def _r(pid: str, root: str, c: float, domain: str = "clinic") -> ProgramRecord:
+def _r(pid: str, root: str, c: float, domain: str = "payroll") -> ProgramRecord:
     kind = "seed" if pid == root else "structural"
     return ProgramRecord(id=pid, root=root, domain=domain, mutation=Mutation(proposer=kind, kind=kind),
                          status="evaluated", completion=c, parent=None if pid == root else root)  # fmt: skip
@@ -28,3 +28,10 @@ def test_unchanged_seeds_are_apart_and_lineages_say_where_each_seed_went():
     assert "| τ²-bench airline | 1 | 1 | 1 | 0.00 → 0.30 |" in text
     assert "excluded from every final-task figure on this page: 1 — `c` (c = 0.50)" in text
     assert source_of(seeds[2]) == "BFCL multi-turn" and source_of(seeds[0]) == "toolshift bench"
+
+
+def test_seeds_of_the_hand_written_worlds_are_not_labelled_as_the_synthesised_benchmark():
+    """The demo's clinic, library and freight-depot tasks were shown as "toolshift bench" in lineage tables."""
+    assert source_of(_r("d", "d", 1.0, "clinic")) == "toolshift built-in worlds"
+    assert source_of(_r("l", "l", 1.0, "library")) == "toolshift built-in worlds"
+    assert source_of(_r("p", "p", 1.0, "payroll")) == "toolshift bench"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from toolshift.evolve.archive import ProgramRecord
 from toolshift.evolve.render import RULES, RubricResult, score_task
+from toolshift.world.state.registry import world_domains
 
 BAND = (0.3, 0.7)
 
@@ -28,7 +29,8 @@ def evolved_only(final: list[ProgramRecord]) -> tuple[list[ProgramRecord], list[
 
 
 def source_of(r: ProgramRecord) -> str:
-    """Which benchmark a lineage's tasks come from: τ²-bench airline/retail, BFCL, AgentDojo or ours."""
+    """Which benchmark a lineage's tasks come from: τ²-bench airline/retail, BFCL, AgentDojo, toolshift's
+    hand-written worlds (the demo's clinic, library, freight depot) or the synthesised benchmark."""
     d = r.domain
     if d.startswith("tau2"):
         return "τ²-bench " + d.removeprefix("tau2-").removeprefix("tau2_")
@@ -36,6 +38,8 @@ def source_of(r: ProgramRecord) -> str:
         return "BFCL multi-turn"
     if d.startswith("agentdojo"):
         return "AgentDojo"
+    if d in world_domains():
+        return "toolshift built-in worlds"
     return "toolshift bench"
 
 
