@@ -241,3 +241,29 @@ def test_a_prompt_outgrowing_the_context_is_rebuilt_without_the_oldest_turns_and
     assert _not_extended(model) != []  # the rebuild is the one place the prompt does not extend
     last = model.decodes[-1]
     assert last.cached_prompt_tokens > 0
+
+
+def test_forced_text_is_admitted_in_one_batch_of_many_tokens():
+    """`_force` moves the grammar along each token it admits: the whole forced text of a fixed reply goes in
+    one batch (before D261 each token was probed against the state before the first, so only one passed)."""
+    from llama_cpp import llama_cpp as C
+
+    from toolshift.agents.decoding import _force, _grammar_filter
+    from toolshift.agents.embedded import load_llama
+
+    llm, lock = load_llama(slot="test-force")
+    grammar = action_grammar([], can_reply=True, fixed_replies=(DONE_REPLY,))
+    text = Forcer(patterns(grammar)).forced()
+    with lock:
+        sampler = C.llama_sampler_init_grammar(llm._model.vocab, grammar.text.encode(), b"root")
+        try:
+            ahead = _force(llm, sampler, text, limit=1000)
+            assert llm.detokenize(ahead).decode() == text
+            assert len(ahead) > 5
+            import numpy as np
+
+            eog = np.asarray([C.llama_vocab_eos(llm._model.vocab)], dtype=np.int32)
+            assert np.isfinite(_grammar_filter(sampler, eog, np.zeros(1, dtype=np.float32)))[0]  # complete
+            assert len(_force(llm, sampler, text, limit=1000)) == 0  # nothing more is admitted
+        finally:
+            C.llama_sampler_free(sampler)

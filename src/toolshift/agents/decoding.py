@@ -204,15 +204,22 @@ class Generated:
     """Everything the KV cache holds after the decode: the prompt and the output tokens."""
 
 
-def _force(llm: Any, sampler: Any, text: str) -> list[int]:
-    """The tokens of `text` the llama.cpp grammar accepts, in order, up to the first it does not."""
+def _force(llm: Any, sampler: Any, text: str, limit: int) -> list[int]:
+    """The tokens of `text` the llama.cpp grammar accepts, in order, up to the first it does not (at most `limit`).
+
+    Each accepted token is fed to the grammar before the next is probed (the grammar's state moves with the
+    text), so the caller must not accept them again. Probing every token against the state before the first
+    (as this did until D261) admitted only the first token or two, and forced text went one token a batch.
+    """
     import numpy as np
+    from llama_cpp import llama_cpp as C
 
     out: list[int] = []
-    for token in llm.tokenize(text.encode("utf-8"), add_bos=False, special=False):
+    for token in llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)[:limit]:
         probe = np.asarray([token], dtype=np.int32)
         if not np.isfinite(_grammar_filter(sampler, probe, np.zeros(1, dtype=np.float32)))[0]:
             break
+        C.llama_sampler_accept(sampler, token)
         out.append(token)
     return out
 
@@ -266,11 +273,10 @@ def constrained_generate(
             if forcer is not None:
                 if forcer.done():
                     break
-                ahead = _force(llm, sampler, forcer.forced())[: max_tokens - len(out)]
+                ahead = _force(llm, sampler, forcer.forced(), max_tokens - len(out))
                 if ahead:
                     for token in ahead:
                         text.accept(token)
-                        C.llama_sampler_accept(sampler, token)
                     forcer.advance(llm.detokenize(ahead).decode("utf-8", "replace"))
                     out += ahead
                     forced_count += len(ahead)
