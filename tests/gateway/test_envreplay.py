@@ -73,3 +73,27 @@ def test_live_rows_count_turns_repeats_and_detours():
     row = live_rows("embedded", [(off, on)], "payroll")
     # 2 turns saved; 2 lookups, the agent made one of them again; "x" the agent never called with flows off
     assert row == ["embedded", "payroll", "1", "6", "4", "+2", "2", "1 of 2", "1", "1 of 1", "0 / 1"]
+
+
+def test_gateway_report_refuses_a_domain_the_build_does_not_have(tmp_path):
+    """`gateway report --domains` names bench domains; one that is not a domain, or not in the build given,
+    is bad input (exit 2, one line naming the option or the build) before anything runs."""
+    import json
+    import subprocess
+    import sys
+
+    build = tmp_path / "build"
+    (build / "domains" / "payroll").mkdir(parents=True)
+    (build / "domains" / "payroll" / "tasks.jsonl").write_text("")
+    (build / "manifest.json").write_text(json.dumps({"format": "x"}))
+    out = tmp_path / "page.md"
+
+    def run(domains: str) -> subprocess.CompletedProcess[str]:
+        cmd = ["gateway", "report", "--out", str(out), "--build", str(build), "--domains", domains]
+        return subprocess.run([sys.executable, "-m", "toolshift", *cmd], capture_output=True, text=True)
+
+    r = run("payroll,nope")
+    assert r.returncode == 2 and r.stderr.strip() == "error: --domains: unknown bench domain 'nope'"
+    r = run("payroll,it_assets")
+    assert r.returncode == 2 and f"{build}: the build has no tasks of domain 'it_assets'" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not out.exists()

@@ -10,6 +10,7 @@ import typer
 
 from toolshift import terminal
 from toolshift.errors import BadInputError, report_file_errors
+from toolshift.gateway.liveflows import DOMAINS as DEFAULT_LIVE_DOMAINS
 
 app = typer.Typer(
     no_args_is_help=True, help="An MCP gateway in front of MCP servers: record, version, flows."
@@ -230,6 +231,9 @@ def report(
     per_domain: Annotated[int, typer.Option(help="Tasks synthesised per domain.")] = 30,
     live_tasks: Annotated[int, typer.Option(help="Test tasks per domain run live, flows off and on.")] = 4,
     max_turns: Annotated[int, typer.Option(help="Turn limit of a live episode.")] = 12,
+    domains: Annotated[
+        str, typer.Option(help="Comma-separated bench domains (default: payroll,it_assets,procurement).")
+    ] = ",".join(DEFAULT_LIVE_DOMAINS),
     build: Annotated[
         Path | None,
         typer.Option(
@@ -242,7 +246,19 @@ def report(
 
     if build is not None and not (build / "manifest.json").is_file():
         raise BadInputError("not a benchmark build (no manifest.json)", source=str(build))
+    chosen = tuple(d.strip() for d in domains.split(",") if d.strip())
+    from toolshift.bench.domains import bench_domain_names
+
+    known = set(bench_domain_names())
+    for d in chosen:
+        if d not in known:
+            raise BadInputError(f"unknown bench domain {d!r}", source="--domains")
+    if build is not None:
+        for d in chosen:
+            if not (build / "domains" / d / "tasks.jsonl").is_file():
+                raise BadInputError(f"the build has no tasks of domain {d!r}", source=str(build))
     args = [f"--out {out}", f"--work {work}"] + ([f"--build {build}"] if build else [])
+    args += [f"--domains {','.join(chosen)}"] if chosen != DEFAULT_LIVE_DOMAINS else []
     args += [f"--model {m}" for m in model or []]
     args += [f"--live-tasks {live_tasks}"] if live_tasks != 4 else []
     path = write_report(
@@ -254,6 +270,7 @@ def report(
         max_turns=max_turns,
         build=build,
         command="toolshift gateway report " + " ".join(args),
+        domains=chosen,
     )
     err.print(f"wrote {path}")
 

@@ -308,9 +308,9 @@ def live_rows(model: str, pairs: list[tuple[LiveEpisode, LiveEpisode]], domain: 
 
 def write_report(out: Path, work: Path, *, models: list[str], per_domain: int = 30, live_tasks: int = 4,
                  max_turns: int = 12, console: Console | None = None, build: Path | None = None,
-                 command: str | None = None) -> Path:  # fmt: skip
-    """The page; with `build`, on that bench build's tasks of the three domains (the one build every results
-    page stands on) instead of a build of its own in `work`."""
+                 command: str | None = None, domains: tuple[str, ...] = DOMAINS) -> Path:  # fmt: skip
+    """The page; with `build`, on that bench build's tasks of `domains` (the one build every results page
+    stands on) instead of a build of its own in `work`."""
     from toolshift.bench.build import load_manifest
     from toolshift.bench.ecosystem.store import build_fingerprint
     from toolshift.fileio import write_text_atomic
@@ -318,11 +318,11 @@ def write_report(out: Path, work: Path, *, models: list[str], per_domain: int = 
     from toolshift.taskfile import read_tasks
 
     console = console or terminal.console(stderr=True)
-    runs = prepare_runs(work, DOMAINS, per_domain, console, build)
+    runs = prepare_runs(work, domains, per_domain, console, build)
     build = build or work / "build"
     per_domain = load_manifest(build).per_domain
     command = command or f"toolshift gateway report --out {out}"
-    flows = [learn_domain(d, runs[d], work) for d in DOMAINS]
+    flows = [learn_domain(d, runs[d], work) for d in domains]
     env_rows, figures = trace_vs_environment(flows, console)
     live: list[list[str]] = []
     for m in models:
@@ -342,7 +342,7 @@ def write_report(out: Path, work: Path, *, models: list[str], per_domain: int = 
             f"Made by `{command}` (work folder `{work}/`, reused when run again), on build "
             f"`{build_fingerprint(build)}` (`toolshift bench build --out {build} --seed {load_manifest(build).seed} "
             f"--per-domain {per_domain}`). Seed 003's environment replay and its live check, on "
-            f"toolshift worlds: {len(DOMAINS)} bench domains ({', '.join(DOMAINS)}), {per_domain} synthesised "
+            f"toolshift worlds: {len(domains)} bench domains ({', '.join(domains)}), {per_domain} synthesised "
             "tasks each; episodes of the `oracle` policy (each task's gold path: a measuring instrument, not a "
             f"model), split by task (positions 2, 5, 7, 9 of every ten held out); flows learned on the "
             f"{n_train} training episodes and replayed on the {n_test} test episodes; θ = {THRESHOLD}.",
