@@ -5,10 +5,15 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 
 from rich.console import Console
 
 PIPED_WIDTH = 160
+
+ProgressHook = Callable[[str, int | None], None]
+"""A long run's report of progress to its command: (a label, the total it counts to or None), called once
+per step; the command draws it as a rich bar. The run itself never imports rich for this."""
 
 
 def piped_width(stream: object) -> int | None:

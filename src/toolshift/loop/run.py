@@ -25,7 +25,6 @@ import asyncio
 import json
 import random
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from toolshift.loop.learn import (
 from toolshift.loop.marks import gateway_calls
 from toolshift.loop.serve import Served, serve_episode
 from toolshift.models import Task
+from toolshift.terminal import ProgressHook
 from toolshift.traces.episode import Episode, Outcome
 
 LOOP_FORMAT = "toolshift.loop/1"
@@ -53,7 +53,6 @@ CONDITIONS: dict[str, frozenset[str]] = {
     "all": frozenset({"steward", "flows", "evolve"}),
 }
 STEWARD_TOOLS = ("steward_plan", "retrieve_tools", "explore_capabilities")
-Progress = Callable[[str, int | None], None]
 """(label, total) when a stage starts; (label, None) as each item of it ends."""
 
 
@@ -108,7 +107,7 @@ def test_tasks(build: Path, versions: list[int], sample: int | None, seed: int =
 class Loop:
     """One loop run folder."""
 
-    def __init__(self, spec: LoopSpec, progress: Progress | None = None) -> None:
+    def __init__(self, spec: LoopSpec, progress: ProgressHook | None = None) -> None:
         from toolshift.bench.ecosystem.settings import VersionWorlds
 
         self.spec = spec
