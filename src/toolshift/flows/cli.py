@@ -96,6 +96,10 @@ def learn(
             help="Keep each binding's next sources, tried when its own is not in view (format 5).",
         ),
     ] = False,
+    asks: Annotated[
+        bool,
+        typer.Option("--asks", help="Learn the reads a user message asks for by name (format 6)."),
+    ] = False,
     tasks: TasksOpt = "all",
 ) -> None:
     """Learn a flow: the habit at each site and each read's bindings."""
@@ -103,14 +107,14 @@ def learn(
     from toolshift.flows.learn import learn_flow
     from toolshift.flows.model import save_flow
 
-    if flow_format not in (None, 1, 2, 3, 4, 5):
-        raise BadInputError(f"--format is 1 to 5, not {flow_format}", field="format")
+    if flow_format not in (None, 1, 2, 3, 4, 5, 6):
+        raise BadInputError(f"--format is 1 to 6, not {flow_format}", field="format")
     inputs = load_inputs(episodes, catalog, _tasks(tasks))
     console.print(inputs.describe())
     flow = learn_flow(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, constants=constants,
                       flow_format=flow_format, unlisted=inputs.unlisted, source=", ".join(map(str, episodes)),
                       walk_ranks=walk_ranks, words=words, walk_prior=walk_prior, records=records, ints=ints,
-                      fallbacks=fallbacks)  # fmt: skip
+                      fallbacks=fallbacks, asks=asks)  # fmt: skip
     save_flow(flow, out)
     table = Table(title=f"flow {out} (format {flow.format}, {flow.learned_from.episodes} episodes)")
     for col in ("tool", "calls", "required", "bound from", "binding chance"):
@@ -135,6 +139,8 @@ def learn(
             bound.append(f"{a} else " + " else ".join(f"{b.source}:{b.path} ({b.agree}/{b.n})" for b in alts))
         table.add_row(name, str(tool.calls), ", ".join(tool.required) or "—", "; ".join(bound) or "—",
                       f"{tool.binding_chance():.2f}")  # fmt: skip
+    for name, ask in flow.asks.items():
+        console.print(f"asked: {name} by {' + '.join(ask.words)} ({ask.reach}/{ask.messages} messages)")
     console.print(table)
 
 
@@ -162,6 +168,9 @@ def crossval(
     fallbacks: Annotated[
         bool, typer.Option("--fallbacks", help="The flows' bindings keep fallback sources (format 5).")
     ] = False,
+    asks: Annotated[
+        bool, typer.Option("--asks", help="The flows propose the reads a user message asks for (format 6).")
+    ] = False,
 ) -> None:
     """Choose walk ranks and each decider's θ by leave-one-task-out over the training tasks only."""
     from rich.progress import track
@@ -178,7 +187,7 @@ def crossval(
     steps = iter(track(range(n_tasks), description="folds", console=console, transient=True))
     cv = run_crossval(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, max_detours=max_detours,
                       folds=folds, progress=lambda: next(steps, None), records=records,
-                      ints=ints, fallbacks=fallbacks)  # fmt: skip
+                      ints=ints, fallbacks=fallbacks, asks=asks)  # fmt: skip
     how = "leave-one-task-out" if folds is None else f"{folds}-fold by task"
     table = Table(title=f"{how} over {cv.folds} folds ({cv.episodes} episodes): share of the "
                   "ceiling / detours per episode")  # fmt: skip

@@ -88,10 +88,12 @@ class Selection:
     """Whether the flow binds integer arguments to integer leaves too (format 5; `learn_flow(ints=)`)."""
     fallbacks: bool = False
     """Whether the flow's bindings keep fallback sources (format 5; `learn_flow(fallbacks=)`)."""
+    asks: bool = False
+    """Whether the flow proposes the reads a user message asks for by name (format 6; `learn_flow(asks=)`)."""
 
     def options(self) -> dict[str, bool]:
         """The binding options as `learn_flow` / `crossval` / `choose_rule` keywords."""
-        return {"records": self.records, "ints": self.ints, "fallbacks": self.fallbacks}
+        return {"records": self.records, "ints": self.ints, "fallbacks": self.fallbacks, "asks": self.asks}
 
 
 @dataclass
@@ -107,6 +109,7 @@ class Crossval:
     records: bool = False
     ints: bool = False
     fallbacks: bool = False
+    asks: bool = False
 
     def flows(self) -> list[tuple[int, float]]:
         """The (walk ranks, prior) pairs tried: ranks 0 (no walks) with no prior, every other with each."""
@@ -141,6 +144,7 @@ class Crossval:
             records=self.records,
             ints=self.ints,
             fallbacks=self.fallbacks,
+            asks=self.asks,
         )
 
 
@@ -159,9 +163,11 @@ def crossval(
     records: bool = False,
     ints: bool = False,
     fallbacks: bool = False,
+    asks: bool = False,
 ) -> Crossval:
     """Leave-one-task-out (or `folds`-fold by task) over `timelines`, the training tasks: every candidate's
-    summed figures. `records`: the flows bind record fields together; `ints`: integer arguments too; `fallbacks`: bindings keep fallback sources (format 5)."""
+    summed figures. `records`: the flows bind record fields together; `ints`: integer arguments too; `fallbacks`: bindings keep fallback sources (format 5); `asks`: the reads a user
+    message asks for by name are proposed after it (format 6)."""
     tasks = sorted({t.task_id for t in timelines})
     if len(tasks) < 2:
         raise BadInputError(f"cross-validation needs at least 2 training tasks, got {len(tasks)}")
@@ -183,7 +189,7 @@ def crossval(
         episodes += len(held)
         for k in walk_ranks:
             learned = learn_flow(rest, catalog, learn_from_all=learn_from_all, walk_ranks=k, records=records,
-                                 ints=ints, fallbacks=fallbacks)  # fmt: skip
+                                 ints=ints, fallbacks=fallbacks, asks=asks)  # fmt: skip
             for p in walk_priors if k else (0.0,):
                 flow = with_walk_prior(learned, p) if p else learned
                 for d in deciders:
@@ -196,7 +202,7 @@ def crossval(
             progress()
     rows = [CrossvalRow(d, k, th, s, ceiling, det, episodes, p) for (d, k, p, th), (s, det) in sums.items()]
     return Crossval(rows, done, episodes, max_detours, tuple(walk_ranks), tuple(thetas), tuple(deciders),
-                    tuple(walk_priors), records, ints, fallbacks)  # fmt: skip
+                    tuple(walk_priors), records, ints, fallbacks, asks)  # fmt: skip
 
 
 def mean_best_share(cv: Crossval, sel: Selection) -> float:
@@ -219,14 +225,16 @@ each of flow format 5."""
 def choose_flow(timelines: Sequence[Timeline], catalog: Catalog, *, max_detours: float = MAX_DETOURS,
                 folds: int | None = None, verdicts: bool = True,
                 bindings: Sequence[tuple[bool, bool, bool]] = BINDINGS,
-                tried: dict[tuple[bool, bool, bool, bool], Selection] | None = None) -> tuple[Crossval, Selection, bool]:  # fmt: skip
+                tried: dict[tuple[bool, bool, bool, bool], Selection] | None = None,
+                asks: dict[str, float] | None = None) -> tuple[Crossval, Selection, bool]:  # fmt: skip
     """Cross-validate flows learned from the successful training runs and from every training run (only the
     latter without `verdicts`), each with every binding option of `bindings` ((records, ints, fallbacks): record
     bindings, integer bindings and fallback sources, format 5); keep the one whose selection's mean best share
     is higher (ties: the successful runs, then the earlier in `bindings`, fewest options first). Returns its
     cross-validation, its selection (`Selection.records` / `.ints` / `.fallbacks` say which options it takes)
     and whether it learns from every run; each selection tried is put in `tried` (by (every run, records, ints,
-    fallbacks)) when given."""
+    fallbacks)) when given. With `asks` (a dict, filled with the two mean shares), the kept flow is tried once
+    more with asks (format 6, `try_asks`)."""
     ranked = []
     for learn_from_all in (False, True) if verdicts else (True,):
         if not learn_from_all and not any(t.success for t in timelines):
@@ -241,4 +249,22 @@ def choose_flow(timelines: Sequence[Timeline], catalog: Catalog, *, max_detours:
     if not ranked:
         raise BadInputError("no training run to learn a flow from", field="timelines")
     _, learn_from_all, _, cv, sel = min(ranked, key=lambda x: (x[0], x[1], x[2]))
+    if asks is not None:
+        cv, sel = try_asks(timelines, catalog, cv, sel, learn_from_all, max_detours=max_detours, folds=folds,
+                           shares=asks)  # fmt: skip
     return cv, sel, learn_from_all
+
+
+def try_asks(timelines: Sequence[Timeline], catalog: Catalog, cv: Crossval, sel: Selection, learn_from_all: bool,
+             *, max_detours: float = MAX_DETOURS, folds: int | None = None,
+             shares: dict[str, float] | None = None) -> tuple[Crossval, Selection]:  # fmt: skip
+    """Cross-validate the chosen flow again with asks (format 6: the reads a user message asks for by name,
+    `toolshift.flows.asks`) and keep them only where the two deciders' chosen shares average strictly higher.
+    `shares` receives both means (`without`, `with`)."""
+    with_asks = crossval(timelines, catalog, learn_from_all=learn_from_all, max_detours=max_detours, folds=folds,
+                         **(sel.options() | {"asks": True}))  # fmt: skip
+    picked = with_asks.select()
+    without, with_ = mean_best_share(cv, sel), mean_best_share(with_asks, picked)
+    if shares is not None:
+        shares.update({"without": without, "with": with_})
+    return (with_asks, picked) if with_ > without else (cv, sel)

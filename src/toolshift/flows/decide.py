@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolshift.flows.asks import asked, message_stems
 from toolshift.flows.intent import NO_INTENT, IntentMatcher, intent_key
-from toolshift.flows.model import START_SITE, USER_SITE, Flow, Walk
+from toolshift.flows.model import ASK_SITE, START_SITE, USER_SITE, Flow, Walk
 from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog
 from toolshift.flows.values import PathPlan, call_key, decode_output, is_value, path_plan, records_at
@@ -143,6 +144,12 @@ class Decider:
                 or None,
             )
         self._walkers = tuple(c for c in self._tools.values() if c.walk is not None)
+        self._asks: tuple[tuple[tuple[str, ...], float, _CompiledTool], ...] = tuple(
+            (tuple(ask.words), ask.chance(kind) * self._tools[name].chance, self._tools[name])
+            for name, ask in sorted(flow.asks.items())
+            if name in self._tools
+        )
+        """Format 6: per asked read, its ask words and its score when a user message asks for it."""
         read: dict[str, set[str]] = defaultdict(set)
         for c in self._tools.values():
             walked = (c.walk[:2],) if c.walk is not None and c.record is None else ()
@@ -224,8 +231,8 @@ class Decider:
 class DecisionSession:
     """One episode's state: the outputs seen, the values each argument was given, what is already answered."""
 
-    __slots__ = ("answered", "decider", "index", "intent", "intent_words", "opened", "opened_records", "picked",
-                 "position", "records", "said", "seen")  # fmt: skip
+    __slots__ = ("answered", "asked", "decider", "index", "intent", "intent_words", "opened", "opened_records",
+                 "picked", "position", "records", "said", "seen")  # fmt: skip
 
     def __init__(self, decider: Decider) -> None:
         self.decider = decider
@@ -245,6 +252,8 @@ class DecisionSession:
         self.intent_words: frozenset[str] = frozenset()
         self.intent = ""
         """The intent words the user's messages matched so far (`intent_key`); "" before any user message."""
+        self.asked: tuple[tuple[float, _CompiledTool], ...] = ()
+        """Format 6: the reads the latest user message asks for by name, with their scores."""
 
     # -- events ------------------------------------------------------------------------------
 
@@ -300,6 +309,9 @@ class DecisionSession:
         """A user message: what a picker reads format-4 arguments from."""
         if text:
             self.said.append(text)
+        if self.decider._asks:
+            stems = message_stems(text)
+            self.asked = tuple((score, c) for words, score, c in self.decider._asks if asked(words, stems))
         if self.decider.intents.vocabulary:
             self.intent_words |= self.decider.intents.matches(text)
             self.intent = intent_key(self.intent_words) if self.intent_words else NO_INTENT
@@ -324,6 +336,8 @@ class DecisionSession:
             lookup = self._judged(compiled, base * prior, site, depth, weigh_all)
             if lookup is not None:
                 out.append(lookup)
+        if self.asked and site in (USER_SITE, ASK_SITE):
+            out = self._weigh_asks(site, out, weigh_all=weigh_all)
         if self.decider._walkers:
             out = self._weigh_walks(site, out, weigh_all=weigh_all, prior=prior, depth=depth)
         return out
@@ -361,6 +375,22 @@ class DecisionSession:
         if key in self.answered or (not self.decider.reread and key in self.seen):
             return None
         return Lookup(compiled.tool, arguments, key, score, site, raw, bar, depth, self.position)
+
+    def _weigh_asks(self, site: str, out: list[Lookup], *, weigh_all: bool) -> list[Lookup]:
+        """Add the reads the latest user message asks for (format 6); where the site's habit proposed the same
+        read, the higher score stands."""
+        have = {lk.key: n for n, lk in enumerate(out)}
+        for score, compiled in self.asked:
+            lookup = self._judged(compiled, score, site, 0, weigh_all)
+            if lookup is None:
+                continue
+            if lookup.key not in have:
+                have[lookup.key] = len(out)
+                out.append(lookup)
+            elif lookup.score > out[have[lookup.key]].score:
+                out[have[lookup.key]] = lookup
+        out.sort(key=lambda lk: (-lk.score, lk.tool))
+        return out
 
     def _weigh_walks(self, site: str, out: list[Lookup], *, weigh_all: bool, prior: float,
                      depth: int = 0) -> list[Lookup]:  # fmt: skip
@@ -419,6 +449,7 @@ class DecisionSession:
         return self.propose(START_SITE)
 
     def after_user(self, text: str = "") -> list[Lookup]:
+        """A user message: the lookups the user-message habit and (format 6) the reads it asks for propose."""
         self.observe_user(text)
         return self.propose(USER_SITE)
 

@@ -9,6 +9,7 @@ from functools import partial
 from typing import Any, Literal
 
 from toolshift.errors import BadInputError
+from toolshift.flows.asks import learn_asks
 from toolshift.flows.model import (
     START_SITE,
     USER_SITE,
@@ -419,7 +420,7 @@ def learn_flow(
     *,
     learn_from_all: bool = False,
     constants: bool = False,
-    flow_format: Literal[1, 2, 3, 4, 5] | None = None,
+    flow_format: Literal[1, 2, 3, 4, 5, 6] | None = None,
     unlisted: Unlisted | None = None,
     source: str = "episodes",
     count_bare: bool = True,
@@ -429,6 +430,7 @@ def learn_flow(
     records: bool = False,
     ints: bool = False,
     fallbacks: bool = False,
+    asks: bool = False,
 ) -> Flow:
     """Fit the habit on successful runs (every run with `learn_from_all`) and learn each read's bindings.
 
@@ -442,14 +444,15 @@ def learn_flow(
     the agent more often than binding each on its own (format 5, `RecordBinding`). `ints` also binds integer
     arguments to integer leaves of earlier outputs, as strings are (an order's or a ticket's id; format 5,
     `Flow.ints`). `fallbacks` keeps, per bound argument, up to two further sources the agent's values also
-    came from, tried in order when the binding's is not in view (format 5, `ToolFlow.fallbacks`).
+    came from, tried in order when the binding's is not in view (format 5, `ToolFlow.fallbacks`). `asks`
+    learns the reads the user asks for by name, decided after each user message (format 6, `Flow.asks`).
     """
     if walk_ranks < 0:
         raise BadInputError(f"walk ranks is 0 (no walks) or more, not {walk_ranks}", field="walk_ranks")
     if walk_prior < 0:
         raise BadInputError(f"a walk prior is 0 or more, not {walk_prior}", field="walk_prior")
-    ints = ints and flow_format in (None, 5)
-    fallbacks = fallbacks and flow_format in (None, 5)
+    ints = ints and flow_format in (None, 5, 6)
+    fallbacks = fallbacks and flow_format in (None, 5, 6)
     chosen = [t for t in timelines if learn_from_all or t.success]
     if not chosen:
         raise BadInputError(
@@ -568,7 +571,7 @@ def learn_flow(
         tools[tool] = flow_tool
 
     has_records = False
-    if records and flow_format in (None, 5):
+    if records and flow_format in (None, 5, 6):
         for name, record in _records(chosen, catalog, tools).items():
             tool = tools[name]
             tool.record = record
@@ -579,12 +582,12 @@ def learn_flow(
                     tool.unbound.remove(argument)
             has_records = True
     has_walks = False
-    if walk_ranks and flow_format in (None, 3, 5):
+    if walk_ranks and flow_format in (None, 3, 5, 6):
         for name, walk in _walks(chosen, tools, walk_ranks, ints).items():
             tools[name].walk = walk.model_copy(update={"prior": walk_prior}) if walk_prior else walk
             has_walks = True
     has_words = False
-    if words and flow_format in (None, 4, 5):
+    if words and flow_format in (None, 4, 5, 6):
         counts = _words_counts(chosen, catalog, tools)
         for name, tool in tools.items():
             found = [(n, arg) for (t, arg), n in counts.items() if t == name]
@@ -595,11 +598,14 @@ def learn_flow(
             if argument in tool.unbound:
                 tool.unbound.remove(argument)
             has_words = True
-    fmt: Literal[1, 2, 3, 4, 5] = (
+    learned_asks = learn_asks(chosen, catalog, tools) if asks and flow_format in (None, 6) else {}
+    fmt: Literal[1, 2, 3, 4, 5, 6] = (
         flow_format
         if flow_format is not None
         else (
-            5
+            6
+            if learned_asks
+            else 5
             if has_records or ints or has_fallbacks
             else 4
             if has_words
@@ -625,4 +631,5 @@ def learn_flow(
         ),
         sites=_habits(chosen, catalog),
         tools=tools,
+        asks=learned_asks,
     )

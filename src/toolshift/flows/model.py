@@ -1,5 +1,6 @@
 """The flow file: a learned habit per site and a binding per lookup, versioned (1; 2 with lists; 3 with walks;
-4 with arguments read from the user's words; 5 with arguments bound together from one record).
+4 with arguments read from the user's words; 5 with arguments bound together from one record; 6 with reads the
+user asks for by name).
 
 Counts are stored, not chances, so a reader can see how much evidence each number rests on; the chances
 are derived on load. A reader refuses a format it does not know, and a flow learned for another domain or
@@ -28,9 +29,11 @@ from toolshift.flows.timeline import Catalog
 from toolshift.flows.values import VALUE_PATH
 
 FLOW_KIND = "toolshift.flow"
-KNOWN_FORMATS = (1, 2, 3, 4, 5)
+KNOWN_FORMATS = (1, 2, 3, 4, 5, 6)
 START_SITE = "<start>"
 USER_SITE = "<user>"
+ASK_SITE = "<asked>"
+"""Where a replay without user-message sites weighs only the reads a user message asks for (format 6)."""
 
 
 def _within(parts: Any, whole: int, part_name: str, whole_name: str) -> None:
@@ -263,6 +266,29 @@ class ToolFlow(BaseModel):
         return chance
 
 
+class Ask(BaseModel):
+    """Format 6: a read the user asks for by name (`toolshift.flows.asks`): the user messages (after a tool had
+    responded) holding every word of `words`, and of those how often the read was the agent's next call
+    (`next`) and was called before the agent's next write (`reach`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    words: list[str] = Field(min_length=1)
+    messages: NonNegativeInt
+    next: NonNegativeInt = 0
+    reach: NonNegativeInt = 0
+
+    @model_validator(mode="after")
+    def _parts_within_whole(self) -> Ask:
+        _within((self.next, self.reach), self.messages, "an ask count", "messages")
+        return self
+
+    def chance(self, kind: str) -> float:
+        """Laplace's (count + 1)/(messages + 2) for the decider `kind` (`next-step` counts `next`)."""
+        count = self.next if kind == "next-step" else self.reach
+        return (count + 1) / (self.messages + 2)
+
+
 class LearnedFrom(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -278,12 +304,12 @@ class LearnedFrom(BaseModel):
 
 
 class Flow(BaseModel):
-    """A learned flow (`toolshift.flow`, format 1 to 5)."""
+    """A learned flow (`toolshift.flow`, format 1 to 6)."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["toolshift.flow"] = FLOW_KIND
-    format: Literal[1, 2, 3, 4, 5]
+    format: Literal[1, 2, 3, 4, 5, 6]
     domain: str
     catalog: str
     """The catalog fingerprint (`Catalog.fingerprint`) the flow was learned against."""
@@ -292,6 +318,8 @@ class Flow(BaseModel):
     """Format 5: integer leaves of outputs are values too (bound to integer arguments as strings are)."""
     sites: dict[str, SiteHabit]
     tools: dict[str, ToolFlow]
+    asks: dict[str, Ask] = Field(default_factory=dict)
+    """Format 6: per read, the user's words that ask for it (decided after each user message)."""
 
     def check_catalog(self, catalog: Catalog, *, source: str = "flow") -> None:
         """Refuse to serve this flow against another domain's or another version's catalog."""
@@ -318,6 +346,8 @@ def save_flow(flow: Flow, path: Path) -> Path:
     raw = json.loads(flow.model_dump_json(exclude_defaults=False))
     if not raw.get("ints"):
         raw.pop("ints", None)
+    if not raw.get("asks"):
+        raw.pop("asks", None)
     for tool in raw["tools"].values():
         for key in ("walk", "words", "record"):
             if tool.get(key) is None:
@@ -371,6 +401,9 @@ def parse_flow(raw: Any, *, source: str = "flow") -> Flow:
     ):
         raise BadInputError(f"format {raw['format']} flows bind no record's fields together; this one does "
                             "(it is format 5)", source=source, field="format")  # fmt: skip
+    if raw["format"] in (1, 2, 3, 4, 5) and raw.get("asks"):
+        raise BadInputError(f"format {raw['format']} flows read no asks from the user's words; this one does "
+                            "(it is format 6)", source=source, field="asks")  # fmt: skip
     try:
         return Flow.model_validate(raw)
     except ValidationError as exc:

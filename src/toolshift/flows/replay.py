@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from toolshift.flows.decide import Decider, DecisionSession
-from toolshift.flows.model import USER_SITE
+from toolshift.flows.model import ASK_SITE, USER_SITE
 from toolshift.flows.timeline import OtherCallsEvent, Timeline, TurnEvent, UserEvent
 
 MAX_LOOKUPS_PER_DECISION = 64
@@ -166,6 +166,8 @@ class _EpisodeReplayer:
                 session.observe_user(event.text)
                 if responded and self.user_sites:
                     self._decide(USER_SITE)
+                elif responded and session.asked:  # format 6: only the reads the message asks for by name
+                    self._decide(ASK_SITE)
         for turn_index, indices in enumerate(t.turns):
             if indices and all(i in self.answered_by for i in indices):
                 self.result.saved_turns.append(turn_index)

@@ -118,12 +118,13 @@ def run_both(
     return {kind: replay(test, Decider(flow, kind, at[kind]), **kw) for kind in ORDER}
 
 
-def options(records: bool, ints: bool, fallbacks: bool = False) -> str:
-    """The format-5 binding options a flow takes, as a phrase to append (empty for none)."""
+def options(records: bool, ints: bool, fallbacks: bool = False, asks: bool = False) -> str:
+    """The format-5 binding options (and format 6's asks) a flow takes, as a phrase to append (empty for none)."""
     return (
         (", record bindings" if records else "")
         + (", integer bindings" if ints else "")
         + (", fallback sources" if fallbacks else "")
+        + (", asks" if asks else "")
     )
 
 
@@ -189,7 +190,8 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     sp = split(tl)
     # Choose on the training tasks alone, before any held-out replay.
     tried: dict[tuple[bool, bool, bool, bool], Selection] = {}
-    cv, sel, every = choose_flow(sp.train, catalog, max_detours=GOAL_DETOURS, tried=tried)
+    asks: dict[str, float] = {}
+    cv, sel, every = choose_flow(sp.train, catalog, max_detours=GOAL_DETOURS, tried=tried, asks=asks)
     ranks, prior, records = sel.walk_ranks, sel.walk_prior, sel.records
     opts = sel.options()
     # What the chosen flow could take at all on the training folds: at θ = 0.05 nearly every bound lookup is made.
@@ -222,7 +224,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     figures: dict[str, Any] = {"ceiling": total.share("ceiling"), "turns": total.turns,
                                "replies": total.share("replies"), "reads": total.share("read_turns"),
                                "train_successful": flow.learned_from.episodes, "train_episodes": len(sp.train), "walk_ranks": ranks, "walk_prior": prior,
-                               "learn_from_all": every, **opts,
+                               "learn_from_all": every, **opts, "asks_crossval": asks,
                                "theta": sel.theta, "format": flow.format,
                                "crossval_floor": {d: {"share_of_ceiling": floor.row(d, ranks, 0.05, prior).share_of_ceiling,
                                                       "detours_per_episode": floor.row(d, ranks, 0.05, prior).detours_per_episode}
@@ -275,7 +277,10 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
                          + " / ".join(pct(t.best[d].share_of_ceiling, 0) + f" at {t.best[d].detours_per_episode:.2f}"
                                       if d in t.best else "none" for d in ORDER)
                          for (k, rec, i, fb), t in sorted(tried.items()))
-             + ".\n",
+             + ". The kept flow cross-validated once more with asks (flow format 6, `--asks`: after a user message, "
+             "the reads it asks for by name, `toolshift.flows.asks`): chosen shares averaging "
+             f"{pct(asks['with'], 0)} against {pct(asks['without'], 0)} without, so "
+             + ("kept" if sel.asks else "not kept") + ".\n",
              "### Turn anatomy of the held-out episodes\n",
              table(("", *ANATOMY_HEADER[1:]), [anatomy_row("GPT-4o, test tasks", total)]), "",
              f"### Both deciders at the chosen θ (walk ranks {ranks}; reach θ = {sel.theta['reach']:g}, "
