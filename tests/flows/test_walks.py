@@ -186,6 +186,21 @@ def test_selection_rule_on_made_up_rows():
     assert not over.select().within_budget
 
 
+def test_the_budget_is_met_with_a_margin_of_one_standard_error_over_the_folds():
+    # 10 episodes in 5 folds of 2; 5 detours: 0.5 an episode, all in one fold (spread) or one per fold.
+    lumpy = CrossvalRow("reach", 1, 0.3, 60, 100, 5, 10, fold_counts=((5, 2), (0, 2), (0, 2), (0, 2), (0, 2)))
+    even = CrossvalRow("reach", 1, 0.4, 50, 100, 5, 10, fold_counts=((1, 2),) * 5)
+    assert lumpy.detours_per_episode == even.detours_per_episode == 0.5
+    spread = ((5 - 1) ** 2 + 4 * (0 - 1) ** 2) * 5 / 4
+    assert lumpy.detours_bound(1.0) == pytest.approx(0.5 + spread**0.5 / 10)
+    assert even.detours_bound(1.0) == pytest.approx(0.5) and lumpy.detours_bound(0.0) == 0.5
+    cv = Crossval([lumpy, even], folds=5, episodes=10, max_detours=0.6, walk_ranks=(1,), thetas=(0.3, 0.4),
+                  deciders=("reach",))  # fmt: skip
+    assert cv.best("reach", 1).theta == 0.4  # the lumpy θ's bound (0.5 + 0.22) is over the budget
+    assert cv.best("reach", 1, margin=0.0).theta == 0.3
+    assert cv.select(margin=0.0).theta == {"reach": 0.3} and cv.select().theta == {"reach": 0.4}
+
+
 def test_a_pooled_prior_scores_a_site_seen_once_near_the_walks_rate_at_that_rank():
     never = [RankCount(n=20, next=0, reach=0)]
     walk = Walk(

@@ -5,7 +5,8 @@ episodes; sum saved turns and detours over the folds. With many tasks (BFCL's hu
 the tasks, in sorted order, round-robin into k groups and leaves one group out at a time. Walks are tried
 with each pooled prior strength (`Walk.prior`: how far a site's walk chance leans on how often the agent goes
 on walking at that rank anywhere). The selection is fixed in advance: per decider, the (walk ranks, prior,
-θ) with the largest share of the ceiling among those within the detour budget (ties: fewer detours, then
+θ) with the largest share of the ceiling among those within the detour budget — met with a margin: the detours
+an episode plus one standard error over the folds (`MARGIN`) — (ties: fewer detours, then
 fewer ranks, then the weaker prior, then the higher θ); one (walk ranks, prior) serves both deciders (the
 flow file is shared), the one whose two deciders' best shares average highest (ties: fewer ranks, then the
 weaker prior).
@@ -25,10 +26,13 @@ from toolshift.flows.replay import replay
 from toolshift.flows.timeline import Catalog, Timeline
 
 WALK_RANKS = (0, 1, 2, 3, 4)
-THETAS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
+THETAS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7)
 WALK_PRIORS = (0.0, 1.0, 2.0, 5.0)
 """0 is Laplace's smoothing (the format-3 walks as first learned)."""
 MAX_DETOURS = 0.6
+MARGIN = 1.0
+"""A candidate meets the detour budget when its detours an episode plus this many standard errors over the
+folds do (`SavingFigures.detours_bound`): the budget is met with a margin for the tasks not seen."""
 
 
 def task_folds(tasks: Sequence[str], folds: int | None = None) -> list[list[str]]:
@@ -57,6 +61,18 @@ class SavingFigures:
     def detours_per_episode(self) -> float:
         return self.detours / self.episodes if self.episodes else 0.0
 
+    def detours_bound(self, margin: float = MARGIN) -> float:
+        """Detours an episode plus `margin` standard errors of it over the folds (the ratio estimator's
+        standard error, the folds as clusters: √(G/(G−1) · Σ (d_g − r·e_g)²) / E); the mean alone without
+        per-fold counts, or with `margin` 0."""
+        folds: tuple[tuple[int, int], ...] = getattr(self, "fold_counts", ())
+        r = self.detours_per_episode
+        if margin == 0 or len(folds) < 2 or not self.episodes:
+            return r
+        g = len(folds)
+        spread = sum((d - r * e) ** 2 for d, e in folds) * g / (g - 1)
+        return r + margin * spread**0.5 / self.episodes
+
 
 @dataclass(frozen=True)
 class CrossvalRow(SavingFigures):
@@ -70,6 +86,8 @@ class CrossvalRow(SavingFigures):
     detours: int
     episodes: int
     walk_prior: float = 0.0
+    fold_counts: tuple[tuple[int, int], ...] = ()
+    """Per fold: (detours, episodes), for the margin (`detours_bound`)."""
 
 
 @dataclass
@@ -110,6 +128,7 @@ class Crossval:
     ints: bool = False
     fallbacks: bool = False
     asks: bool = False
+    margin: float = MARGIN
 
     def flows(self) -> list[tuple[int, float]]:
         """The (walk ranks, prior) pairs tried: ranks 0 (no walks) with no prior, every other with each."""
@@ -121,19 +140,24 @@ class Crossval:
                 return r
         raise KeyError((decider, walk_ranks, walk_prior, theta))
 
-    def best(self, decider: str, walk_ranks: int, walk_prior: float = 0.0) -> CrossvalRow | None:
-        """The decider's best θ at these walk ranks and prior within the detour budget (None if none is)."""
+    def best(self, decider: str, walk_ranks: int, walk_prior: float = 0.0,
+             margin: float | None = None) -> CrossvalRow | None:  # fmt: skip
+        """The decider's best θ at these walk ranks and prior within the detour budget, with `margin` standard
+        errors (the crossval's own by default; None if none is)."""
+        m = self.margin if margin is None else margin
         ok = [r for r in self.rows if r.decider == decider and r.walk_ranks == walk_ranks
-              and r.walk_prior == walk_prior and r.detours_per_episode <= self.max_detours]  # fmt: skip
+              and r.walk_prior == walk_prior and r.detours_bound(m) <= self.max_detours]  # fmt: skip
         return min(ok, key=lambda r: (-r.share_of_ceiling, r.detours_per_episode, -r.theta), default=None)
 
-    def select(self) -> Selection:
+    def select(self, margin: float | None = None) -> Selection:
+        """The choice (the module's rule); `margin` overrides the crossval's own (0: the budget on the mean)."""
+
         def mean_best(kp: tuple[int, float]) -> float:
-            bests = [self.best(d, *kp) for d in self.deciders]
+            bests = [self.best(d, *kp, margin=margin) for d in self.deciders]
             return sum(b.share_of_ceiling if b else 0.0 for b in bests) / len(bests)
 
         ranks, prior = min(self.flows(), key=lambda kp: (-mean_best(kp), kp[0], kp[1]))
-        best = {d: b for d in self.deciders if (b := self.best(d, ranks, prior)) is not None}
+        best = {d: b for d in self.deciders if (b := self.best(d, ranks, prior, margin=margin)) is not None}
         fallback = min(self.thetas, key=lambda th: abs(th - 0.3))
         return Selection(
             walk_ranks=ranks,
@@ -164,6 +188,7 @@ def crossval(
     ints: bool = False,
     fallbacks: bool = False,
     asks: bool = False,
+    margin: float = MARGIN,
 ) -> Crossval:
     """Leave-one-task-out (or `folds`-fold by task) over `timelines`, the training tasks: every candidate's
     summed figures. `records`: the flows bind record fields together; `ints`: integer arguments too; `fallbacks`: bindings keep fallback sources (format 5); `asks`: the reads a user
@@ -177,6 +202,7 @@ def crossval(
     sums: dict[tuple[str, int, float, float], list[int]] = {
         (d, k, p, th): [0, 0] for d in deciders for k, p in pairs for th in thetas
     }
+    per_fold: dict[tuple[str, int, float, float], list[tuple[int, int]]] = {key: [] for key in sums}
     done = 0
     for group in task_folds(tasks, folds):
         out = set(group)
@@ -198,11 +224,13 @@ def crossval(
                         acc = sums[(d, k, p, th)]
                         acc[0] += r.saved
                         acc[1] += r.detours
+                        per_fold[(d, k, p, th)].append((r.detours, len(held)))
         if progress is not None:
             progress()
-    rows = [CrossvalRow(d, k, th, s, ceiling, det, episodes, p) for (d, k, p, th), (s, det) in sums.items()]
+    rows = [CrossvalRow(d, k, th, s, ceiling, det, episodes, p, tuple(per_fold[(d, k, p, th)]))
+            for (d, k, p, th), (s, det) in sums.items()]  # fmt: skip
     return Crossval(rows, done, episodes, max_detours, tuple(walk_ranks), tuple(thetas), tuple(deciders),
-                    tuple(walk_priors), records, ints, fallbacks, asks)  # fmt: skip
+                    tuple(walk_priors), records, ints, fallbacks, asks, margin)  # fmt: skip
 
 
 def mean_best_share(cv: Crossval, sel: Selection) -> float:

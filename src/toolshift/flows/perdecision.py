@@ -6,8 +6,8 @@ used them: the out-of-fold decision log). Per site the recalibration is fitted o
 (the fewest rows a site needs for its own map chosen by cross-validation over the same rows, `choose_min_count`),
 so no lookup is scored on its own outcome. Every candidate rule — one θ or a threshold per decision (λ), on
 the model's scores or recalibrated ones — is then replayed on each task left out and summed. The selection
-is fixed in advance: per decider and rule family, the largest share of the ceiling within the detour budget
-(ties: fewer detours, then the larger θ or λ, then re-reads allowed). Each candidate is tried both ways on
+is fixed in advance: per decider and rule family, the largest share of the ceiling within the detour budget,
+met with a margin (detours an episode plus one standard error over the folds, `crossval.MARGIN`) (ties: fewer detours, then the larger θ or λ, then re-reads allowed). Each candidate is tried both ways on
 re-reads: whether a read the agent already has in context (made, or delivered by a lookup, earlier in the
 episode) may be proposed again after a write. Two more families condition the recalibration on the request's
 intent words as well (toolshift.flows.intent: per site × intent where the other tasks' log holds enough of
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from toolshift.errors import BadInputError
 from toolshift.flows.calibration import SiteCalibrator, choose_min_count, fit_site_calibrator, site_key
 from toolshift.flows.ceiling import anatomy
-from toolshift.flows.crossval import SavingFigures, task_folds
+from toolshift.flows.crossval import MARGIN, SavingFigures, task_folds
 from toolshift.flows.decide import DECIDERS, Decider
 from toolshift.flows.intent import (
     IntentCalibrator,
@@ -37,8 +37,8 @@ from toolshift.flows.replay import WeighedLookup, replay
 from toolshift.flows.rule import CostModel, Rule, learn_costs
 from toolshift.flows.timeline import Catalog, Timeline
 
-THETAS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
-LAMS = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
+THETAS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7)
+LAMS = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)
 MAX_DETOURS = 0.5
 FAMILIES = ("θ", "θ, recalibrated", "per decision", "per decision, recalibrated", "θ, recalibrated by intent",
             "per decision, recalibrated by intent")  # fmt: skip
@@ -63,6 +63,8 @@ class Candidate(SavingFigures):
     ceiling: int
     detours: int
     episodes: int
+    fold_counts: tuple[tuple[int, int], ...] = ()
+    """Per fold: (detours, episodes), for the margin (`SavingFigures.detours_bound`)."""
 
 
 @dataclass
@@ -132,7 +134,7 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
                 deciders: Sequence[str] = DECIDERS, max_detours: float = MAX_DETOURS,
                 learn_from_all: bool = False, thetas: Sequence[float] = THETAS, lams: Sequence[float] = LAMS,
                 folds: int | None = None, walk_prior: float = 0.0, records: bool = False,
-                ints: bool = False, fallbacks: bool = False, asks: bool = False,
+                ints: bool = False, fallbacks: bool = False, asks: bool = False, margin: float = MARGIN,
                 progress: Callable[[], None] | None = None) -> RuleChoice:  # fmt: skip
     """Leave-one-task-out over `timelines` (the training tasks only): the out-of-fold log, the per-site
     recalibration, every candidate rule's summed figures, and the choice."""
@@ -198,6 +200,7 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
     grid = [(f, v, rr) for f in FAMILIES for v in (lams if f.startswith("per decision") else thetas)
             for rr in (True, False)]  # fmt: skip
     sums = {(d, f, v, rr): [0, 0] for d in deciders for f, v, rr in grid}
+    per_fold: dict[tuple[str, str, float, bool], list[tuple[int, int]]] = {key: [] for key in sums}
     ceiling = episodes = 0
     for i, fold in enumerate(groups):
         ceiling += sum(per_episode[t.episode_id].ceiling for t in fold.held)
@@ -210,8 +213,10 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
                 acc = sums[(d, f, v, rr)]
                 acc[0] += r.saved
                 acc[1] += r.detours
+                per_fold[(d, f, v, rr)].append((r.detours, len(fold.held)))
     candidates = [
-        Candidate(d, f, v, rr, s, ceiling, det, episodes) for (d, f, v, rr), (s, det) in sums.items()
+        Candidate(d, f, v, rr, s, ceiling, det, episodes, tuple(per_fold[(d, f, v, rr)]))
+        for (d, f, v, rr), (s, det) in sums.items()
     ]
     choice = RuleChoice(candidates, min_count, brier, oof, recalibrated,
                         {d: fit_site_calibrator([(s, x, u) for _, s, x, u in oof[d]], min_count[d]) for d in deciders},
@@ -225,7 +230,7 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
             ok = [
                 c
                 for c in candidates
-                if c.decider == d and c.family == f and c.detours_per_episode <= max_detours
+                if c.decider == d and c.family == f and c.detours_bound(margin) <= max_detours
             ]
             best = min(ok, key=lambda c: (-c.share_of_ceiling, c.detours_per_episode, -c.value, -c.reread),
                        default=None)  # fmt: skip

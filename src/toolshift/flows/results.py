@@ -128,6 +128,19 @@ def options(records: bool, ints: bool, fallbacks: bool = False, asks: bool = Fal
     )
 
 
+def _without_margin(cv: Crossval) -> str:
+    """What the same table chooses with the budget on the mean alone (the rule before the margin)."""
+    if not cv.margin:
+        return ""
+    bare = cv.select(margin=0.0)
+    return (
+        f" On the mean alone (no margin) it would choose walk ranks {bare.walk_ranks}, prior {bare.walk_prior:g}; "
+        + "; ".join(f"{d}: θ = {bare.theta[d]:g}, {pct(b.share_of_ceiling, 0)} at {b.detours_per_episode:.2f} "
+                    f"(mean + 1 SE {b.detours_bound(cv.margin):.2f})" for d, b in bare.best.items())
+        + "."
+    )  # fmt: skip
+
+
 def crossval_section(cv: Crossval, sel: Selection) -> str:
     """The cross-validation table that chose the walk ranks and θ, and the rule it applied."""
     rows = []
@@ -161,9 +174,12 @@ def crossval_section(cv: Crossval, sel: Selection) -> str:
             "`Walk.prior`), "
             f"θ from {min(cv.thetas):g} to {max(cv.thetas):g}. The rule, "
             f"fixed before running it: per decider, the θ with the largest share of the ceiling within {cv.max_detours:g} "
-            "detours an episode (the goal's budget; ties: fewer detours); one walk-ranks value and prior for both "
-            "deciders, the pair whose two best shares average highest (ties: fewer ranks, then the weaker prior). "
-            "Each cell: share of the training ceiling saved / detours an episode; the chosen cells in bold.\n",
+            "detours an episode (the goal's budget; ties: fewer detours), the budget met with a margin: the detours "
+            f"an episode plus {cv.margin:g} standard error over the folds (`crossval.MARGIN`; the folds' own spread, "
+            "so a θ whose detours hang on a few tasks is not chosen at the budget's edge); one walk-ranks value and "
+            "prior for both deciders, the pair whose two best shares average highest (ties: fewer ranks, then the "
+            "weaker prior). Each cell: share of the training ceiling saved / detours an episode; the chosen cells in "
+            "bold.\n",
             table(("Decider", "Walk ranks", "Prior", *(f"θ = {th:g}" for th in cv.thetas)), rows),
             "",
             f"Chosen: walk ranks {sel.walk_ranks}, prior {sel.walk_prior:g}; {picked or 'no candidate within the budget'}."
@@ -172,6 +188,7 @@ def crossval_section(cv: Crossval, sel: Selection) -> str:
                 if sel.within_budget
                 else " Some decider had no candidate within the detour budget; it runs at θ = 0.3."
             )
+            + _without_margin(cv)
             + "\n",
         ]
     )
