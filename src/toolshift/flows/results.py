@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,12 +20,13 @@ from toolshift.errors import BadInputError
 from toolshift.fileio import write_text_atomic
 from toolshift.flows.calibration import reliability_diagram
 from toolshift.flows.ceiling import TurnAnatomy, anatomy, repeated_reads
-from toolshift.flows.crossval import Crossval, Selection, choose_flow, crossval
+from toolshift.flows.crossval import Selection, choose_flow, crossval
 from toolshift.flows.decide import Decider
 from toolshift.flows.learn import learn_flow
 from toolshift.flows.model import Flow
 from toolshift.flows.pricing import Price, value_replay
 from toolshift.flows.replay import ReplayResult, replay
+from toolshift.flows.results_crossval import crossval_section, pct, table
 from toolshift.flows.results_notes import explain
 from toolshift.flows.results_rule import airline_rule_section, workbench_rule_rows
 from toolshift.flows.statistics import compare_calibration, saved_difference, saved_share, share_of_ceiling
@@ -56,22 +56,12 @@ def default_data_dir() -> Path:
     return shared_root() / "data"
 
 
-def pct(x: float, digits: int = 1) -> str:
-    return "–" if x != x else f"{100 * x:.{digits}f}%"
-
-
 def ci(interval: Any, digits: int = 1, points: bool = False) -> str:
     if interval.n == 0 or interval.mean != interval.mean:
         return "–"
     if points:
         return f"{100 * interval.mean:+.2f} points ({100 * interval.low:+.2f} – {100 * interval.high:+.2f})"
     return f"{100 * interval.mean:.{digits}f}% ({100 * interval.low:.{digits}f} – {100 * interval.high:.{digits}f})"
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 @dataclass
@@ -125,72 +115,6 @@ def options(records: bool, ints: bool, fallbacks: bool = False, asks: bool = Fal
         + (", integer bindings" if ints else "")
         + (", fallback sources" if fallbacks else "")
         + (", asks" if asks else "")
-    )
-
-
-def _without_margin(cv: Crossval) -> str:
-    """What the same table chooses with the budget on the mean alone (the rule before the margin)."""
-    if not cv.margin:
-        return ""
-    bare = cv.select(margin=0.0)
-    return (
-        f" On the mean alone (no margin) it would choose walk ranks {bare.walk_ranks}, prior {bare.walk_prior:g}; "
-        + "; ".join(f"{d}: θ = {bare.theta[d]:g}, {pct(b.share_of_ceiling, 0)} at {b.detours_per_episode:.2f} "
-                    f"(mean + 1 SE {b.detours_bound(cv.margin):.2f})" for d, b in bare.best.items())
-        + "."
-    )  # fmt: skip
-
-
-def crossval_section(cv: Crossval, sel: Selection) -> str:
-    """The cross-validation table that chose the walk ranks and θ, and the rule it applied."""
-    rows = []
-    for d in cv.deciders:
-        for k, p in cv.flows():
-            cells = []
-            for th in cv.thetas:
-                c = cv.row(d, k, th, p)
-                text = f"{pct(c.share_of_ceiling, 0)} / {c.detours_per_episode:.2f}"
-                chosen = (k, p) == (sel.walk_ranks, sel.walk_prior) and th == sel.theta[d]
-                cells.append(f"**{text}**" if chosen else text)
-            rows.append(
-                [d, "0 (format 2, no walks)" if k == 0 else str(k), "—" if k == 0 else f"{p:g}", *cells]
-            )
-    picked = "; ".join(
-        f"{d}: θ = {sel.theta[d]:g}, {pct(b.share_of_ceiling, 0)} of the ceiling at {b.detours_per_episode:.2f} "
-        "detours an episode"
-        for d, b in sel.best.items()
-    )
-    return "\n".join(
-        [
-            "### Choosing the rule on the training tasks (cross-validation)\n",
-            f"Leave one task out over the {cv.folds} training tasks ({cv.episodes} episodes): learn on the other "
-            "tasks, replay the task left out, sum. `toolshift.flows.crossval` (`toolshift flows crossval EPISODES "
-            "--catalog CATALOG --tasks train`) runs it; the held-out tasks are not read. Candidates: walk ranks 0 "
-            "(the format-2 flow) to "
-            f"{max(cv.walk_ranks)}, each walk with a pooled prior of "
-            + ", ".join(f"{p:g}" for p in cv.walk_priors)
-            + " pseudo-sites (0: Laplace's (count + 1)/(n + 2), under which a site seen once without a use scores "
-            "1/3; k > 0 leans a site's walk chance on how often the agent goes on walking at that rank anywhere, "
-            "`Walk.prior`), "
-            f"θ from {min(cv.thetas):g} to {max(cv.thetas):g}. The rule, "
-            f"fixed before running it: per decider, the θ with the largest share of the ceiling within {cv.max_detours:g} "
-            "detours an episode (the goal's budget; ties: fewer detours), the budget met with a margin: the detours "
-            f"an episode plus {cv.margin:g} standard error over the folds (`crossval.MARGIN`; the folds' own spread, "
-            "so a θ whose detours hang on a few tasks is not chosen at the budget's edge); one walk-ranks value and "
-            "prior for both deciders, the pair whose two best shares average highest (ties: fewer ranks, then the "
-            "weaker prior). Each cell: share of the training ceiling saved / detours an episode; the chosen cells in "
-            "bold.\n",
-            table(("Decider", "Walk ranks", "Prior", *(f"θ = {th:g}" for th in cv.thetas)), rows),
-            "",
-            f"Chosen: walk ranks {sel.walk_ranks}, prior {sel.walk_prior:g}; {picked or 'no candidate within the budget'}."
-            + (
-                ""
-                if sel.within_budget
-                else " Some decider had no candidate within the detour budget; it runs at θ = 0.3."
-            )
-            + _without_margin(cv)
-            + "\n",
-        ]
     )
 
 
