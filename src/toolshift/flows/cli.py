@@ -100,6 +100,10 @@ def learn(
         bool,
         typer.Option("--asks", help="Learn the reads a user message asks for by name (format 6)."),
     ] = False,
+    older: Annotated[
+        bool,
+        typer.Option("--older", help="Bind from the output before the most recent one too (format 6)."),
+    ] = False,
     tasks: TasksOpt = "all",
 ) -> None:
     """Learn a flow: the habit at each site and each read's bindings."""
@@ -114,14 +118,15 @@ def learn(
     flow = learn_flow(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, constants=constants,
                       flow_format=flow_format, unlisted=inputs.unlisted, source=", ".join(map(str, episodes)),
                       walk_ranks=walk_ranks, words=words, walk_prior=walk_prior, records=records, ints=ints,
-                      fallbacks=fallbacks, asks=asks)  # fmt: skip
+                      fallbacks=fallbacks, asks=asks, older=older)  # fmt: skip
     save_flow(flow, out)
     table = Table(title=f"flow {out} (format {flow.format}, {flow.learned_from.episodes} episodes)")
     for col in ("tool", "calls", "required", "bound from", "binding chance"):
         table.add_column(col)
     for name, tool in flow.tools.items():
         bound = [
-            f"{a}←{b.source}:{b.path} ({b.agree}/{b.n})" for a, b in {**tool.bindings, **tool.lists}.items()
+            f"{a}←{b.source}:{b.path}{' (the output before the newest)' if b.back else ''} ({b.agree}/{b.n})"
+            for a, b in {**tool.bindings, **tool.lists}.items()
         ]
         bound += [f"{a}={c.value!r}" for a, c in tool.constants.items()]
         bound += [f"{a}: unbound" for a in tool.unbound]
@@ -171,6 +176,9 @@ def crossval(
     asks: Annotated[
         bool, typer.Option("--asks", help="The flows propose the reads a user message asks for (format 6).")
     ] = False,
+    older: Annotated[
+        bool, typer.Option("--older", help="The flows bind from older outputs too (format 6).")
+    ] = False,
 ) -> None:
     """Choose walk ranks and each decider's θ by leave-one-task-out over the training tasks only."""
     from rich.progress import track
@@ -187,7 +195,7 @@ def crossval(
     steps = iter(track(range(n_tasks), description="folds", console=console, transient=True))
     cv = run_crossval(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, max_detours=max_detours,
                       folds=folds, progress=lambda: next(steps, None), records=records,
-                      ints=ints, fallbacks=fallbacks, asks=asks)  # fmt: skip
+                      ints=ints, fallbacks=fallbacks, asks=asks, older=older)  # fmt: skip
     how = "leave-one-task-out" if folds is None else f"{folds}-fold by task"
     table = Table(title=f"{how} over {cv.folds} folds ({cv.episodes} episodes): share of the "
                   "ceiling / detours per episode")  # fmt: skip

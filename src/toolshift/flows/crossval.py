@@ -108,10 +108,13 @@ class Selection:
     """Whether the flow's bindings keep fallback sources (format 5; `learn_flow(fallbacks=)`)."""
     asks: bool = False
     """Whether the flow proposes the reads a user message asks for by name (format 6; `learn_flow(asks=)`)."""
+    older: bool = False
+    """Whether the flow binds from the output before the most recent one too (format 6; `learn_flow(older=)`)."""
 
     def options(self) -> dict[str, bool]:
         """The binding options as `learn_flow` / `crossval` / `choose_rule` keywords."""
-        return {"records": self.records, "ints": self.ints, "fallbacks": self.fallbacks, "asks": self.asks}
+        return {"records": self.records, "ints": self.ints, "fallbacks": self.fallbacks, "asks": self.asks,
+                "older": self.older}  # fmt: skip
 
 
 @dataclass
@@ -129,6 +132,7 @@ class Crossval:
     fallbacks: bool = False
     asks: bool = False
     margin: float = MARGIN
+    older: bool = False
 
     def flows(self) -> list[tuple[int, float]]:
         """The (walk ranks, prior) pairs tried: ranks 0 (no walks) with no prior, every other with each."""
@@ -169,6 +173,7 @@ class Crossval:
             ints=self.ints,
             fallbacks=self.fallbacks,
             asks=self.asks,
+            older=self.older,
         )
 
 
@@ -189,10 +194,12 @@ def crossval(
     fallbacks: bool = False,
     asks: bool = False,
     margin: float = MARGIN,
+    older: bool = False,
 ) -> Crossval:
     """Leave-one-task-out (or `folds`-fold by task) over `timelines`, the training tasks: every candidate's
     summed figures. `records`: the flows bind record fields together; `ints`: integer arguments too; `fallbacks`: bindings keep fallback sources (format 5); `asks`: the reads a user
-    message asks for by name are proposed after it (format 6)."""
+    message asks for by name are proposed after it; `older`: bindings may take the output before the most recent
+    one (format 6)."""
     tasks = sorted({t.task_id for t in timelines})
     if len(tasks) < 2:
         raise BadInputError(f"cross-validation needs at least 2 training tasks, got {len(tasks)}")
@@ -215,7 +222,7 @@ def crossval(
         episodes += len(held)
         for k in walk_ranks:
             learned = learn_flow(rest, catalog, learn_from_all=learn_from_all, walk_ranks=k, records=records,
-                                 ints=ints, fallbacks=fallbacks, asks=asks)  # fmt: skip
+                                 ints=ints, fallbacks=fallbacks, asks=asks, older=older)  # fmt: skip
             for p in walk_priors if k else (0.0,):
                 flow = with_walk_prior(learned, p) if p else learned
                 for d in deciders:
@@ -230,7 +237,7 @@ def crossval(
     rows = [CrossvalRow(d, k, th, s, ceiling, det, episodes, p, tuple(per_fold[(d, k, p, th)]))
             for (d, k, p, th), (s, det) in sums.items()]  # fmt: skip
     return Crossval(rows, done, episodes, max_detours, tuple(walk_ranks), tuple(thetas), tuple(deciders),
-                    tuple(walk_priors), records, ints, fallbacks, asks, margin)  # fmt: skip
+                    tuple(walk_priors), records, ints, fallbacks, asks, margin, older)  # fmt: skip
 
 
 def mean_best_share(cv: Crossval, sel: Selection) -> float:
@@ -254,15 +261,15 @@ def choose_flow(timelines: Sequence[Timeline], catalog: Catalog, *, max_detours:
                 folds: int | None = None, verdicts: bool = True,
                 bindings: Sequence[tuple[bool, bool, bool]] = BINDINGS,
                 tried: dict[tuple[bool, bool, bool, bool], Selection] | None = None,
-                asks: dict[str, float] | None = None) -> tuple[Crossval, Selection, bool]:  # fmt: skip
+                format6: dict[str, float] | None = None) -> tuple[Crossval, Selection, bool]:  # fmt: skip
     """Cross-validate flows learned from the successful training runs and from every training run (only the
     latter without `verdicts`), each with every binding option of `bindings` ((records, ints, fallbacks): record
     bindings, integer bindings and fallback sources, format 5); keep the one whose selection's mean best share
     is higher (ties: the successful runs, then the earlier in `bindings`, fewest options first). Returns its
     cross-validation, its selection (`Selection.records` / `.ints` / `.fallbacks` say which options it takes)
     and whether it learns from every run; each selection tried is put in `tried` (by (every run, records, ints,
-    fallbacks)) when given. With `asks` (a dict, filled with the two mean shares), the kept flow is tried once
-    more with asks (format 6, `try_asks`)."""
+    fallbacks)) when given. With `format6` (a dict, filled with the mean shares), the kept flow is tried again
+    with format 6's options (`try_format6`)."""
     ranked = []
     for learn_from_all in (False, True) if verdicts else (True,):
         if not learn_from_all and not any(t.success for t in timelines):
@@ -277,22 +284,37 @@ def choose_flow(timelines: Sequence[Timeline], catalog: Catalog, *, max_detours:
     if not ranked:
         raise BadInputError("no training run to learn a flow from", field="timelines")
     _, learn_from_all, _, cv, sel = min(ranked, key=lambda x: (x[0], x[1], x[2]))
-    if asks is not None:
-        cv, sel = try_asks(timelines, catalog, cv, sel, learn_from_all, max_detours=max_detours, folds=folds,
-                           shares=asks)  # fmt: skip
+    if format6 is not None:
+        cv, sel = try_format6(timelines, catalog, cv, sel, learn_from_all, max_detours=max_detours, folds=folds,
+                              shares=format6)  # fmt: skip
     return cv, sel, learn_from_all
 
 
-def try_asks(timelines: Sequence[Timeline], catalog: Catalog, cv: Crossval, sel: Selection, learn_from_all: bool,
-             *, max_detours: float = MAX_DETOURS, folds: int | None = None,
-             shares: dict[str, float] | None = None) -> tuple[Crossval, Selection]:  # fmt: skip
-    """Cross-validate the chosen flow again with asks (format 6: the reads a user message asks for by name,
-    `toolshift.flows.asks`) and keep them only where the two deciders' chosen shares average strictly higher.
-    `shares` receives both means (`without`, `with`)."""
-    with_asks = crossval(timelines, catalog, learn_from_all=learn_from_all, max_detours=max_detours, folds=folds,
-                         **(sel.options() | {"asks": True}))  # fmt: skip
-    picked = with_asks.select()
-    without, with_ = mean_best_share(cv, sel), mean_best_share(with_asks, picked)
+FORMAT6: tuple[tuple[bool, bool], ...] = ((True, False), (False, True), (True, True))
+"""Format 6's options `try_format6` tries on the kept flow, fewest first: (asks, older)."""
+
+
+def format6_name(asks: bool, older: bool) -> str:
+    return " + ".join(n for n, on in (("asks", asks), ("older outputs", older)) if on) or "none"
+
+
+def try_format6(timelines: Sequence[Timeline], catalog: Catalog, cv: Crossval, sel: Selection,
+                learn_from_all: bool, *, max_detours: float = MAX_DETOURS, folds: int | None = None,
+                shares: dict[str, float] | None = None) -> tuple[Crossval, Selection]:  # fmt: skip
+    """Cross-validate the chosen flow again with each combination of format 6's options (asks: the reads a
+    user message asks for by name, `toolshift.flows.asks`; older: bindings from the output before the most
+    recent one) and keep the one whose two deciders' chosen shares average highest, only where strictly
+    higher than without (ties: fewer options). `shares` receives every mean by `format6_name`."""
+    best = (mean_best_share(cv, sel), 0, cv, sel)
     if shares is not None:
-        shares.update({"without": without, "with": with_})
-    return (with_asks, picked) if with_ > without else (cv, sel)
+        shares[format6_name(False, False)] = best[0]
+    for order, (asks, older) in enumerate(FORMAT6, start=1):
+        other = crossval(timelines, catalog, learn_from_all=learn_from_all, max_detours=max_detours, folds=folds,
+                         **(sel.options() | {"asks": asks, "older": older}))  # fmt: skip
+        picked = other.select()
+        share = mean_best_share(other, picked)
+        if shares is not None:
+            shares[format6_name(asks, older)] = share
+        if share > best[0]:
+            best = (share, order, other, picked)
+    return best[2], best[3]

@@ -70,6 +70,8 @@ class _CompiledTool:
     fallbacks: dict[str, tuple[tuple[PathKey, float], ...]] | None = None
     """Format 5: per argument, further paths tried in order when its binding's is not in view, each with its
     chance over the binding's (the lookup's score is scaled by it)."""
+    back: frozenset[str] = frozenset()
+    """Format 6: the arguments bound from the output before the most recent one of their source."""
 
 
 RecordKey = tuple[str, str, tuple[str, ...]]
@@ -142,6 +144,7 @@ class Decider:
                     if a in tool.bindings and alts
                 }
                 or None,
+                back=frozenset(a for a, b in tool.bindings.items() if b.back),
             )
         self._walkers = tuple(c for c in self._tools.values() if c.walk is not None)
         self._asks: tuple[tuple[tuple[str, ...], float, _CompiledTool], ...] = tuple(
@@ -458,9 +461,9 @@ class DecisionSession:
         every binding's own path was in view); None when an argument cannot be bound."""
         arguments: dict[str, Any] = {}
         factor = 1.0
-        latest = self.index.latest
+        latest, previous = self.index.latest, self.index.previous
         for name, key in compiled.bindings:
-            held = latest.get(key)
+            held = (previous if name in compiled.back else latest).get(key)
             if held is None:
                 for alt, ratio in (compiled.fallbacks or {}).get(name, ()):
                     held = latest.get(alt)

@@ -10,9 +10,8 @@ from typing import Any, Literal
 
 from toolshift.errors import BadInputError
 from toolshift.flows.asks import learn_asks
+from toolshift.flows.habits import _habits
 from toolshift.flows.model import (
-    START_SITE,
-    USER_SITE,
     Bare,
     Binding,
     Constant,
@@ -20,12 +19,11 @@ from toolshift.flows.model import (
     LearnedFrom,
     RankCount,
     RecordBinding,
-    SiteHabit,
     ToolFlow,
     Walk,
     WordsBinding,
 )
-from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
+from toolshift.flows.outputs import OutputIndex, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog, OtherCallsEvent, Timeline, TurnEvent, Unlisted, UserEvent
 from toolshift.flows.values import canonical, is_value, record_paths, records_at, scalar_tokens
 
@@ -64,51 +62,6 @@ def _repr(value: Any) -> str:
     import json
 
     return json.dumps(value, sort_keys=True, default=str)
-
-
-def _site_points(timeline: Timeline) -> list[tuple[str, int | None]]:
-    """The decision sites in order: start, each user message, each agent call (with its call index)."""
-    points: list[tuple[str, int | None]] = [(START_SITE, None)]
-    for event in timeline.events:
-        if isinstance(event, UserEvent):
-            points.append((USER_SITE, None))
-        elif isinstance(event, TurnEvent):
-            for i in timeline.turns[event.turn]:
-                points.append((timeline.calls[i].tool, i))
-    return points
-
-
-def _habits(timelines: Sequence[Timeline], catalog: Catalog) -> dict[str, SiteHabit]:
-    occurrences: Counter[str] = Counter()
-    nexts: dict[str, Counter[str]] = defaultdict(Counter)
-    reaches: dict[str, Counter[str]] = defaultdict(Counter)
-    for timeline in timelines:
-        points = _site_points(timeline)
-        reach_after: list[frozenset[str]] = [frozenset()] * len(points)
-        ahead: set[str] = set()
-        for p in range(len(points) - 1, -1, -1):
-            reach_after[p] = frozenset(ahead)
-            _, index = points[p]
-            if index is not None:
-                tool = timeline.calls[index].tool
-                if catalog.is_write(tool):
-                    ahead = set()
-                elif catalog.is_read(tool):
-                    ahead.add(tool)
-        for p, (site, _) in enumerate(points):
-            occurrences[site] += 1
-            if p + 1 < len(points):
-                _, nxt = points[p + 1]
-                if nxt is not None and catalog.is_read(timeline.calls[nxt].tool):
-                    nexts[site][timeline.calls[nxt].tool] += 1
-            for tool in reach_after[p]:
-                reaches[site][tool] += 1
-    return {
-        site: SiteHabit(
-            occurrences=n, next=dict(sorted(nexts[site].items())), reach=dict(sorted(reaches[site].items()))
-        )
-        for site, n in sorted(occurrences.items())
-    }
 
 
 def _walk_calls(timeline: Timeline, ints: bool = False):
@@ -154,7 +107,11 @@ def walk_argument(tool: ToolFlow) -> str | None:
         return record_walk_name(tool.record)
     best = None
     for name, binding in sorted(tool.bindings.items()):
-        if "[*]" in binding.path and (best is None or binding.chance > tool.bindings[best].chance):
+        if (
+            "[*]" in binding.path
+            and not binding.back
+            and (best is None or binding.chance > tool.bindings[best].chance)
+        ):
             best = name
     return best
 
@@ -431,6 +388,7 @@ def learn_flow(
     ints: bool = False,
     fallbacks: bool = False,
     asks: bool = False,
+    older: bool = False,
 ) -> Flow:
     """Fit the habit on successful runs (every run with `learn_from_all`) and learn each read's bindings.
 
@@ -445,7 +403,9 @@ def learn_flow(
     arguments to integer leaves of earlier outputs, as strings are (an order's or a ticket's id; format 5,
     `Flow.ints`). `fallbacks` keeps, per bound argument, up to two further sources the agent's values also
     came from, tried in order when the binding's is not in view (format 5, `ToolFlow.fallbacks`). `asks`
-    learns the reads the user asks for by name, decided after each user message (format 6, `Flow.asks`).
+    learns the reads the user asks for by name, decided after each user message (format 6, `Flow.asks`);
+    `older` also binds a string argument to the output before the most recent one of its source where that
+    agrees more often (the first of two cities looked up in turn; format 6, `Binding.back`).
     """
     if walk_ranks < 0:
         raise BadInputError(f"walk ranks is 0 (no walks) or more, not {walk_ranks}", field="walk_ranks")
@@ -487,7 +447,9 @@ def learn_flow(
         learned_constants[tool] = consts
 
     # Pass 1: which (tool, path) held each argument's value in an earlier output.
-    candidates: dict[tuple[str, str], set[PathKey]] = defaultdict(set)
+    # A candidate is (source, path, back): back 1 (format 6, `older`) is the output before the most recent one.
+    candidates: dict[tuple[str, str], set[tuple[str, str, int]]] = defaultdict(set)
+    older = older and flow_format in (None, 6)
     for timeline in chosen:
         for index, call, _ in _walk_calls(timeline, ints):
             if not catalog.is_read(call.tool):
@@ -496,13 +458,15 @@ def learn_flow(
                 value = call.arguments.get(name)
                 kind = _kind(value, ints)
                 if kind == "string":
-                    candidates[(call.tool, name)].update(index.holding(value))
+                    candidates[(call.tool, name)].update((*k, 0) for k in index.holding(value))
+                    if older:
+                        candidates[(call.tool, name)].update((*k, 1) for k in index.holding_previous(value))
                 elif kind == "list" and flow_format != 1:
-                    candidates[(call.tool, name)].update(index.holding_all(value))
+                    candidates[(call.tool, name)].update((*k, 0) for k in index.holding_all(value))
 
     # Pass 2: how often each candidate path, by the binder's rule, gave the agent's own value.
-    agree: Counter[tuple[str, str, PathKey]] = Counter()
-    seen: Counter[tuple[str, str, PathKey]] = Counter()
+    agree: Counter[tuple[str, str, tuple[str, str, int]]] = Counter()
+    seen: Counter[tuple[str, str, tuple[str, str, int]]] = Counter()
     for timeline in chosen:
         for index, call, opened in _walk_calls(timeline, ints):
             if not catalog.is_read(call.tool):
@@ -514,7 +478,7 @@ def learn_flow(
                 value = call.arguments.get(name)
                 kind = _kind(value, ints)
                 for key in keys:
-                    held = index.latest.get(key)
+                    held = (index.previous if key[2] else index.latest).get(key[:2])
                     if held is None:
                         continue
                     seen[(call.tool, name, key)] += 1
@@ -538,7 +502,7 @@ def learn_flow(
             best: Binding | None = None
             for key in sorted(candidates.get((tool, name), ())):
                 n = seen[(tool, name, key)]
-                b = Binding(source=key[0], path=key[1], agree=agree[(tool, name, key)], n=n)
+                b = Binding(source=key[0], path=key[1], agree=agree[(tool, name, key)], n=n, back=key[2])
                 if best is None or (b.chance, b.agree) > (best.chance, best.agree):
                     best = b
             if name in consts:
@@ -555,7 +519,7 @@ def learn_flow(
                                 source=k[0], path=k[1], agree=agree[(tool, name, k)], n=seen[(tool, name, k)]
                             )
                             for k in sorted(candidates.get((tool, name), ()))
-                            if k != (best.source, best.path) and agree[(tool, name, k)] > 0
+                            if k[:2] != (best.source, best.path) and not k[2] and agree[(tool, name, k)] > 0
                         ]
                         alts.sort(key=lambda b: (-b.chance, -b.agree, b.source, b.path))
                         if alts[:MAX_FALLBACKS]:
@@ -604,7 +568,7 @@ def learn_flow(
         if flow_format is not None
         else (
             6
-            if learned_asks
+            if learned_asks or any(b.back for t in tools.values() for b in t.bindings.values())
             else 5
             if has_records or ints or has_fallbacks
             else 4

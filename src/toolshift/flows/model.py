@@ -70,6 +70,9 @@ class Binding(BaseModel):
     writes it; any other text could never match an output, so a flow carrying one is refused at load."""
     agree: NonNegativeInt
     n: NonNegativeInt
+    back: int = Field(default=0, ge=0, le=1)
+    """Format 6: 1 binds from the output before the most recent one of `source` holding `path` (the first of
+    two cities looked up in turn); 0 (absent in every earlier file) from the most recent."""
 
     @model_validator(mode="after")
     def _parts_within_whole(self) -> Binding:
@@ -349,6 +352,14 @@ def save_flow(flow: Flow, path: Path) -> Path:
     if not raw.get("asks"):
         raw.pop("asks", None)
     for tool in raw["tools"].values():
+        for group in (tool.get("bindings", {}), tool.get("lists", {})):
+            for b in group.values():
+                if not b.get("back"):
+                    b.pop("back", None)
+        for alts in tool.get("fallbacks", {}).values():
+            for b in alts:
+                if not b.get("back"):
+                    b.pop("back", None)
         for key in ("walk", "words", "record"):
             if tool.get(key) is None:
                 tool.pop(key, None)
@@ -401,6 +412,13 @@ def parse_flow(raw: Any, *, source: str = "flow") -> Flow:
     ):
         raise BadInputError(f"format {raw['format']} flows bind no record's fields together; this one does "
                             "(it is format 5)", source=source, field="format")  # fmt: skip
+    if raw["format"] in (1, 2, 3, 4, 5) and any(
+        isinstance(b, dict) and b.get("back")
+        for t in (raw.get("tools") or {}).values() if isinstance(t, dict)
+        for b in (t.get("bindings") or {}).values()
+    ):  # fmt: skip
+        raise BadInputError(f"format {raw['format']} flows bind only from the most recent output; this one binds "
+                            "from an older one (it is format 6)", source=source, field="back")  # fmt: skip
     if raw["format"] in (1, 2, 3, 4, 5) and raw.get("asks"):
         raise BadInputError(f"format {raw['format']} flows read no asks from the user's words; this one does "
                             "(it is format 6)", source=source, field="asks")  # fmt: skip

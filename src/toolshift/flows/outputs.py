@@ -14,10 +14,12 @@ PathKey = tuple[str, str]
 class OutputIndex:
     """The most recent output holding each (tool, path), and which paths currently hold a value."""
 
-    __slots__ = ("holders", "latest")
+    __slots__ = ("holders", "latest", "previous")
 
     def __init__(self) -> None:
         self.latest: dict[PathKey, tuple[list[Any], frozenset[Any]]] = {}
+        self.previous: dict[PathKey, tuple[list[Any], frozenset[Any]]] = {}
+        """The output before the most recent one holding each (tool, path) (format 6's `Binding.back`)."""
         self.holders: dict[Any, set[PathKey]] = {}
 
     def observe(self, tool: str, output: Any, *, track_holders: bool = True, ints: bool = False) -> None:
@@ -28,6 +30,9 @@ class OutputIndex:
         for path, values in string_paths(output, ints).items():
             key = (tool, path)
             as_set = frozenset(values)
+            old = self.latest.get(key)
+            if old is not None:
+                self.previous[key] = old
             self.latest[key] = (values, as_set)
             if track_holders:
                 for value in as_set:
@@ -39,11 +44,18 @@ class OutputIndex:
         if output is None:
             return
         for path, values in string_paths_within(output, plan, ints).items():
+            old = self.latest.get((tool, path))
+            if old is not None:
+                self.previous[(tool, path)] = old
             self.latest[(tool, path)] = (values, frozenset(values))
 
     def holding(self, value: Any) -> list[PathKey]:
         """Paths whose most recent output holds `value`."""
         return [k for k in self.holders.get(value, ()) if value in self.latest[k][1]]
+
+    def holding_previous(self, value: Any) -> list[PathKey]:
+        """Paths whose output before the most recent one holds `value`."""
+        return [k for k in self.holders.get(value, ()) if k in self.previous and value in self.previous[k][1]]
 
     def holding_all(self, values: Iterable[str]) -> list[PathKey]:
         """Paths whose most recent output holds every one of `values`."""

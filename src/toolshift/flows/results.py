@@ -20,7 +20,7 @@ from toolshift.errors import BadInputError
 from toolshift.fileio import write_text_atomic
 from toolshift.flows.calibration import reliability_diagram
 from toolshift.flows.ceiling import TurnAnatomy, anatomy, repeated_reads
-from toolshift.flows.crossval import Selection, choose_flow, crossval
+from toolshift.flows.crossval import Selection, choose_flow, crossval, format6_name
 from toolshift.flows.decide import Decider
 from toolshift.flows.learn import learn_flow
 from toolshift.flows.model import Flow
@@ -108,13 +108,16 @@ def run_both(
     return {kind: replay(test, Decider(flow, kind, at[kind]), **kw) for kind in ORDER}
 
 
-def options(records: bool, ints: bool, fallbacks: bool = False, asks: bool = False) -> str:
-    """The format-5 binding options (and format 6's asks) a flow takes, as a phrase to append (empty for none)."""
+def options(
+    records: bool, ints: bool, fallbacks: bool = False, asks: bool = False, older: bool = False
+) -> str:
+    """The format-5 binding options (and format 6's) a flow takes, as a phrase to append (empty for none)."""
     return (
         (", record bindings" if records else "")
         + (", integer bindings" if ints else "")
         + (", fallback sources" if fallbacks else "")
         + (", asks" if asks else "")
+        + (", older outputs" if older else "")
     )
 
 
@@ -131,8 +134,8 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     sp = split(tl)
     # Choose on the training tasks alone, before any held-out replay.
     tried: dict[tuple[bool, bool, bool, bool], Selection] = {}
-    asks: dict[str, float] = {}
-    cv, sel, every = choose_flow(sp.train, catalog, max_detours=GOAL_DETOURS, tried=tried, asks=asks)
+    format6: dict[str, float] = {}
+    cv, sel, every = choose_flow(sp.train, catalog, max_detours=GOAL_DETOURS, tried=tried, format6=format6)
     ranks, prior, records = sel.walk_ranks, sel.walk_prior, sel.records
     opts = sel.options()
     # What the chosen flow could take at all on the training folds: at θ = 0.05 nearly every bound lookup is made.
@@ -165,7 +168,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     figures: dict[str, Any] = {"ceiling": total.share("ceiling"), "turns": total.turns,
                                "replies": total.share("replies"), "reads": total.share("read_turns"),
                                "train_successful": flow.learned_from.episodes, "train_episodes": len(sp.train), "walk_ranks": ranks, "walk_prior": prior,
-                               "learn_from_all": every, **opts, "asks_crossval": asks,
+                               "learn_from_all": every, **opts, "format6_crossval": format6,
                                "theta": sel.theta, "format": flow.format,
                                "crossval_floor": {d: {"share_of_ceiling": floor.row(d, ranks, 0.05, prior).share_of_ceiling,
                                                       "detours_per_episode": floor.row(d, ranks, 0.05, prior).detours_per_episode}
@@ -218,10 +221,12 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
                          + " / ".join(pct(t.best[d].share_of_ceiling, 0) + f" at {t.best[d].detours_per_episode:.2f}"
                                       if d in t.best else "none" for d in ORDER)
                          for (k, rec, i, fb), t in sorted(tried.items()))
-             + ". The kept flow cross-validated once more with asks (flow format 6, `--asks`: after a user message, "
-             "the reads it asks for by name, `toolshift.flows.asks`): chosen shares averaging "
-             f"{pct(asks['with'], 0)} against {pct(asks['without'], 0)} without, so "
-             + ("kept" if sel.asks else "not kept") + ".\n",
+             + ". The kept flow cross-validated again with flow format 6's options, each combination: asks "
+             "(`--asks`: after a user message, the reads it asks for by name, `toolshift.flows.asks`) and older "
+             "outputs (`--older`: an argument bound from the output before the most recent one of its source), "
+             "kept only where the two deciders' chosen shares average strictly higher: "
+             + ", ".join(f"{k} {pct(v, 0)}" for k, v in format6.items())
+             + f" (kept: {format6_name(sel.asks, sel.older)}).\n",
              "### Turn anatomy of the held-out episodes\n",
              table(("", *ANATOMY_HEADER[1:]), [anatomy_row("GPT-4o, test tasks", total)]), "",
              f"### Both deciders at the chosen θ (walk ranks {ranks}; reach θ = {sel.theta['reach']:g}, "

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from toolshift.errors import BadInputError
 from toolshift.flows.ceiling import anatomy
-from toolshift.flows.crossval import BINDINGS, crossval, mean_best_share, try_asks
+from toolshift.flows.crossval import BINDINGS, crossval, format6_name, mean_best_share, try_format6
 from toolshift.flows.decide import Decider
 from toolshift.flows.learn import learn_flow
 from toolshift.flows.perdecision import FAMILIES, choose_rule
@@ -39,8 +39,10 @@ ORDER = ("reach", "next-step")
 PRICE = "0,1,1"
 
 
-def _options(records: bool, ints: bool, fallbacks: bool = False, asks: bool = False) -> str:
-    named = (("records", records), ("ints", ints), ("fallbacks", fallbacks), ("asks", asks))
+def _options(
+    records: bool, ints: bool, fallbacks: bool = False, asks: bool = False, older: bool = False
+) -> str:
+    named = (("records", records), ("ints", ints), ("fallbacks", fallbacks), ("asks", asks), ("older", older))
     return " + ".join(n for n, on in named if on) or "none"
 
 
@@ -111,9 +113,9 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
                           max_detours=MAX_DETOURS, records=records, ints=ints, fallbacks=fallbacks)  # fmt: skip
             tried.append((-mean_best_share(cv, cv.select()), order, cv))
         _, _, cv = min(tried, key=lambda x: (x[0], x[1]))
-        asks: dict[str, float] = {}
-        cv, sel = try_asks(
-            train, catalog, cv, cv.select(), True, max_detours=MAX_DETOURS, folds=FOLDS, shares=asks
+        format6: dict[str, float] = {}
+        cv, sel = try_format6(
+            train, catalog, cv, cv.select(), True, max_detours=MAX_DETOURS, folds=FOLDS, shares=format6
         )
         choice = choose_rule(train, catalog, walk_ranks=sel.walk_ranks, price=price, learn_from_all=True,
                              folds=FOLDS, max_detours=MAX_DETOURS, walk_prior=sel.walk_prior,
@@ -131,7 +133,7 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
                                      "records": sel.records, "record_bindings": {
                                          t: f.record.model_dump() for t, f in flow.tools.items() if f.record},
                                      "ints": sel.ints, "fallbacks": sel.fallbacks, "asks": sel.asks,
-                                     "asks_crossval": asks,
+                                     "older": sel.older, "format6_crossval": format6,
                                      "crossval_bindings": {_options(*BINDINGS[order]): -neg
                                                            for neg, order, _ in tried},
                                      "rules": {}}  # fmt: skip
@@ -223,10 +225,11 @@ def _render(figures: dict[str, Any], rows_cv: list[list[str]], rows_out: list[li
         + "; ".join(f"{k}: " + ", ".join(f"{r} {_pct(x)}" for r, x in v["crossval_bindings"].items())
                     + f" (kept: {_options(v['records'], v['ints'], v['fallbacks'])})"
                     for k, v in figures["directions"].items())
-        + ". The kept flow cross-validated once more with asks (flow format 6: after a user message, the reads it "
-        "asks for by name, `toolshift.flows.asks`), kept only where the mean chosen share rises: "
-        + "; ".join(f"{k}: {_pct(v['asks_crossval']['with'])} with, {_pct(v['asks_crossval']['without'])} without "
-                    f"({'kept' if v['asks'] else 'not kept'})" for k, v in figures["directions"].items())
+        + ". The kept flow cross-validated again with each combination of flow format 6's options (asks: after a "
+        "user message, the reads it asks for by name, `toolshift.flows.asks`; older outputs: an argument bound "
+        "from the output before the most recent one of its source), kept only where the mean chosen share rises: "
+        + "; ".join(f"{k}: " + ", ".join(f"{n} {_pct(x)}" for n, x in v["format6_crossval"].items())
+                    + f" (kept: {format6_name(v['asks'], v['older'])})" for k, v in figures["directions"].items())
         + ".\n"
     )  # fmt: skip
     return "\n".join(lines)
