@@ -153,3 +153,19 @@ def test_a_child_failing_the_rubric_is_rejected_with_its_reasons_and_a_seed_is_s
         proposer_cost=None, known={},
     )  # fmt: skip
     assert ok.evaluated and ok.rubric_failed == [] and ok.completion == 1.0
+
+
+def test_two_values_side_by_side_are_no_doubled_word_and_a_doubled_word_still_is():
+    from toolshift.evolve.seeds import builtin_world_tasks
+
+    inspection = next(t for t in builtin_world_tasks() if t.id == "demo-inspection")
+    assert "PAL-000002 passed" in inspection.instruction.intent  # two facts in a row
+    assert score_task(inspection).passed["plain_words"]
+    doubled = inspection.model_copy(
+        update={
+            "instruction": inspection.instruction.model_copy(
+                update={"intent": "Record that that pallet PAL-000002 passed."}
+            )
+        }
+    )
+    assert not score_task(doubled).passed["plain_words"]

@@ -172,6 +172,11 @@ def run_cmd(
     proposer: str = typer.Option(
         "structural", "--proposer", help="structural | embedded | openai:<m> | anthropic:<m>"
     ),
+    moves: str = typer.Option(
+        "coarse",
+        "--moves",
+        help="Structural proposer: coarse (its operators) | fine (fine moves first, D207)",
+    ),
     feedback: str = typer.Option("rules", "--feedback", help="rules | a model for the failure summaries"),
     judge: str = typer.Option("rules", "--judge", help="rules | a model for the trivial-failure filter"),
     labeler: str = typer.Option("rules", "--labeler", help="rules | a model for features and failure modes"),
@@ -197,7 +202,7 @@ def run_cmd(
 
     try:
         config = EvolveConfig(
-            seed=seed, generations=generations, proposer=proposer, feedback=feedback, judge=judge,
+            seed=seed, generations=generations, proposer=proposer, moves=moves, feedback=feedback, judge=judge,
             labeler=labeler, model_timeout=model_timeout, base_url=base_url,
             solver=SolverConfig(
                 model=solver, user=user, attempts=attempts, max_turns=max_turns, episode_timeout=episode_timeout,

@@ -81,6 +81,9 @@ class Engine:
     """The seed tasks by id (what a lineage's programs are verified and judged against)."""
     _rewriter: list = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.structural.moves = self.config.moves
+
     def rewriter(self):  # type: ignore[no-untyped-def]
         """The model that paraphrases a child's intent: the proposer model, else the judge model, else none."""
         cfg = self.config

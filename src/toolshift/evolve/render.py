@@ -131,6 +131,7 @@ class RubricResult:
 
 
 _IDENTIFIER = re.compile(r"[^\s,;()]*\d[^\s,;()]*")
+_VALUES = re.compile(r"\bVALUE(?: VALUE)+\b")
 _SENTENCE = re.compile(r"(?<=[a-z0-9)])[.!?]\s+(?=[A-Z])|\n+")
 
 
@@ -143,6 +144,8 @@ def _as_clauses(task: Task) -> Task:
         if v:
             intent = intent.replace(v, "VALUE")
     intent = _IDENTIFIER.sub("VALUE", intent)
+    # two values side by side ("pallet PAL-000002 passed") are no doubled word
+    intent = _VALUES.sub("VALUE", intent)
     intent = _SENTENCE.sub("; ", intent.strip())
     return task.model_copy(update={"instruction": task.instruction.model_copy(update={"intent": intent})})
 

@@ -48,6 +48,8 @@ class EvolveConfig(BaseModel):
     solver: SolverConfig = Field(default_factory=SolverConfig)
     proposer: str = "structural"
     """`structural`, or a model: `embedded`, `openai:<m>`, `anthropic:<m>`."""
+    moves: Literal["coarse", "fine"] = "coarse"
+    """The structural proposer's moves: the coarse operators alone, or the fine ones first (D207)."""
     feedback: str = "rules"
     """`rules` (model-free diff) or a model that writes the summary from the same diff."""
     judge: str = "rules"

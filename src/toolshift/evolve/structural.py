@@ -14,7 +14,8 @@ Operators come from the seed's feature taxonomy, each with an inverse:
 Every operator works on the live world (rows, relations, policy checks through real calls), writes new
 ground-truth calls, and returns an `Edit`; the child is then rendered, parsed and verified like any
 other. The direction follows the parent's completion rate: above 0.7 harder, below 0.3 easier, between
-either; operators that made the step's inspirations weigh more.
+either; operators that made the step's inspirations weigh more. With `moves="fine"` the fine moves of
+`toolshift.evolve.fine` (the path kept, only which values the user gives and when changed) are tried first.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from toolshift.bench.instructions import _intent_clause, entity_noun, field_word
 from toolshift.bench.synthesis import Draft, Rejected, Synthesizer
 from toolshift.errors import BadInputError
 from toolshift.evolve.edits import Edit, EditError, PlacedCall, Replacement, apply_edit, undo
+from toolshift.evolve.fine import FINE_EASIER, FINE_HARDER, FINE_INVERSE_OF, FineOperators
 from toolshift.evolve.operators_text import TextOperators
 from toolshift.evolve.program import CallSpec, TaskSpec
 from toolshift.evolve.scene import (
@@ -66,7 +68,9 @@ INVERSE_OF = {
     "remove_filter": "add_filter",
     "remove_distractor": "add_distractor",
     "state_value": "add_derived_value",
+    **FINE_INVERSE_OF,
 }
+MOVES = ("coarse", "fine")
 FILTER_RULE = "Every record matching your description must be handled, not just one of them."
 ONE_MORE = " There is one more thing after that, too."
 _THEN = "; then you also want to "
@@ -87,12 +91,18 @@ class Proposal:
     edit: Edit
 
 
-class StructuralProposer(TextOperators):
-    """Proposes a child task from a parent by one structural operator (seeded, model-free)."""
+class StructuralProposer(TextOperators, FineOperators):
+    """Proposes a child task from a parent by one structural operator (seeded, model-free).
+
+    `moves="fine"` tries the fine moves of the direction first (`toolshift.evolve.fine`), the coarse
+    operators only when none of them applies; `"coarse"` (the default) uses the coarse ones alone."""
 
     name = "structural"
 
-    def __init__(self) -> None:
+    def __init__(self, moves: str = "coarse") -> None:
+        if moves not in MOVES:
+            raise ValueError(f"moves must be one of {MOVES}, not {moves!r}")
+        self.moves = moves
         self._scenes: dict[str, Scene] = {}
 
     def scene(self, domain: str) -> Scene:
@@ -115,18 +125,22 @@ class StructuralProposer(TextOperators):
         `EditError` when none does."""
         c = 0.0 if completion is None else completion
         if c > 0.7:
-            family = list(HARDER)
+            harder = True
         elif c < 0.3:
-            family = list(EASIER)
+            harder = False
         else:
-            family = list(HARDER if rng.random() < 0.5 else EASIER)
-        weights = {op: 1.0 + (favoured or {}).get(op, 0) for op in family}
+            harder = rng.random() < 0.5
+        tiers = [list(HARDER if harder else EASIER)]
+        if self.moves == "fine":
+            tiers.insert(0, list(FINE_HARDER if harder else FINE_EASIER))
         order: list[str] = []
-        while weights:
-            ops = sorted(weights)
-            pick = rng.choices(ops, weights=[weights[o] for o in ops])[0]
-            order.append(pick)
-            del weights[pick]
+        for family in tiers:
+            weights = {op: 1.0 + (favoured or {}).get(op, 0) for op in family}
+            while weights:
+                ops = sorted(weights)
+                pick = rng.choices(ops, weights=[weights[o] for o in ops])[0]
+                order.append(pick)
+                del weights[pick]
         scene = self.scene(task.domain)
         tried: list[str] = []
         for op in order:
