@@ -66,6 +66,7 @@ def run_command(folder: Path, config) -> str:  # type: ignore[no-untyped-def]
             "--attempts", str(sc.attempts), "--generations", str(c.generations), "--max-turns", str(sc.max_turns),
             "--seed", str(c.seed)]  # fmt: skip
     for flag, value, default in (("--user", sc.user, "scripted"), ("--proposer", c.proposer, "structural"),
+                                 ("--moves", c.moves, "coarse"),
                                  ("--feedback", c.feedback, "rules"), ("--judge", c.judge, "rules"),
                                  ("--labeler", c.labeler, "rules")):  # fmt: skip
         if value != default:
