@@ -48,7 +48,7 @@ def test_the_user_prompt_keeps_every_fact_and_rule():
 def test_facts_that_cannot_fit_fail_the_turn_loudly():
     """Instructions longer than the context: the simulator says so instead of dropping a fact."""
     facts = {f"fact {i}": " ".join(["value"] * 40) for i in range(60)}  # about 2,600 tokens of facts
-    user = LLMUser(EmbeddedModel(role="user"), "Hello.", _instruction(**facts), attempts=1)
+    user = LLMUser(EmbeddedModel(role="user", n_ctx=2048), "Hello.", _instruction(**facts), attempts=1)
     with pytest.raises(UserSimulatorError, match="cannot keep the user's instructions") as err:
         asyncio.run(user.respond("How can I help?"))
     assert "tokens" in str(err.value)
