@@ -133,15 +133,7 @@ class FineOperators:
         if e is None:
             return None
         touched = {t[2] for t in found}
-        world = scene.world_after(list(spec.initial_state))
-        try:
-            others = [
-                str(r[e.key])
-                for r in world.runtime.find(ent)[:80]
-                if str(r[e.key]) not in touched and "/" not in str(r[e.key])
-            ]
-        finally:
-            world.close()
+        others = [str(r[e.key]) for r in scene.nameable_others(list(spec.initial_state), ent, touched)]
         if not others:
             return None
         other = others[rng.randrange(len(others))]

@@ -34,16 +34,7 @@ class TextOperators:
         ent = tables[rng.randrange(len(tables))]
         e = scene.ent[ent]
         touched = {c.key for c in task.expected_changes if c.table == ent}
-        world = scene.world_after(list(spec.initial_state))
-        try:
-            # a record a person can name: not a composite key (τ²'s `user/payment` rows)
-            others = [
-                r
-                for r in world.runtime.find(ent)[:80]
-                if str(r[e.key]) not in touched and "/" not in str(r[e.key])
-            ]
-        finally:
-            world.close()
+        others = scene.nameable_others(list(spec.initial_state), ent, touched)
         if not others:
             return None
         other = others[rng.randrange(len(others))]

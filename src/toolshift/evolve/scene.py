@@ -42,6 +42,22 @@ class Scene:
                 raise EditError(f"{c.tool} failed: {res.error}")
         return world
 
+    def nameable_others(
+        self, calls: list[CallSpec], ent: str, touched: set[str], limit: int = 80
+    ) -> list[Any]:
+        """Up to `limit` records of `ent` in the world after `calls` that the task does not touch and a person
+        can name: not a composite key (τ²'s `user/payment` rows). The distractor moves draw from these."""
+        key = self.ent[ent].key
+        world = self.world_after(calls)
+        try:
+            return [
+                r
+                for r in world.runtime.find(ent)[:limit]
+                if str(r[key]) not in touched and "/" not in str(r[key])
+            ]
+        finally:
+            world.close()
+
     def replays(self, calls: list[CallSpec]) -> bool:
         try:
             self.world_after(calls).close()
