@@ -163,7 +163,7 @@ class RunSetting:
     base_url: str | None = None
 
 
-class _Versions:
+class VersionCatalogs:
     """The whole catalog of the version being run, built once (the standard setting needs it)."""
 
     def __init__(self, worlds: VersionWorlds, domains: list[str]) -> None:
@@ -187,7 +187,6 @@ async def _run_all(
     on_episode: Callable[[Episode], None],
 ) -> None:
     from toolshift.agents.config import RunConfig, make_model, make_user
-    from toolshift.agents.loop import EpisodeLimits, run_episode
     from toolshift.agents.policies import oracle
 
     config = RunConfig(
@@ -200,7 +199,7 @@ async def _run_all(
     shared = None
     if baseline not in SCRIPTED and baseline != "embedded":  # an API client holds no per-episode state
         shared = make_model(baseline, config, seed=0)
-    versions = _Versions(worlds, domains)
+    versions = VersionCatalogs(worlds, domains)
     for p in sorted(planned, key=lambda p: p.version):  # one version's whole catalog at a time
         key = episode_key(baseline, p)
         seed = zlib.crc32(key.encode())
@@ -217,26 +216,43 @@ async def _run_all(
             agent = make_model(baseline, config, seed=seed)
         # a model user is seeded by the episode too (make_user adds one to the seed it derives)
         user = make_user(config.model_copy(update={"seed": seed}), p.task, 0)
-        eco = versions(p.version) if run.setting == "standard" else None
-        exposure = exposure_for(
-            run.setting,
-            version=eco,
-            catalog=None if eco else worlds.catalog(p.task.domain, p.version),
-            task=p.task,
-            reference=p.reference,
-        )
-        served = Served(eco_id, p.version, run.setting, exposure.domain, exposure.task)
-        ep = await run_episode(
-            p.task,
-            agent,
-            user,
-            opener(worlds, served, exposure, eco),
-            episode_id=key,
-            limits=EpisodeLimits(max_turns=run.max_turns),
-            agent_name=baseline,
-            source={"baseline": baseline, "criterion": p.criterion},
-        )
+        ep = await run_planned(p, agent, user, worlds, eco_id, versions, run, baseline)
         on_episode(ep)
+
+
+async def run_planned(
+    p: PlannedEpisode,
+    agent: Any,
+    user: Any,
+    worlds: VersionWorlds,
+    eco_id: str,
+    versions: VersionCatalogs,
+    run: RunSetting,
+    baseline: str,
+) -> Episode:
+    """One planned episode with this agent and user, served as the run's setting serves it (bench/ runs
+    one agent against another on the same episodes through this)."""
+    from toolshift.agents.loop import EpisodeLimits, run_episode
+
+    eco = versions(p.version) if run.setting == "standard" else None
+    exposure = exposure_for(
+        run.setting,
+        version=eco,
+        catalog=None if eco else worlds.catalog(p.task.domain, p.version),
+        task=p.task,
+        reference=p.reference,
+    )
+    served = Served(eco_id, p.version, run.setting, exposure.domain, exposure.task)
+    return await run_episode(
+        p.task,
+        agent,
+        user,
+        opener(worlds, served, exposure, eco),
+        episode_id=episode_key(baseline, p),
+        limits=EpisodeLimits(max_turns=run.max_turns),
+        agent_name=baseline,
+        source={"baseline": baseline, "criterion": p.criterion},
+    )
 
 
 def run_baseline(
