@@ -52,7 +52,7 @@ def learn(
         int | None,
         typer.Option(
             "--format",
-            help="1 (no list bindings), 2 (no walks), 3 (no words), 4 (no records) or 5; default: the lowest "
+            help="1 (no list bindings), 2 (no walks), 3 (no words), 4 (no records), 5, 6 or 7; default: the lowest "
             "that holds what was learned.",
         ),
     ] = None,
@@ -104,6 +104,12 @@ def learn(
         bool,
         typer.Option("--older", help="Bind from the output before the most recent one too (format 6)."),
     ] = False,
+    named: Annotated[
+        bool,
+        typer.Option(
+            "--named", help="Walk the listing values the user names first, counted apart (format 7)."
+        ),
+    ] = False,
     tasks: TasksOpt = "all",
 ) -> None:
     """Learn a flow: the habit at each site and each read's bindings."""
@@ -111,14 +117,14 @@ def learn(
     from toolshift.flows.learn import learn_flow
     from toolshift.flows.model import save_flow
 
-    if flow_format not in (None, 1, 2, 3, 4, 5, 6):
-        raise BadInputError(f"--format is 1 to 6, not {flow_format}", field="format")
+    if flow_format not in (None, 1, 2, 3, 4, 5, 6, 7):
+        raise BadInputError(f"--format is 1 to 7, not {flow_format}", field="format")
     inputs = load_inputs(episodes, catalog, _tasks(tasks))
     console.print(inputs.describe())
     flow = learn_flow(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, constants=constants,
                       flow_format=flow_format, unlisted=inputs.unlisted, source=", ".join(map(str, episodes)),
                       walk_ranks=walk_ranks, words=words, walk_prior=walk_prior, records=records, ints=ints,
-                      fallbacks=fallbacks, asks=asks, older=older)  # fmt: skip
+                      fallbacks=fallbacks, asks=asks, older=older, named=named)  # fmt: skip
     save_flow(flow, out)
     table = Table(title=f"flow {out} (format {flow.format}, {flow.learned_from.episodes} episodes)")
     for col in ("tool", "calls", "required", "bound from", "binding chance"):
@@ -179,6 +185,10 @@ def crossval(
     older: Annotated[
         bool, typer.Option("--older", help="The flows bind from older outputs too (format 6).")
     ] = False,
+    named: Annotated[
+        bool,
+        typer.Option("--named", help="The flows' walks take the values the user names first (format 7)."),
+    ] = False,
 ) -> None:
     """Choose walk ranks and each decider's θ by leave-one-task-out over the training tasks only."""
     from rich.progress import track
@@ -195,7 +205,7 @@ def crossval(
     steps = iter(track(range(n_tasks), description="folds", console=console, transient=True))
     cv = run_crossval(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, max_detours=max_detours,
                       folds=folds, progress=lambda: next(steps, None), records=records,
-                      ints=ints, fallbacks=fallbacks, asks=asks, older=older)  # fmt: skip
+                      ints=ints, fallbacks=fallbacks, asks=asks, older=older, named=named)  # fmt: skip
     how = "leave-one-task-out" if folds is None else f"{folds}-fold by task"
     table = Table(title=f"{how} over {cv.folds} folds ({cv.episodes} episodes): share of the "
                   "ceiling / detours per episode")  # fmt: skip

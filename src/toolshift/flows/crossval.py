@@ -110,11 +110,14 @@ class Selection:
     """Whether the flow proposes the reads a user message asks for by name (format 6; `learn_flow(asks=)`)."""
     older: bool = False
     """Whether the flow binds from the output before the most recent one too (format 6; `learn_flow(older=)`)."""
+    named: bool = False
+    """Whether the flow's walks count the listings whose values the user named apart (format 7;
+    `learn_flow(named=)`)."""
 
     def options(self) -> dict[str, bool]:
         """The binding options as `learn_flow` / `crossval` / `choose_rule` keywords."""
         return {"records": self.records, "ints": self.ints, "fallbacks": self.fallbacks, "asks": self.asks,
-                "older": self.older}  # fmt: skip
+                "older": self.older, "named": self.named}  # fmt: skip
 
 
 @dataclass
@@ -133,6 +136,7 @@ class Crossval:
     asks: bool = False
     margin: float = MARGIN
     older: bool = False
+    named: bool = False
 
     def flows(self) -> list[tuple[int, float]]:
         """The (walk ranks, prior) pairs tried: ranks 0 (no walks) with no prior, every other with each."""
@@ -174,6 +178,7 @@ class Crossval:
             fallbacks=self.fallbacks,
             asks=self.asks,
             older=self.older,
+            named=self.named,
         )
 
 
@@ -195,11 +200,12 @@ def crossval(
     asks: bool = False,
     margin: float = MARGIN,
     older: bool = False,
+    named: bool = False,
 ) -> Crossval:
     """Leave-one-task-out (or `folds`-fold by task) over `timelines`, the training tasks: every candidate's
     summed figures. `records`: the flows bind record fields together; `ints`: integer arguments too; `fallbacks`: bindings keep fallback sources (format 5); `asks`: the reads a user
     message asks for by name are proposed after it; `older`: bindings may take the output before the most recent
-    one (format 6)."""
+    one (format 6); `named`: walks count the listings the user named values of apart (format 7)."""
     tasks = sorted({t.task_id for t in timelines})
     if len(tasks) < 2:
         raise BadInputError(f"cross-validation needs at least 2 training tasks, got {len(tasks)}")
@@ -222,7 +228,7 @@ def crossval(
         episodes += len(held)
         for k in walk_ranks:
             learned = learn_flow(rest, catalog, learn_from_all=learn_from_all, walk_ranks=k, records=records,
-                                 ints=ints, fallbacks=fallbacks, asks=asks, older=older)  # fmt: skip
+                                 ints=ints, fallbacks=fallbacks, asks=asks, older=older, named=named)  # fmt: skip
             for p in walk_priors if k else (0.0,):
                 flow = with_walk_prior(learned, p) if p else learned
                 for d in deciders:
@@ -237,7 +243,7 @@ def crossval(
     rows = [CrossvalRow(d, k, th, s, ceiling, det, episodes, p, tuple(per_fold[(d, k, p, th)]))
             for (d, k, p, th), (s, det) in sums.items()]  # fmt: skip
     return Crossval(rows, done, episodes, max_detours, tuple(walk_ranks), tuple(thetas), tuple(deciders),
-                    tuple(walk_priors), records, ints, fallbacks, asks, margin, older)  # fmt: skip
+                    tuple(walk_priors), records, ints, fallbacks, asks, margin, older, named)  # fmt: skip
 
 
 def mean_best_share(cv: Crossval, sel: Selection) -> float:
@@ -261,7 +267,8 @@ def choose_flow(timelines: Sequence[Timeline], catalog: Catalog, *, max_detours:
                 folds: int | None = None, verdicts: bool = True,
                 bindings: Sequence[tuple[bool, bool, bool]] = BINDINGS,
                 tried: dict[tuple[bool, bool, bool, bool], Selection] | None = None,
-                format6: dict[str, float] | None = None) -> tuple[Crossval, Selection, bool]:  # fmt: skip
+                format6: dict[str, float] | None = None,
+                named: dict[str, float] | None = None) -> tuple[Crossval, Selection, bool]:  # fmt: skip
     """Cross-validate flows learned from the successful training runs and from every training run (only the
     latter without `verdicts`), each with every binding option of `bindings` ((records, ints, fallbacks): record
     bindings, integer bindings and fallback sources, format 5); keep the one whose selection's mean best share
@@ -269,7 +276,8 @@ def choose_flow(timelines: Sequence[Timeline], catalog: Catalog, *, max_detours:
     cross-validation, its selection (`Selection.records` / `.ints` / `.fallbacks` say which options it takes)
     and whether it learns from every run; each selection tried is put in `tried` (by (every run, records, ints,
     fallbacks)) when given. With `format6` (a dict, filled with the mean shares), the kept flow is tried again
-    with format 6's options (`try_format6`)."""
+    with format 6's options (`try_format6`); with `named` (a dict, filled likewise), then with named walks
+    (`try_named`)."""
     ranked = []
     for learn_from_all in (False, True) if verdicts else (True,):
         if not learn_from_all and not any(t.success for t in timelines):
@@ -287,6 +295,9 @@ def choose_flow(timelines: Sequence[Timeline], catalog: Catalog, *, max_detours:
     if format6 is not None:
         cv, sel = try_format6(timelines, catalog, cv, sel, learn_from_all, max_detours=max_detours, folds=folds,
                               shares=format6)  # fmt: skip
+    if named is not None:
+        cv, sel = try_named(timelines, catalog, cv, sel, learn_from_all, max_detours=max_detours, folds=folds,
+                            shares=named)  # fmt: skip
     return cv, sel, learn_from_all
 
 
@@ -318,3 +329,19 @@ def try_format6(timelines: Sequence[Timeline], catalog: Catalog, cv: Crossval, s
         if share > best[0]:
             best = (share, order, other, picked)
     return best[2], best[3]
+
+
+def try_named(timelines: Sequence[Timeline], catalog: Catalog, cv: Crossval, sel: Selection, learn_from_all: bool,
+              *, max_detours: float = MAX_DETOURS, folds: int | None = None,
+              shares: dict[str, float] | None = None) -> tuple[Crossval, Selection]:  # fmt: skip
+    """Cross-validate the chosen flow again with named walks (format 7, `toolshift.flows.named`) and keep them
+    only where the two deciders' chosen shares average strictly higher. `shares` receives both means
+    ("without", "named")."""
+    base = mean_best_share(cv, sel)
+    other = crossval(timelines, catalog, learn_from_all=learn_from_all, max_detours=max_detours, folds=folds,
+                     **(sel.options() | {"named": True}))  # fmt: skip
+    picked = other.select()
+    share = mean_best_share(other, picked)
+    if shares is not None:
+        shares.update({"without": base, "named": share})
+    return (other, picked) if share > base else (cv, sel)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from toolshift.flows.asks import asked, message_stems
 from toolshift.flows.intent import NO_INTENT, IntentMatcher, intent_key
 from toolshift.flows.model import ASK_SITE, START_SITE, USER_SITE, Flow, Walk
+from toolshift.flows.named import named_state, said_tokens
 from toolshift.flows.outputs import OutputIndex, PathKey, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog
 from toolshift.flows.values import PathPlan, call_key, decode_output, is_value, path_plan, records_at
@@ -147,6 +148,15 @@ class Decider:
                 back=frozenset(a for a, b in tool.bindings.items() if b.back),
             )
         self._walkers = tuple(c for c in self._tools.values() if c.walk is not None)
+        self._named = any(c.walk[2].named for c in self._walkers if c.record is None)  # type: ignore[index]
+        """Format 7: some walk counts the listings whose values the user named apart."""
+        self._unnamed: dict[str, Walk] = {
+            c.tool: Walk(argument=c.walk[0], sites=c.walk[2].unnamed, prior=c.walk[2].prior)
+            for c in self._walkers
+            if c.walk is not None and c.walk[2].unnamed
+        }
+        """Format 7: per walk tool, its walk over the decisions after a user message that named none of the
+        listing's values, scoring such a decision where it saw the site and rank."""
         self._asks: tuple[tuple[tuple[str, ...], float, _CompiledTool], ...] = tuple(
             (tuple(ask.words), ask.chance(kind) * self._tools[name].chance, self._tools[name])
             for name, ask in sorted(flow.asks.items())
@@ -206,12 +216,25 @@ class Decider:
                 if count and habit.occurrences:
                     self._fallback[(site, compiled.tool)] = count / habit.occurrences * compiled.chance
 
-    def walk_score(self, site: str, compiled: _CompiledTool, rank: int) -> float:
-        """A walk tool's score at `site` with `rank` of the listing's values passed (before any chain prior)."""
+    def walk_score(self, site: str, compiled: _CompiledTool, rank: int, unnamed: bool = False) -> float:
+        """A walk tool's score at `site` with `rank` of the listing's values passed (before any chain prior);
+        `unnamed`: the user spoke and named none of them (format 7: the walk's counts over such decisions)."""
         assert compiled.walk is not None
-        chance = compiled.walk[2].chance(site, rank, self.kind)
+        chance = None
+        if unnamed and compiled.tool in self._unnamed:
+            chance = self._unnamed[compiled.tool].chance(site, rank, self.kind)
+        if chance is None:
+            chance = compiled.walk[2].chance(site, rank, self.kind)
         if chance is None:
             return self._fallback.get((site, compiled.tool), 0.0)
+        return chance * compiled.walk[3]
+
+    def named_score(self, site: str, compiled: _CompiledTool, state: int, rank: int) -> float:
+        """A named walk's score at `site` in `state` (format 7), the walk's own where no named count applies."""
+        assert compiled.walk is not None
+        chance = compiled.walk[2].named_chance(site, state, self.kind)
+        if chance is None:
+            return self.walk_score(site, compiled, rank)
         return chance * compiled.walk[3]
 
     def session(self) -> DecisionSession:
@@ -235,7 +258,7 @@ class DecisionSession:
     """One episode's state: the outputs seen, the values each argument was given, what is already answered."""
 
     __slots__ = ("answered", "asked", "decider", "index", "intent", "intent_words", "opened", "opened_records",
-                 "picked", "position", "records", "said", "seen")  # fmt: skip
+                 "picked", "position", "records", "said", "seen", "tokens")  # fmt: skip
 
     def __init__(self, decider: Decider) -> None:
         self.decider = decider
@@ -257,6 +280,9 @@ class DecisionSession:
         """The intent words the user's messages matched so far (`intent_key`); "" before any user message."""
         self.asked: tuple[tuple[float, _CompiledTool], ...] = ()
         """Format 6: the reads the latest user message asks for by name, with their scores."""
+        self.tokens: frozenset[str] = frozenset()
+        """Format 7: the user's words so far a listing value can match (`toolshift.flows.named`), kept only
+        for a flow with named walks."""
 
     # -- events ------------------------------------------------------------------------------
 
@@ -312,6 +338,8 @@ class DecisionSession:
         """A user message: what a picker reads format-4 arguments from."""
         if text:
             self.said.append(text)
+            if self.decider._named:
+                self.tokens |= said_tokens(text)
         if self.decider._asks:
             stems = message_stems(text)
             self.asked = tuple((score, c) for words, score, c in self.decider._asks if asked(words, stems))
@@ -346,11 +374,18 @@ class DecisionSession:
         return out
 
     def _judged(
-        self, compiled: _CompiledTool, raw: float, site: str, depth: int, weigh_all: bool
+        self,
+        compiled: _CompiledTool,
+        raw: float,
+        site: str,
+        depth: int,
+        weigh_all: bool,
+        pick: tuple[str, Any] | None = None,
     ) -> Lookup | None:
-        """The lookup, if it reaches its bar (or `weigh_all`), binds and is not answered."""
+        """The lookup, if it reaches its bar (or `weigh_all`), binds and is not answered; `pick` (argument,
+        value) overrides that argument's first-unopened value (a named walk's)."""
         if compiled.fallbacks is not None:  # bind first: a fallback path scales the score
-            bound = self._bind(compiled)
+            bound = self._bind(compiled, pick)
             if bound is None:
                 return None
             raw *= bound[1]
@@ -361,12 +396,12 @@ class DecisionSession:
         score, bar = self.decider.judge(compiled.tool, raw, depth, self.position, self.intent)
         if score < bar and not weigh_all:
             return None
-        return self._unanswered(compiled, score, site, raw=raw, bar=bar, depth=depth)
+        return self._unanswered(compiled, score, site, raw=raw, bar=bar, depth=depth, pick=pick)
 
     def _unanswered(self, compiled: _CompiledTool, score: float, site: str, *, raw: float = -1.0,
-                    bar: float = 0.0, depth: int = 0) -> Lookup | None:  # fmt: skip
+                    bar: float = 0.0, depth: int = 0, pick: tuple[str, Any] | None = None) -> Lookup | None:  # fmt: skip
         """The lookup of `compiled` with arguments bound from outputs seen, unless unbound or answered."""
-        bound = self._bind(compiled)
+        bound = self._bind(compiled, pick)
         if bound is None:
             return None
         return self._lookup(compiled, bound[0], score, site, raw, bar, depth)
@@ -405,17 +440,25 @@ class DecisionSession:
                 records = self.records.get(compiled.record[0])
                 if not records:
                     continue
-                done = self.opened_records.get(compiled.tool, frozenset())
-                rank = sum(1 for r in records if r in done)
+                done_records = self.opened_records.get(compiled.tool, frozenset())
+                rank = sum(1 for r in records if r in done_records)
+                state = None
             else:
                 held = latest.get(path)
                 if held is None:
                     continue
-                rank = listing_rank(held[0], self.opened.get((compiled.tool, argument), frozenset()))
-            raw = self.decider.walk_score(site, compiled, rank) * prior
+                done = self.opened.get((compiled.tool, argument), frozenset())
+                rank = listing_rank(held[0], done)
+                state = named_state(held[0], done, self.tokens) if self.tokens else None
+            if state is not None:  # format 7: the user named values of this listing
+                raw = self.decider.named_score(site, compiled, state[0], rank) * prior
+                pick = (argument, state[1])
+            else:
+                raw = self.decider.walk_score(site, compiled, rank, bool(self.tokens)) * prior
+                pick = None
             if raw <= 0.0:
                 continue
-            lookup = self._judged(compiled, raw, site, depth, weigh_all)
+            lookup = self._judged(compiled, raw, site, depth, weigh_all, pick)
             if lookup is not None:
                 out.append(lookup)
         out.sort(key=lambda lk: (-lk.score, lk.tool))
@@ -456,7 +499,8 @@ class DecisionSession:
         self.observe_user(text)
         return self.propose(USER_SITE)
 
-    def _bind(self, compiled: _CompiledTool) -> tuple[dict[str, Any], float] | None:
+    def _bind(self, compiled: _CompiledTool,
+              pick: tuple[str, Any] | None = None) -> tuple[dict[str, Any], float] | None:  # fmt: skip
         """The arguments bound from the outputs seen, and the factor fallback paths scale the score by (1 when
         every binding's own path was in view); None when an argument cannot be bound."""
         arguments: dict[str, Any] = {}
@@ -472,6 +516,9 @@ class DecisionSession:
                         break
                 else:
                     return None
+            if pick is not None and pick[0] == name:
+                arguments[name] = pick[1]
+                continue
             arguments[name] = pick_unopened(held[0], self.opened.get((compiled.tool, name), frozenset()))
         for name, key in compiled.lists:
             held = latest.get(key)

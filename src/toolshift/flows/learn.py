@@ -23,6 +23,7 @@ from toolshift.flows.model import (
     Walk,
     WordsBinding,
 )
+from toolshift.flows.named import learn_named
 from toolshift.flows.outputs import OutputIndex, listing_rank, pick_unopened
 from toolshift.flows.timeline import Catalog, OtherCallsEvent, Timeline, TurnEvent, Unlisted, UserEvent
 from toolshift.flows.values import canonical, is_value, record_paths, records_at, scalar_tokens
@@ -377,7 +378,7 @@ def learn_flow(
     *,
     learn_from_all: bool = False,
     constants: bool = False,
-    flow_format: Literal[1, 2, 3, 4, 5, 6] | None = None,
+    flow_format: Literal[1, 2, 3, 4, 5, 6, 7] | None = None,
     unlisted: Unlisted | None = None,
     source: str = "episodes",
     count_bare: bool = True,
@@ -389,6 +390,7 @@ def learn_flow(
     fallbacks: bool = False,
     asks: bool = False,
     older: bool = False,
+    named: bool = False,
 ) -> Flow:
     """Fit the habit on successful runs (every run with `learn_from_all`) and learn each read's bindings.
 
@@ -405,14 +407,15 @@ def learn_flow(
     came from, tried in order when the binding's is not in view (format 5, `ToolFlow.fallbacks`). `asks`
     learns the reads the user asks for by name, decided after each user message (format 6, `Flow.asks`);
     `older` also binds a string argument to the output before the most recent one of its source where that
-    agrees more often (the first of two cities looked up in turn; format 6, `Binding.back`).
+    agrees more often (the first of two cities looked up in turn; format 6, `Binding.back`). `named` counts
+    walks apart where the user's messages named values of the listing (format 7, `toolshift.flows.named`).
     """
     if walk_ranks < 0:
         raise BadInputError(f"walk ranks is 0 (no walks) or more, not {walk_ranks}", field="walk_ranks")
     if walk_prior < 0:
         raise BadInputError(f"a walk prior is 0 or more, not {walk_prior}", field="walk_prior")
-    ints = ints and flow_format in (None, 5, 6)
-    fallbacks = fallbacks and flow_format in (None, 5, 6)
+    ints = ints and flow_format in (None, 5, 6, 7)
+    fallbacks = fallbacks and flow_format in (None, 5, 6, 7)
     chosen = [t for t in timelines if learn_from_all or t.success]
     if not chosen:
         raise BadInputError(
@@ -449,7 +452,7 @@ def learn_flow(
     # Pass 1: which (tool, path) held each argument's value in an earlier output.
     # A candidate is (source, path, back): back 1 (format 6, `older`) is the output before the most recent one.
     candidates: dict[tuple[str, str], set[tuple[str, str, int]]] = defaultdict(set)
-    older = older and flow_format in (None, 6)
+    older = older and flow_format in (None, 6, 7)
     for timeline in chosen:
         for index, call, _ in _walk_calls(timeline, ints):
             if not catalog.is_read(call.tool):
@@ -535,7 +538,7 @@ def learn_flow(
         tools[tool] = flow_tool
 
     has_records = False
-    if records and flow_format in (None, 5, 6):
+    if records and flow_format in (None, 5, 6, 7):
         for name, record in _records(chosen, catalog, tools).items():
             tool = tools[name]
             tool.record = record
@@ -546,12 +549,19 @@ def learn_flow(
                     tool.unbound.remove(argument)
             has_records = True
     has_walks = False
-    if walk_ranks and flow_format in (None, 3, 5, 6):
+    if walk_ranks and flow_format in (None, 3, 5, 6, 7):
         for name, walk in _walks(chosen, tools, walk_ranks, ints).items():
             tools[name].walk = walk.model_copy(update={"prior": walk_prior}) if walk_prior else walk
             has_walks = True
+    has_named = False
+    if named and has_walks and flow_format in (None, 7):
+        named_counts, unnamed = learn_named(chosen, tools, ints)
+        for name, sites in named_counts.items():
+            update = {"named": sites, "unnamed": unnamed.get(name, {})}
+            tools[name].walk = tools[name].walk.model_copy(update=update)  # type: ignore[union-attr]
+            has_named = True
     has_words = False
-    if words and flow_format in (None, 4, 5, 6):
+    if words and flow_format in (None, 4, 5, 6, 7):
         counts = _words_counts(chosen, catalog, tools)
         for name, tool in tools.items():
             found = [(n, arg) for (t, arg), n in counts.items() if t == name]
@@ -562,12 +572,14 @@ def learn_flow(
             if argument in tool.unbound:
                 tool.unbound.remove(argument)
             has_words = True
-    learned_asks = learn_asks(chosen, catalog, tools) if asks and flow_format in (None, 6) else {}
-    fmt: Literal[1, 2, 3, 4, 5, 6] = (
+    learned_asks = learn_asks(chosen, catalog, tools) if asks and flow_format in (None, 6, 7) else {}
+    fmt: Literal[1, 2, 3, 4, 5, 6, 7] = (
         flow_format
         if flow_format is not None
         else (
-            6
+            7
+            if has_named
+            else 6
             if learned_asks or any(b.back for t in tools.values() for b in t.bindings.values())
             else 5
             if has_records or ints or has_fallbacks

@@ -29,7 +29,7 @@ from toolshift.flows.timeline import Catalog
 from toolshift.flows.values import VALUE_PATH
 
 FLOW_KIND = "toolshift.flow"
-KNOWN_FORMATS = (1, 2, 3, 4, 5, 6)
+KNOWN_FORMATS = (1, 2, 3, 4, 5, 6, 7)
 START_SITE = "<start>"
 USER_SITE = "<user>"
 ASK_SITE = "<asked>"
@@ -190,6 +190,12 @@ class Walk(BaseModel):
     sites: dict[str, list[RankCount]]
     prior: float = Field(default=0.0, ge=0.0, le=1000.0)
     """Pseudo-sites of the pooled prior (0: Laplace's (count + 1) / (n + 2)); `flows crossval` chooses it."""
+    named: dict[str, list[RankCount]] = Field(default_factory=dict)
+    """Format 7 (`toolshift.flows.named`): per site, the counts where the user's messages named values of the
+    listing: [a named value not yet passed, every named value passed]."""
+    unnamed: dict[str, list[RankCount]] = Field(default_factory=dict)
+    """Format 7: `sites`' counts over only the decisions after a user message that named no value of the
+    listing (`sites` counts every decision: what a reader that sees no user message uses)."""
     _pooled: dict[tuple[int, str], float] = PrivateAttr(default_factory=dict)
 
     def pooled(self, rank: int, kind: str) -> float:
@@ -203,6 +209,30 @@ class Walk(BaseModel):
                     n += row[rank].n
             self._pooled[key] = (hits + 1) / (n + 2)
         return self._pooled[key]
+
+    @model_validator(mode="after")
+    def _two_named_states(self) -> Walk:
+        for site, row in self.named.items():
+            if len(row) != 2:
+                raise ValueError(f"a named walk counts 2 states at a site, not {len(row)} (at {site!r})")
+        return self
+
+    def named_chance(self, site: str, state: int, kind: str) -> float | None:
+        """The walk chance at `site` in a named state (format 7), by the walk's rule: Laplace, or leaning on the
+        state's pooled chance over every site with `prior` pseudo-sites (then a site never seen in that state
+        scores the pooled chance); None where neither was seen."""
+        hits = n = 0
+        for row in self.named.values():
+            hits += row[state].reach if kind == "reach" else row[state].next
+            n += row[state].n
+        if n == 0:
+            return None
+        row = self.named.get(site)
+        count = row[state] if row else RankCount(n=0, next=0, reach=0)
+        own = count.reach if kind == "reach" else count.next
+        if self.prior <= 0.0:
+            return (own + 1) / (count.n + 2) if count.n else None
+        return (own + self.prior * (hits + 1) / (n + 2)) / (count.n + self.prior)
 
     def chance(self, site: str, rank: int, kind: str) -> float | None:
         """The walk chance at `site` with `rank` values passed, or None where training never saw it."""
@@ -307,12 +337,12 @@ class LearnedFrom(BaseModel):
 
 
 class Flow(BaseModel):
-    """A learned flow (`toolshift.flow`, format 1 to 6)."""
+    """A learned flow (`toolshift.flow`, format 1 to 7)."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["toolshift.flow"] = FLOW_KIND
-    format: Literal[1, 2, 3, 4, 5, 6]
+    format: Literal[1, 2, 3, 4, 5, 6, 7]
     domain: str
     catalog: str
     """The catalog fingerprint (`Catalog.fingerprint`) the flow was learned against."""
@@ -367,6 +397,9 @@ def save_flow(flow: Flow, path: Path) -> Path:
             tool.pop("fallbacks", None)
         if tool.get("walk") is not None and not tool["walk"].get("prior"):
             tool["walk"].pop("prior", None)
+        for key in ("named", "unnamed"):
+            if tool.get("walk") is not None and not tool["walk"].get(key):
+                tool["walk"].pop(key, None)
     return write_text_atomic(path, json.dumps(raw, indent=1, ensure_ascii=False) + "\n")
 
 
@@ -422,6 +455,12 @@ def parse_flow(raw: Any, *, source: str = "flow") -> Flow:
     if raw["format"] in (1, 2, 3, 4, 5) and raw.get("asks"):
         raise BadInputError(f"format {raw['format']} flows read no asks from the user's words; this one does "
                             "(it is format 6)", source=source, field="asks")  # fmt: skip
+    if raw["format"] in (1, 2, 3, 4, 5, 6) and any(
+        isinstance(t.get("walk"), dict) and t["walk"].get("named")
+        for t in (raw.get("tools") or {}).values() if isinstance(t, dict)
+    ):  # fmt: skip
+        raise BadInputError(f"format {raw['format']} flows walk no listing by the values the user names; this one "
+                            "does (it is format 7)", source=source, field="named")  # fmt: skip
     try:
         return Flow.model_validate(raw)
     except ValidationError as exc:

@@ -135,7 +135,7 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
                 learn_from_all: bool = False, thetas: Sequence[float] = THETAS, lams: Sequence[float] = LAMS,
                 folds: int | None = None, walk_prior: float = 0.0, records: bool = False,
                 ints: bool = False, fallbacks: bool = False, asks: bool = False, older: bool = False,
-                margin: float = MARGIN,
+                margin: float = MARGIN, named: bool = False,
                 progress: Callable[[], None] | None = None) -> RuleChoice:  # fmt: skip
     """Leave-one-task-out over `timelines` (the training tasks only): the out-of-fold log, the per-site
     recalibration, every candidate rule's summed figures, and the choice."""
@@ -164,6 +164,7 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
             fallbacks=fallbacks,
             asks=asks,
             older=older,
+            named=named,
         )
         groups.append(Fold(out, held, flow, learn_costs(rest, price)))
         for d in deciders:

@@ -109,15 +109,21 @@ def run_both(
 
 
 def options(
-    records: bool, ints: bool, fallbacks: bool = False, asks: bool = False, older: bool = False
+    records: bool,
+    ints: bool,
+    fallbacks: bool = False,
+    asks: bool = False,
+    older: bool = False,
+    named: bool = False,
 ) -> str:
-    """The format-5 binding options (and format 6's) a flow takes, as a phrase to append (empty for none)."""
+    """The format-5 binding options (and format 6's and 7's) a flow takes, as a phrase to append (empty for none)."""
     return (
         (", record bindings" if records else "")
         + (", integer bindings" if ints else "")
         + (", fallback sources" if fallbacks else "")
         + (", asks" if asks else "")
         + (", older outputs" if older else "")
+        + (", named walks" if named else "")
     )
 
 
@@ -135,7 +141,9 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     # Choose on the training tasks alone, before any held-out replay.
     tried: dict[tuple[bool, bool, bool, bool], Selection] = {}
     format6: dict[str, float] = {}
-    cv, sel, every = choose_flow(sp.train, catalog, max_detours=GOAL_DETOURS, tried=tried, format6=format6)
+    named: dict[str, float] = {}
+    cv, sel, every = choose_flow(sp.train, catalog, max_detours=GOAL_DETOURS, tried=tried, format6=format6,
+                                 named=named)  # fmt: skip
     ranks, prior, records = sel.walk_ranks, sel.walk_prior, sel.records
     opts = sel.options()
     # What the chosen flow could take at all on the training folds: at θ = 0.05 nearly every bound lookup is made.
@@ -168,7 +176,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     figures: dict[str, Any] = {"ceiling": total.share("ceiling"), "turns": total.turns,
                                "replies": total.share("replies"), "reads": total.share("read_turns"),
                                "train_successful": flow.learned_from.episodes, "train_episodes": len(sp.train), "walk_ranks": ranks, "walk_prior": prior,
-                               "learn_from_all": every, **opts, "format6_crossval": format6,
+                               "learn_from_all": every, **opts, "format6_crossval": format6, "named_crossval": named,
                                "theta": sel.theta, "format": flow.format,
                                "crossval_floor": {d: {"share_of_ceiling": floor.row(d, ranks, 0.05, prior).share_of_ceiling,
                                                       "detours_per_episode": floor.row(d, ranks, 0.05, prior).detours_per_episode}
@@ -226,7 +234,12 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
              "outputs (`--older`: an argument bound from the output before the most recent one of its source), "
              "kept only where the two deciders' chosen shares average strictly higher: "
              + ", ".join(f"{k} {pct(v, 0)}" for k, v in format6.items())
-             + f" (kept: {format6_name(sel.asks, sel.older)}).\n",
+             + f" (kept: {format6_name(sel.asks, sel.older)}). Then with named walks (`--named`, flow format 7, "
+             "`toolshift.flows.named`: where the user's messages name values of a listing the agent walks, the "
+             "walk passes a named value first and counts those decisions apart, and the plain walk counts only "
+             "the decisions whose listing the user named nothing of), kept likewise only where strictly higher: "
+             f"without {pct(named['without'], 1)}, named walks {pct(named['named'], 1)} "
+             f"(kept: {'named walks' if sel.named else 'none'}).\n",
              "### Turn anatomy of the held-out episodes\n",
              table(("", *ANATOMY_HEADER[1:]), [anatomy_row("GPT-4o, test tasks", total)]), "",
              f"### Both deciders at the chosen θ (walk ranks {ranks}; reach θ = {sel.theta['reach']:g}, "

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from toolshift.errors import BadInputError
 from toolshift.flows.ceiling import anatomy
-from toolshift.flows.crossval import BINDINGS, crossval, format6_name, mean_best_share, try_format6
+from toolshift.flows.crossval import BINDINGS, crossval, format6_name, mean_best_share, try_format6, try_named
 from toolshift.flows.decide import Decider
 from toolshift.flows.learn import learn_flow
 from toolshift.flows.perdecision import FAMILIES, choose_rule
@@ -40,10 +40,16 @@ PRICE = "0,1,1"
 
 
 def _options(
-    records: bool, ints: bool, fallbacks: bool = False, asks: bool = False, older: bool = False
+    records: bool,
+    ints: bool,
+    fallbacks: bool = False,
+    asks: bool = False,
+    older: bool = False,
+    named: bool = False,
 ) -> str:
-    named = (("records", records), ("ints", ints), ("fallbacks", fallbacks), ("asks", asks), ("older", older))
-    return " + ".join(n for n, on in named if on) or "none"
+    taken = (("records", records), ("ints", ints), ("fallbacks", fallbacks), ("asks", asks), ("older", older),
+             ("named walks", named))  # fmt: skip
+    return " + ".join(n for n, on in taken if on) or "none"
 
 
 def _pct(x: float) -> str:
@@ -117,6 +123,8 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
         cv, sel = try_format6(
             train, catalog, cv, cv.select(), True, max_detours=MAX_DETOURS, folds=FOLDS, shares=format6
         )
+        named: dict[str, float] = {}
+        cv, sel = try_named(train, catalog, cv, sel, True, max_detours=MAX_DETOURS, folds=FOLDS, shares=named)
         choice = choose_rule(train, catalog, walk_ranks=sel.walk_ranks, price=price, learn_from_all=True,
                              folds=FOLDS, max_detours=MAX_DETOURS, walk_prior=sel.walk_prior,
                              **sel.options())  # fmt: skip
@@ -133,7 +141,8 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
                                      "records": sel.records, "record_bindings": {
                                          t: f.record.model_dump() for t, f in flow.tools.items() if f.record},
                                      "ints": sel.ints, "fallbacks": sel.fallbacks, "asks": sel.asks,
-                                     "older": sel.older, "format6_crossval": format6,
+                                     "older": sel.older, "format6_crossval": format6, "named": sel.named,
+                                     "named_crossval": named,
                                      "crossval_bindings": {_options(*BINDINGS[order]): -neg
                                                            for neg, order, _ in tried},
                                      "rules": {}}  # fmt: skip
@@ -230,6 +239,11 @@ def _render(figures: dict[str, Any], rows_cv: list[list[str]], rows_out: list[li
         "from the output before the most recent one of its source), kept only where the mean chosen share rises: "
         + "; ".join(f"{k}: " + ", ".join(f"{n} {_pct(x)}" for n, x in v["format6_crossval"].items())
                     + f" (kept: {format6_name(v['asks'], v['older'])})" for k, v in figures["directions"].items())
+        + ". Then with named walks (flow format 7, `toolshift.flows.named`: a listing value the user's messages "
+        "name walked first, those decisions counted apart), kept only where the mean chosen share rises: "
+        + "; ".join(f"{k}: without {_pct(v['named_crossval']['without'])}, named walks "
+                    f"{_pct(v['named_crossval']['named'])} (kept: {'named walks' if v['named'] else 'none'})"
+                    for k, v in figures["directions"].items())
         + ".\n"
     )  # fmt: skip
     return "\n".join(lines)

@@ -57,12 +57,12 @@ def airline_rule_section(train: list[Timeline], test: list[Timeline], catalog: C
                          walk_prior: float = 0.0, learn_from_all: bool = False,
                          records: bool = False, ints: bool = False,
                          fallbacks: bool = False, asks: bool = False,
-                         older: bool = False) -> tuple[str, dict[str, Any]]:  # fmt: skip
+                         older: bool = False, named: bool = False) -> tuple[str, dict[str, Any]]:  # fmt: skip
     """Choose the rule on `train`, replay it once on `test`; per-site calibration before and after."""
     price = Price.parse(PRICE)
     choice = choose_rule(train, catalog, walk_ranks=ranks, price=price, walk_prior=walk_prior,
                          learn_from_all=learn_from_all, records=records, ints=ints,
-                         fallbacks=fallbacks, asks=asks, older=older)  # fmt: skip
+                         fallbacks=fallbacks, asks=asks, older=older, named=named)  # fmt: skip
     _, per_episode = anatomy(test)
     ceiling = {e: a.ceiling for e, a in per_episode.items()}
     total_ceiling = sum(ceiling.values())
