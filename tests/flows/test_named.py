@@ -145,3 +145,12 @@ def test_cross_validation_keeps_named_walks_only_where_they_save_more():
                             named=shares)  # fmt: skip
     assert shares["named"] > shares["without"] and sel.named
     assert sel.options()["named"] is True
+
+
+def test_the_results_page_tables_the_named_counts_only_for_a_named_flow():
+    from toolshift.flows.results_named import named_walks_text
+
+    tl = corpus()
+    text = "\n".join(named_walks_text(learn_flow(tl, AIRLINE, learn_from_all=True, walk_ranks=3, named=True)))
+    assert "| get_reservation_details | `get_user_details` | 6/6 (0.88) · 6/6 | — |" in text
+    assert named_walks_text(learn_flow(tl, AIRLINE, learn_from_all=True, walk_ranks=3)) == []

@@ -27,6 +27,7 @@ from toolshift.flows.model import Flow
 from toolshift.flows.pricing import Price, value_replay
 from toolshift.flows.replay import ReplayResult, replay
 from toolshift.flows.results_crossval import crossval_section, pct, table
+from toolshift.flows.results_named import named_walks_text
 from toolshift.flows.results_notes import explain
 from toolshift.flows.results_rule import airline_rule_section, workbench_rule_rows
 from toolshift.flows.statistics import compare_calibration, saved_difference, saved_share, share_of_ceiling
@@ -163,6 +164,9 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
                             **opts)  # fmt: skip
     flow_records = learn_flow(sp.train, catalog, walk_ranks=ranks, walk_prior=prior, learn_from_all=every,
                               **(opts | {"records": not records}))  # fmt: skip
+    flow_constants = learn_flow(sp.train, catalog, constants=True, walk_ranks=ranks, walk_prior=prior, **opts)
+    flow_named = learn_flow(sp.train, catalog, walk_ranks=ranks, walk_prior=prior, learn_from_all=every,
+                            **(opts | {"named": not sel.named}))  # fmt: skip
     total, per_episode = anatomy(sp.test)
     ceiling = {e: a.ceiling for e, a in per_episode.items()}
     ceiling_turns = {e: a.ceiling_turns.get(e, []) for e, a in per_episode.items()}
@@ -361,23 +365,13 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
             else "Learned from every training run (`--learn-from-all`)",
             run_both(sp.test, flow_other, at),
         ),
+        (
+            "Without named walks (format 6)" if sel.named else "With named walks (format 7, `--named`)",
+            run_both(sp.test, flow_named, at),
+        ),
         ("Chained lookups scored alone (`--no-chain-prior`)", run_both(sp.test, flow, at, chain_prior=False)),
         ("Also deciding after user messages (`--user-sites`)", run_both(sp.test, flow, at, user_sites=True)),
-        (
-            "With constants (`--constants`)",
-            run_both(
-                sp.test,
-                learn_flow(
-                    sp.train,
-                    catalog,
-                    constants=True,
-                    walk_ranks=ranks,
-                    walk_prior=prior,
-                    **opts,
-                ),
-                at,
-            ),
-        ),
+        ("With constants (`--constants`)", run_both(sp.test, flow_constants, at)),
         (
             "Format 1 (no list bindings, no walks)",
             run_both(sp.test, learn_flow(sp.train, catalog, flow_format=1), at),
@@ -431,6 +425,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
                   "reach count / sites seen (the reach walk chance) · next-step count / sites seen.\n",
                   table(("Read", "Site", *(f"Rank {k}" + ("+" if k == ranks - 1 else "") for k in range(ranks))),
                         walk_rows), ""]  # fmt: skip
+    lines += named_walks_text(flow)
     return "\n".join(lines), figures
 
 
