@@ -228,3 +228,29 @@ def test_build_refuses_test_split_episodes_naming_file_and_episode(run, tmp_path
     assert done.returncode == 0, done.stderr
     with Library.open(tmp_path / "train.sqlite") as lib:
         assert lib.skills("planning")
+
+
+def test_dev_runs_the_instrument_on_training_tasks_the_library_was_not_built_from(run):
+    """`--dev N` (D190): N train tasks outside the training sample, episodes in RUN/dev/, scored per kind."""
+    from toolshift.steward.dev import CAUSES, dev_summary, dev_table
+    from toolshift.steward.experiment import held_out
+    from toolshift.traces.store import iter_episodes
+
+    ctx, *_ = run
+    sample = {r.task_id for r in ctx.refs("train", 8)}
+    tasks = held_out(ctx, 8, 5)
+    assert len(tasks) == 5 and not tasks & sample
+    assert all(ctx.tasks[t].split == "train" for t in tasks)
+    assert held_out(ctx, 8, 5) == tasks  # seeded: the same tasks on every run
+    with pytest.raises(BadInputError, match="held out"):
+        held_out(ctx, None, 5)  # every training task built the library: none is held out
+    paths = follow(ctx, ("incremental",), dev=tasks)
+    assert paths == [ctx.run / "dev" / "steward-incremental.episodes.jsonl"]
+    eps = list(iter_episodes(paths[0]))
+    assert eps and {e.task_id for e in eps} <= tasks and all(e.id.startswith("dev-") for e in eps)
+    summary = dev_summary(ctx, paths)["steward-incremental"]
+    assert sum(row["tasks"] for row in summary.values()) == len(eps)
+    for row in summary.values():
+        failed = sum(len(ids) for ids in row["failures"].values())
+        assert row["strict"] + failed == row["tasks"] and set(row["failures"]) <= set(CAUSES)
+    assert "steward-incremental: strict SR" in dev_table(dev_summary(ctx, paths))

@@ -325,15 +325,35 @@ def eval_cmd(
     dense: Annotated[
         bool, typer.Option(help="Part 1: dense and hybrid retrieval rows beside BM25 (the embeddings extra).")
     ] = False,
+    dev: Annotated[
+        int | None,
+        typer.Option(
+            help="Instead of parts 1-2: the instrument on this many training tasks outside --train-sample "
+            "(RUN/dev/), strict SR per version and failures by kind."
+        ),
+    ] = None,
 ) -> None:
     """The experiment: supply quality (part 1) and the skill-following instrument with frozen, full-rebuild
-    and incremental libraries (part 2), per version; tables and a PNG per metric."""
+    and incremental libraries (part 2), per version; tables and a PNG per metric. With --dev N, the
+    instrument on N held-out training tasks instead (for reading failures without the test split)."""
     from toolshift.bench.ecosystem.cli import _command
-    from toolshift.steward.experiment import build_libraries, context, follow
+    from toolshift.steward.experiment import build_libraries, context, follow, held_out
     from toolshift.steward.quality import supply_quality
     from toolshift.steward.report import evaluate_follow, frozen_v1, write_report
 
     ctx = context(build, run)
+    if dev is not None:
+        from toolshift.steward.dev import dev_summary, dev_table, write_dev
+
+        tasks = held_out(ctx, train_sample, dev)
+        with _bar() as bar:
+            update = _progress(bar)
+            build_libraries(ctx, update, train_sample)
+            paths = follow(ctx, ("incremental", "full"), update, dev=tasks)
+        summary = dev_summary(ctx, paths)
+        console.print(dev_table(summary))
+        console.print(f"results → {write_dev(ctx, summary, _command(ctx_))}")
+        return
     with _bar() as bar:
         update = _progress(bar)
         work = build_libraries(ctx, update, train_sample)

@@ -7,6 +7,7 @@ Layout of the run folder (docs/formats.md, "Steward experiment"):
     RUN/libraries/full-v<n>.sqlite         the full-rebuild comparator of version n
     (frozen = incremental-v1.sqlite used on every version)
     RUN/follow/steward-<kind>.episodes.jsonl  the skill-following instrument's test episodes
+    RUN/dev/steward-<kind>.episodes.jsonl     the same on held-out training tasks (`--dev N`, D190)
     RUN/supply.json, RUN/results.json      part 1 and part 2 results (`toolshift.steward-results/1`)
 
 The benchmark's own API supplies builds, versions, reference paths and metrics; Steward's
@@ -249,29 +250,46 @@ def edit_kind(edit: Any) -> str:
     return "rename" if "renamed" in edit.evidence or "rebound" in edit.evidence else edit.op
 
 
+def held_out(ctx: Context, train_sample: int | None, n: int, seed: int = 1) -> set[str]:
+    """`n` train tasks the library was not built from (outside the `train_sample` the libraries used), a
+    seeded sample: where the instrument's failures may be read without looking at the test split (D190)."""
+    used = {r.task_id for r in ctx.refs("train", train_sample)}
+    rest = sorted({r.task_id for r in ctx.refs("train")} - used)
+    if not rest:
+        raise BadInputError("no training task is held out of the library (give --train-sample)", field="dev")
+    return set(random.Random(seed).sample(rest, min(n, len(rest))))
+
+
 def follow(
-    ctx: Context, kinds: tuple[str, ...] = KINDS, progress: Progress | None = None, sample: int | None = None
+    ctx: Context,
+    kinds: tuple[str, ...] = KINDS,
+    progress: Progress | None = None,
+    sample: int | None = None,
+    dev: set[str] | None = None,
 ) -> list[Path]:
-    """The skill-following instrument on the test split, every version, with each library."""
+    """The skill-following instrument on the test split, every version, with each library; with `dev`
+    (task ids from `held_out`), on those training tasks instead, in RUN/dev/."""
     from toolshift.steward.instruments import SkillFollower
     from toolshift.steward.supply import Supply
 
     paths = []
+    folder, prefix = ("follow", "") if dev is None else ("dev", "dev-")
+    refs = ctx.refs("test", sample) if dev is None else [r for r in ctx.refs("train") if r.task_id in dev]
     for kind in kinds:
-        path = ctx.run / "follow" / f"steward-{kind}.episodes.jsonl"
+        path = ctx.run / folder / f"steward-{kind}.episodes.jsonl"
         for v in range(1, ctx.versions + 1):
             with Library.open(library_path(ctx, kind, v)) as lib:
                 supply = Supply(lib, ctx.catalog(v))
             jobs = []
-            for r in ctx.refs("test", sample):
+            for r in refs:
                 if r.version != v:
                     continue
                 task = ctx.tasks[r.task_id]
                 jobs.append((
-                    f"steward-{kind}:{task.id}:v{v}", task, v, lambda s=supply: SkillFollower(s),
+                    f"{prefix}steward-{kind}:{task.id}:v{v}", task, v, lambda s=supply: SkillFollower(s),
                     {"baseline": f"steward-{kind}", "criterion": "both"},
                 ))  # fmt: skip
-            _run_file(ctx, path, jobs, progress, f"{kind} v{v}")
+            _run_file(ctx, path, jobs, progress, f"{prefix}{kind} v{v}")
         paths.append(path)
     return paths
 
