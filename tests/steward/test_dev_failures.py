@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from toolshift.agents.users import END_CONVERSATION
 from toolshift.steward.dev import failure_kind
 from toolshift.traces.episode import Episode, Message, ToolCall
 
@@ -28,3 +29,6 @@ def test_failure_kinds_from_calls_and_the_instruments_reason():
     assert failure_kind(_episode(["po_search"]), ref, False, False) == "shorter run"
     assert failure_kind(_episode(["po_search", "po_cancel"]), ref, False, False) == "other tools"
     assert failure_kind(_episode(ref), ref, False, False) == "other arguments"
+    # the instrument's closing call is no tool of the task's
+    assert failure_kind(_episode([*ref, END_CONVERSATION]), ref, False, False) == "other arguments"
+    assert failure_kind(_episode(["po_search", END_CONVERSATION]), ref, False, False) == "shorter run"

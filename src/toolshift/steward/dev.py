@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from toolshift.agents.users import END_CONVERSATION
 from toolshift.steward.experiment import Context, write_results
 from toolshift.traces.episode import Episode, paired_calls
 from toolshift.traces.store import iter_episodes
@@ -23,7 +24,7 @@ def failure_kind(ep: Episode, reference: list[str], strict: bool, solved: bool) 
         return ""
     if solved:
         return "collateral write"
-    calls = paired_calls(ep)
+    calls = [(k, c, r) for k, c, r in paired_calls(ep) if c.name != END_CONVERSATION]
     failure = str(ep.source.get("failure") or "")
     if not calls:
         return "no call"

@@ -24,6 +24,7 @@ from toolshift.agents.policies import DONE_TEXT
 from toolshift.agents.users import END_CONVERSATION
 from toolshift.steward.compose import fact_argument
 from toolshift.steward.distill import _same, get_path, normal, parse_facts
+from toolshift.steward.repeat import Repeat, Repetition, parse_repeat
 from toolshift.steward.supply import EpisodeSupply, Supply, plan_facts
 
 SORRY = "I am sorry, I could not find a way to do that."
@@ -287,6 +288,10 @@ class SkillFollower:
         self.aliased: set[str] = set()
         self.open_asked: set[str] = set()
         self.made: dict[int, dict[str, Any]] = {}
+        self.repeat: Repeat | None = None
+        self.repetition: Repetition | None = None
+        self.repeat_tried = False
+        self.repeat_result: Any = None
 
     @property
     def exposed(self) -> list[str]:
@@ -312,6 +317,9 @@ class SkillFollower:
                 return self._finish(SORRY, "no planning skill retrieved")
             self.plan_steps = view.plan.body.get("steps", [])
             self.plan_id = view.plan.id
+            # "… and every other lot of the same drug product whose status is available": the plan's
+            # write made again on the parent's other records once the plan has run (D191)
+            self.repeat = parse_repeat(conversation)
             self.phase = "run"
             # then the chosen plan's facts, in the order its steps bind them (a step asks again for one
             # the user has not given when it comes to it)
@@ -338,7 +346,9 @@ class SkillFollower:
                     value = None
                 if isinstance(value, dict) and value.get("code") and value.get("message") and len(value) <= 3:
                     return self._finish(SORRY, f"call failed: {value.get('message')}")
-                if self.paging is not None:
+                if self.repetition is not None:
+                    self.repeat_result = value
+                elif self.paging is not None:
                     self._add_page(value)
                 elif len(self.results) <= self.queue_step:
                     self.results.append(value)
@@ -364,7 +374,10 @@ class SkillFollower:
             given = [
                 f
                 for f in self.facts
-                if f not in self._plan_phrases() and f not in self.open_asked and same_fact(phrase, f)
+                if f not in self._plan_phrases()
+                and f not in self.open_asked
+                and same_fact(phrase, f)
+                and not self._picks_records(f)
             ]
             if len(given) == 1:
                 self.facts[phrase] = self.facts[given[0]]
@@ -373,7 +386,13 @@ class SkillFollower:
     def _spare(self) -> list[str]:
         """Facts the user gave that no binding of the plan has used."""
         used = self._plan_phrases() | self.aliased
-        return [f for f in self.facts if f not in used]
+        return [f for f in self.facts if f not in used and not self._picks_records(f)]
+
+    def _picks_records(self, fact: str) -> bool:
+        """A multi-record request's filter ("… whose status is open": the user's "ticket status" is open)
+        picks the records; it is never a field a write sets (D191)."""
+        rep = self.repeat
+        return rep is not None and same_fact(rep.field, fact) and _same(self.facts[fact], rep.value)
 
     def _open_fields(self) -> list[str]:
         """Fields the plan's writes may set and it binds to nothing, as phrases ("scheduled date")."""
@@ -407,7 +426,7 @@ class SkillFollower:
     def _next_call(self) -> ModelReply:
         if not self.queue:
             if self.step >= len(self.plan_steps):
-                return self._finish(DONE_TEXT, "")
+                return self._repeat_next() or self._finish(DONE_TEXT, "")
             step = self.plan_steps[self.step]
             tool = self.supply.catalog.tools.get(step["tool"])
             step = self._with_given(step, tool)
@@ -451,6 +470,21 @@ class SkillFollower:
         self.calls += 1
         self.made.setdefault(k, args)
         return _reply(call=(f"call_{self.calls}", self.plan_steps[k]["tool"], args))
+
+    def _repeat_next(self) -> ModelReply | None:
+        """The next call of a multi-record request's repetition (D191), None when there is none (more)."""
+        if self.repetition is None:
+            rep, self.repeat = self.repeat, None
+            self.repetition = Repetition.start(
+                rep, self.plan_steps, self.made, self.results, self.supply.catalog
+            )
+            if self.repetition is None:
+                return None
+        nxt = self.repetition.next(self.repeat_result)
+        if nxt is None:
+            return None
+        self.calls += 1
+        return _reply(call=(f"call_{self.calls}", *nxt))
 
     def _next_page(self, k: int) -> ModelReply | None:
         """No item of step k's list matches: when its result says there is a next page and its tool pages
