@@ -24,7 +24,8 @@ from toolshift.agents.policies import DONE_TEXT
 from toolshift.agents.users import END_CONVERSATION
 from toolshift.steward.compose import fact_argument
 from toolshift.steward.distill import _same, get_path, normal, parse_facts
-from toolshift.steward.repeat import Repeat, Repetition, parse_repeat
+from toolshift.steward.repeat import Repeat, Repetition, items_of, parse_repeat
+from toolshift.steward.routes import other_routes
 from toolshift.steward.supply import EpisodeSupply, Supply, plan_facts
 
 SORRY = "I am sorry, I could not find a way to do that."
@@ -158,6 +159,8 @@ def _select(
         return [value]
     at = path.index("*")
     items = _loose_path(result, path[:at])
+    if not isinstance(items, list) and path[:at] == ["items"]:
+        items = items_of(result) or None  # a list nested deeper (`data.items`) than a route assumed
     if not isinstance(items, list):
         raise BindingError(f"no list at {'.'.join(map(str, path[:at]))}")
     # a condition on a fact the user did not give cannot pick: the lookup itself chose the items
@@ -291,6 +294,8 @@ class SkillFollower:
         self.repeat: Repeat | None = None
         self.repetition: Repetition | None = None
         self.repeat_tried = False
+        self.routes: list[tuple[str, list[dict[str, Any]]]] = []
+        self.routes_tried = False
         self.repeat_result: Any = None
 
     @property
@@ -338,6 +343,8 @@ class SkillFollower:
                 self.pending = None  # the user answered (or not) the step's question: bind again
                 if self.rebinding:
                     self._rebind()
+                if self.routes:
+                    self._take_route()
                 return self._next_call()
             if last.get("role") == "tool":
                 try:
@@ -450,6 +457,25 @@ class SkillFollower:
                         self.asked.update(self.rebinding)
                         self.pending = "rebind"
                         return _reply(ask_text(list(self.rebinding)))
+                if (
+                    exc.fact in self.asked
+                    and not self.routes_tried
+                    and tool is not None
+                    and tool.effect == "read"
+                ):
+                    # no field of the lookup's tool the user has: another route to the records the plan
+                    # lists by the fact, from the catalog's schemas (D192)
+                    self.routes_tried = True
+                    routes = other_routes(self.plan_steps, exc.fact, self.supply.catalog)
+                    self.routes = list(routes)
+                    if routes and self._take_route():
+                        return self._next_call()
+                    if routes:
+                        self.routes = routes
+                        phrases = list(dict.fromkeys(p for p, _ in routes))
+                        self.asked.update(phrases)
+                        self.pending = "route"
+                        return _reply(ask_text(phrases))
                 if exc.fact in self.asked:
                     return self._finish(SORRY, str(exc))
                 # a step needs a fact nobody asked for yet: ask for it when the step needs it
@@ -534,6 +560,20 @@ class SkillFollower:
         args[prop] = {"fact": phrase}
         self.plan_steps = [*self.plan_steps[:k], {**step, "args": args}, *self.plan_steps[k + 1 :]]
         return True
+
+    def _take_route(self) -> bool:
+        """The first route whose phrase the user gave (under that name or their own for it) replaces the
+        plan's steps from the current one on (steps before it have run and are the same in the route)."""
+        routes, self.routes = self.routes, []
+        for phrase, steps in routes:
+            given = [f for f in self._spare() if same_fact(phrase, f)]
+            if phrase not in self.facts and len(given) == 1:
+                self.facts[phrase] = self.facts[given[0]]
+                self.aliased.add(given[0])
+            if phrase in self.facts:
+                self.plan_steps = steps
+                return True
+        return False
 
     def _finish(self, text: str, failure: str) -> ModelReply:
         self.failure = failure

@@ -1,0 +1,77 @@
+"""Lookup routes from the catalog (D192): the plan lists records by a fact the user lacks; the catalog's
+search of another parent and that parent's list of the same records stand in, asked for by their fields."""
+
+from __future__ import annotations
+
+from toolshift.steward.catalog import Catalog, CatalogTool
+from toolshift.steward.library import Skill
+from toolshift.steward.routes import other_routes
+from toolshift.steward.supply import Supply
+
+from .conversation import converse
+
+
+def _tool(name: str, props: list[str], effect: str, required: list[str]) -> CatalogTool:
+    schema = {"type": "object", "properties": {p: {"type": "string"} for p in props}, "required": required}
+    return CatalogTool(name, "lnd", name.replace("_", " "), schema, effect)
+
+
+CATALOG = Catalog(1, {t.name: t for t in [
+    _tool("lnd_get_course_session", ["session_id"], "read", ["session_id"]),
+    _tool("lnd_list_course_session_enrollments", ["session_id", "offset"], "read", ["session_id"]),
+    _tool("lnd_list_learner_enrollments", ["learner_id", "offset"], "read", ["learner_id"]),
+    _tool("lnd_list_learner_certificates", ["learner_id"], "read", ["learner_id"]),
+    _tool("lnd_search_learners", ["full_name", "email", "offset"], "read", []),
+    _tool("lnd_record_result", ["enrollment_id", "score"], "write", ["enrollment_id", "score"]),
+]})  # fmt: skip
+PICK = {"step": 1, "path": ["items", "*", "enrollment_id"],
+        "where": {"enrolled_on": "enrollment enrolled on", "session_id": "course session number"}}  # fmt: skip
+PLAN = Skill("plan-record-result", "planning", "lnd", "record result", {
+    "facts": ["course session number", "enrollment enrolled on", "score"], "requests": ["record result"],
+    "steps": [{"tool": "lnd_get_course_session", "args": {"session_id": {"fact": "course session number"}}},
+              {"tool": "lnd_list_course_session_enrollments", "args": {"session_id": {"fact": "course session number"}}},
+              {"tool": "lnd_record_result", "args": {"enrollment_id": PICK, "score": {"fact": "score"}}}],
+}, ("lnd_get_course_session", "lnd_list_course_session_enrollments", "lnd_record_result"))  # fmt: skip
+ENROLLMENTS = [
+    {"enrollment_id": "ENR-1", "learner_id": "LRN-7", "session_id": "S-1", "enrolled_on": "2026-01-02"},
+    {"enrollment_id": "ENR-2", "learner_id": "LRN-7", "session_id": "S-2", "enrolled_on": "2026-03-17"},
+    {"enrollment_id": "ENR-3", "learner_id": "LRN-8", "session_id": "S-2", "enrolled_on": "2026-03-17"},
+]
+
+
+def _answer(name: str, args: dict) -> dict:
+    if name == "lnd_search_learners":
+        people = [{"learner_id": "LRN-7", "email": "a@corp.example", "full_name": "Andre Gupta"}]
+        return {"items": [p for p in people if all(p.get(k) == v for k, v in args.items())]}
+    if name == "lnd_list_learner_enrollments":  # nested under data, as a later version returns it
+        return {"data": {"items": [e for e in ENROLLMENTS if e["learner_id"] == args["learner_id"]]}}
+    if name == "lnd_record_result":
+        return {"enrollment_id": args["enrollment_id"], "status": "completed"}
+    return {"code": "not_found", "message": "no such session"}
+
+
+def test_a_record_listed_by_a_fact_the_user_lacks_is_found_by_the_catalogs_other_route():
+    calls = converse(
+        Supply([PLAN], CATALOG), "I need to record a result.",
+        "You want to record result for the enrollment enrolled on 2026-03-17 of the learner with email "
+        "a@corp.example (score: 54).",
+        {"learner email": "a@corp.example", "enrollment enrolled on": "2026-03-17", "score": "54"}, _answer,
+    )  # fmt: skip
+    assert calls == [
+        ("lnd_search_learners", {"email": "a@corp.example"}),
+        ("lnd_list_learner_enrollments", {"learner_id": "LRN-7"}),
+        ("lnd_record_result", {"enrollment_id": "ENR-2", "score": "54"}),
+        ("end_conversation", {}),
+    ]
+
+
+def test_routes_list_the_same_records_and_never_drop_a_lookup_a_kept_step_needs():
+    routes = other_routes(PLAN.body["steps"], "course session number", CATALOG)
+    assert [p for p, _ in routes] == ["learner full name", "learner email"]  # certificates are other records
+    assert [s["tool"] for s in routes[1][1]] == ["lnd_search_learners", "lnd_list_learner_enrollments",
+                                                 "lnd_record_result"]  # fmt: skip
+    assert routes[1][1][2]["args"]["enrollment_id"]["step"] == 1
+    # the write needs the session the dropped lookup returned: no route
+    needs = [*PLAN.body["steps"][:2], {"tool": "lnd_record_result", "args": {
+        "enrollment_id": PICK, "score": {"step": 0, "path": ["seats"]}}}]  # fmt: skip
+    assert other_routes(needs, "course session number", CATALOG) == []
