@@ -13,7 +13,7 @@ from .conversation import converse
 
 def _tool(name: str, props: list[str], effect: str, required: list[str]) -> CatalogTool:
     schema = {"type": "object", "properties": {p: {"type": "string"} for p in props}, "required": required}
-    return CatalogTool(name, "lnd", name.replace("_", " "), schema, effect)
+    return CatalogTool(name, name.split("_")[0], name.replace("_", " "), schema, effect)
 
 
 CATALOG = Catalog(1, {t.name: t for t in [
@@ -75,3 +75,33 @@ def test_routes_list_the_same_records_and_never_drop_a_lookup_a_kept_step_needs(
     needs = [*PLAN.body["steps"][:2], {"tool": "lnd_record_result", "args": {
         "enrollment_id": PICK, "score": {"step": 0, "path": ["seats"]}}}]  # fmt: skip
     assert other_routes(needs, "course session number", CATALOG) == []
+
+
+NOC = Catalog(1, {t.name: t for t in [
+    _tool("noc_create_maintenance_window", ["device_id", "title"], "write", ["device_id", "title"]),
+    _tool("noc_search_devices", ["hostname"], "read", []),
+    _tool("noc_approve_maintenance_window_v3", ["window_ref"], "write", ["window_ref"]),
+    _tool("noc_take_device_down", ["device_id", "reason"], "write", ["device_id", "reason"]),
+]})  # fmt: skip
+CREATE = Skill("plan-create-window", "planning", "noc", "create a maintenance window", {
+    "facts": ["network device hostname", "title"], "requests": ["create a maintenance window"],
+    "steps": [{"tool": "noc_search_devices", "args": {"hostname": {"fact": "network device hostname"}}},
+              {"tool": "noc_create_maintenance_window", "args": {
+                  "device_id": {"step": 0, "path": ["items", "*", "device_id"], "where": {}}, "title": {"fact": "title"}}}],
+}, ("noc_search_devices", "noc_create_maintenance_window"))  # fmt: skip
+
+
+def test_a_write_no_skill_makes_is_planned_from_the_catalog_tool_the_request_names():
+    """D193: the library only creates maintenance windows; the request approves one."""
+    calls = converse(
+        Supply([CREATE], NOC), "Hi, I need to approve a maintenance window.",
+        "You want to approve maintenance window MW-00081.", {"maintenance window number": "MW-00081"},
+        lambda name, args: {"window_id": "MW-00081", "status": "approved"},
+    )  # fmt: skip
+    assert calls == [
+        ("noc_approve_maintenance_window_v3", {"window_ref": "MW-00081"}),
+        ("end_conversation", {}),
+    ]
+    # the stored plan stays when the request names its write
+    said = Supply([CREATE], NOC).episode("x").choose("create a maintenance window titled Patch")
+    assert said.plan is not None and said.plan.id == "plan-create-window"

@@ -13,10 +13,12 @@ the catalog and the user's words.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from toolshift.steward.catalog import Catalog, CatalogTool
 from toolshift.steward.distill import continues
+from toolshift.steward.library import Skill
 
 _PAGING = frozenset({"limit", "offset", "page", "page_size", "cursor", "sort", "order"})
 Route = tuple[str, list[dict[str, Any]]]
@@ -109,3 +111,58 @@ def _replace(
             args[name] = b
         out.append({**st, "args": args})
     return out
+
+
+def catalog_write(
+    domain: str,
+    said: set[str],
+    catalog: Catalog,
+    feeds: dict[str, tuple[dict[str, Any], dict[str, Any]]],
+) -> Skill | None:
+    """A plan for a write no stored skill makes, from the catalog (D193): the domain's write tool the
+    conversation names best (at most a quarter of its name's words unsaid, a single best one), taking
+    only the key of the record its name ends with: the key from the lookup stored plans show feeding it,
+    else from the user's number for the record ("maintenance window number" for
+    `noc_approve_maintenance_window(window_id)`). None when no such tool stands out."""
+    from toolshift.steward.compose import as_plan, grounded, is_key, valid
+    from toolshift.steward.supply import unsaid
+
+    options = []
+    for t in catalog.tools.values():
+        if (
+            t.domain != domain
+            or t.effect == "read"
+            or continues(t)
+            or "_start_" in t.name
+            or "_then_" in t.name
+        ):
+            continue
+        props = t.input_schema.get("properties", {})
+        required = t.input_schema.get("required", [])
+        keys = [r for r in required if is_key(r, props.get(r))]
+        words = [w for w in t.name.split("_")[1:] if not re.fullmatch(r"v\d+", w)]
+        # the record's key alone, named as the tool names its record (`…_window` ← `window_id`)
+        if len(required) == 1 and keys and words and keys[0].rsplit("_", 1)[0].split("_")[-1] == words[-1]:
+            plain = "_".join(w for w in t.name.split("_") if not re.fullmatch(r"v\d+", w))
+            options.append((unsaid(plain, said), t.name, keys[0]))
+    options.sort()
+    if not options or options[0][0] > 0.25 or (len(options) > 1 and options[1][0] == options[0][0]):
+        return None
+    share, name, key = options[0]
+    tool = catalog.tools[name]
+    args: dict[str, Any] = {}
+    if key in feeds:
+        args[key] = {"input": key}
+    else:
+        words = [w for w in name.split("_")[2:] if not re.fullmatch(r"v\d+", w)]
+        args[key] = {"fact": " ".join([*words, "number"])}
+    facts = sorted(b["fact"] for b in args.values() if "fact" in b)
+    body = {"facts": facts, "calls": [{"tool": name, "args": args, "each": False}], "requests": []}
+    part = Skill(f"atomic-catalog-{name}", "atomic", domain, tool.description, body, (name,))
+    if key in feeds:
+        part = grounded(part, feeds)
+    if part is None or not valid(part, catalog):
+        return None
+    plan = as_plan(part)
+    plan.body["named"] = share  # the share of the tool's name the conversation leaves unsaid
+    return plan

@@ -45,6 +45,7 @@ from toolshift.steward.compose import (
 from toolshift.steward.distill import continues
 from toolshift.steward.library import Library, Skill, dependencies_present
 from toolshift.steward.retrieval import BM25Index, mmr, tokens
+from toolshift.steward.routes import catalog_write
 
 PLANS = 5
 ATOMIC_PER_STEP = 5
@@ -462,6 +463,12 @@ class EpisodeSupply:
                     ):
                         plan = as_plan(start)
                         break
+            if s.writes(plan) and s.unnamed(plan, said) > 0:
+                # nothing the library holds writes what the conversation names: the catalog's write
+                # it names, its key from a stored lookup or the user's number for the record (D193)
+                named = catalog_write(plan.domain, said, s.catalog, providers(pool))
+                least = min(unsaid(t, said) for t in s.writes(plan))
+                plan = named if named is not None and named.body["named"] < least else plan
             plan = swap_writes(trim(plan, said, s), said, s)
             for clause in clauses(conversation)[1:]:
                 part = s.best_part(clause, plan.domain)
