@@ -21,7 +21,7 @@ CATALOG = Catalog(1, {t.name: t for t in [
     _tool("lnd_list_course_session_enrollments", ["session_id", "offset"], "read", ["session_id"]),
     _tool("lnd_list_learner_enrollments", ["learner_id", "offset"], "read", ["learner_id"]),
     _tool("lnd_list_learner_certificates", ["learner_id"], "read", ["learner_id"]),
-    _tool("lnd_search_learners", ["full_name", "email", "offset"], "read", []),
+    _tool("lnd_search_learners_v2", ["full_name", "email", "offset"], "read", []),  # a version's rename
     _tool("lnd_record_result", ["enrollment_id", "score"], "write", ["enrollment_id", "score"]),
 ]})  # fmt: skip
 PICK = {"step": 1, "path": ["items", "*", "enrollment_id"],
@@ -40,7 +40,7 @@ ENROLLMENTS = [
 
 
 def _answer(name: str, args: dict) -> dict:
-    if name == "lnd_search_learners":
+    if name == "lnd_search_learners_v2":
         people = [{"learner_id": "LRN-7", "email": "a@corp.example", "full_name": "Andre Gupta"}]
         return {"items": [p for p in people if all(p.get(k) == v for k, v in args.items())]}
     if name == "lnd_list_learner_enrollments":  # nested under data, as a later version returns it
@@ -58,7 +58,7 @@ def test_a_record_listed_by_a_fact_the_user_lacks_is_found_by_the_catalogs_other
         {"learner email": "a@corp.example", "enrollment enrolled on": "2026-03-17", "score": "54"}, _answer,
     )  # fmt: skip
     assert calls == [
-        ("lnd_search_learners", {"email": "a@corp.example"}),
+        ("lnd_search_learners_v2", {"email": "a@corp.example"}),
         ("lnd_list_learner_enrollments", {"learner_id": "LRN-7"}),
         ("lnd_record_result", {"enrollment_id": "ENR-2", "score": "54"}),
         ("end_conversation", {}),
@@ -68,7 +68,7 @@ def test_a_record_listed_by_a_fact_the_user_lacks_is_found_by_the_catalogs_other
 def test_routes_list_the_same_records_and_never_drop_a_lookup_a_kept_step_needs():
     routes = other_routes(PLAN.body["steps"], "course session number", CATALOG)
     assert [p for p, _ in routes] == ["learner full name", "learner email"]  # certificates are other records
-    assert [s["tool"] for s in routes[1][1]] == ["lnd_search_learners", "lnd_list_learner_enrollments",
+    assert [s["tool"] for s in routes[1][1]] == ["lnd_search_learners_v2", "lnd_list_learner_enrollments",
                                                  "lnd_record_result"]  # fmt: skip
     assert routes[1][1][2]["args"]["enrollment_id"]["step"] == 1
     # the write needs the session the dropped lookup returned: no route

@@ -26,7 +26,9 @@ Route = tuple[str, list[dict[str, Any]]]
 
 
 def _entity(tool: str) -> str:
-    return tool.split("_")[-1]
+    """The records a tool's name ends with, a version suffix left out (`lnd_search_learners_v2` → learners)."""
+    words = [w for w in tool.split("_") if not re.fullmatch(r"v\d+", w)]
+    return words[-1] if words else ""
 
 
 def _searches(catalog: Catalog, domain: str, parent: str) -> list[CatalogTool]:
