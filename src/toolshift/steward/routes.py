@@ -52,7 +52,8 @@ def other_routes(steps: list[dict[str, Any]], fact: str, catalog: Catalog) -> li
     tools = [catalog.tools.get(steps[k]["tool"]) for k in bound]
     if not bound or any(t is None or t.effect != "read" for t in tools):
         return []
-    lists = [k for k, t in zip(bound, tools, strict=True) if t is not None and len(t.input_schema.get("required", [])) == 1
+    lists = [k for k, t in zip(bound, tools, strict=True) if t is not None
+             and (len(t.input_schema.get("required", [])) == 1 or "_then_" in t.name)
              and any("step" in b and b["step"] == k for st in steps for b in st.get("args", {}).values())]  # fmt: skip
     if len(lists) != 1:
         return []
@@ -109,7 +110,10 @@ def _replace(
         args = {}
         for name, b in st.get("args", {}).items():
             if "step" in b and b["step"] in index and st.get("tool") != alt.name:
-                b = {**b, "step": index[b["step"]]}
+                path = b.get("path", [])
+                if b["step"] == j and "*" in path:  # the list's own items (a merged lookup's last step's)
+                    path = ["items", *path[path.index("*") :]]
+                b = {**b, "step": index[b["step"]], "path": path}
             args[name] = b
         out.append({**st, "args": args})
     return out
