@@ -24,9 +24,10 @@ from toolshift.agents.policies import DONE_TEXT
 from toolshift.agents.users import END_CONVERSATION
 from toolshift.steward.compose import fact_argument
 from toolshift.steward.distill import _same, get_path, normal, parse_facts
+from toolshift.steward.ordinal import by_clause
 from toolshift.steward.repeat import Repeat, Repetition, items_of, parse_repeat
 from toolshift.steward.routes import other_routes
-from toolshift.steward.supply import EpisodeSupply, Supply, plan_facts
+from toolshift.steward.supply import EpisodeSupply, Supply, clauses, plan_facts
 
 SORRY = "I am sorry, I could not find a way to do that."
 DESCRIBE = "Could you tell me, in your own words, everything you would like me to take care of?"
@@ -294,6 +295,7 @@ class SkillFollower:
         self.repeat: Repeat | None = None
         self.repetition: Repetition | None = None
         self.repeat_tried = False
+        self.parts: list[str] = []
         self.routes: list[tuple[str, list[dict[str, Any]]]] = []
         self.routes_tried = False
         self.repeat_result: Any = None
@@ -325,6 +327,7 @@ class SkillFollower:
             # "… and every other lot of the same drug product whose status is available": the plan's
             # write made again on the parent's other records once the plan has run (D191)
             self.repeat = parse_repeat(conversation)
+            self.parts = clauses(conversation)
             self.phase = "run"
             # then the chosen plan's facts, in the order its steps bind them (a step asks again for one
             # the user has not given when it comes to it)
@@ -437,6 +440,9 @@ class SkillFollower:
             step = self.plan_steps[self.step]
             tool = self.supply.catalog.tools.get(step["tool"])
             step = self._with_given(step, tool)
+            if self.parts:  # a fact the request names twice: the value of this step's clause (D194)
+                step = by_clause(self.plan_steps, self.parts, self.facts, self.supply.catalog)[self.step]
+                step = self._with_given(step, tool)
             # a write leaves out an optional field the user could not give; a lookup asks for another key
             writes = tool is not None and tool.effect != "read"
             unknown = frozenset(self.asked - set(self.facts)) if writes else frozenset()
