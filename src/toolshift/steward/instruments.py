@@ -439,10 +439,9 @@ class SkillFollower:
                 return self._repeat_next() or self._finish(DONE_TEXT, "")
             step = self.plan_steps[self.step]
             tool = self.supply.catalog.tools.get(step["tool"])
-            step = self._with_given(step, tool)
-            if self.parts:  # a fact the request names twice: the value of this step's clause (D194)
+            if len(self.parts) > 1:  # a fact the request names twice: the value of this step's clause (D194)
                 step = by_clause(self.plan_steps, self.parts, self.facts, self.supply.catalog)[self.step]
-                step = self._with_given(step, tool)
+            step = self._with_given(step, tool)
             # a write leaves out an optional field the user could not give; a lookup asks for another key
             writes = tool is not None and tool.effect != "read"
             unknown = frozenset(self.asked - set(self.facts)) if writes else frozenset()
