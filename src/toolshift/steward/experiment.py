@@ -34,12 +34,12 @@ from toolshift.models import Task
 from toolshift.steward.catalog import Catalog, version_catalog
 from toolshift.steward.library import Library, copy_library
 from toolshift.steward.maintain import Maintainer, rebuild
+from toolshift.terminal import ProgressHook
 from toolshift.traces.episode import Episode
 from toolshift.traces.store import EpisodeWriter, iter_episodes, read_header, write_episodes
 
 RESULTS_FORMAT = "toolshift.steward-results/1"
 KINDS = ("frozen", "full", "incremental")
-Progress = Callable[[str, int | None], None]
 
 
 @dataclass
@@ -117,7 +117,7 @@ def _run_file(
     ctx: Context,
     path: Path,
     jobs: list[tuple[str, Task, int, Any, dict[str, Any]]],
-    progress: Progress | None,
+    progress: ProgressHook | None,
     label: str,
 ) -> None:
     """Run (episode id, task, version, agent, source) jobs not yet in `path`, appending each as it ends."""
@@ -169,7 +169,7 @@ def train_path(ctx: Context, v: int) -> Path:
 
 
 def training_episodes(
-    ctx: Context, v: int, progress: Progress | None = None, sample: int | None = None
+    ctx: Context, v: int, progress: ProgressHook | None = None, sample: int | None = None
 ) -> Path:
     """Version v's training trajectories: each train task's step-optimal reference path replayed with
     its facts asked first (FactReplay), through the agent loop on a fresh world of that version."""
@@ -205,7 +205,7 @@ def library_path(ctx: Context, kind: str, v: int) -> Path:
 
 
 def build_libraries(
-    ctx: Context, progress: Progress | None = None, sample: int | None = None
+    ctx: Context, progress: ProgressHook | None = None, sample: int | None = None
 ) -> dict[str, Any]:
     """Incremental (v1 initialise, then maintain per version) and full rebuild per version; work per version."""
     work: dict[str, dict[int, dict[str, Any]]] = {"incremental": {}, "full": {}}
@@ -263,7 +263,7 @@ def held_out(ctx: Context, train_sample: int | None, n: int, seed: int = 1) -> s
 def follow(
     ctx: Context,
     kinds: tuple[str, ...] = KINDS,
-    progress: Progress | None = None,
+    progress: ProgressHook | None = None,
     sample: int | None = None,
     dev: set[str] | None = None,
 ) -> list[Path]:
