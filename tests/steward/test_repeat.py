@@ -104,3 +104,23 @@ def test_the_request_parsed_and_the_record_key_told_from_a_key_the_write_sets():
     }
     assert key_argument(renamed, {"registration_ref": "R-1"}, Repeat("registration", "attendee", "status", "x")) == (
         "registration_ref", "registration_id")  # fmt: skip
+
+
+def test_the_filter_the_request_picks_records_by_is_never_set_on_a_write():
+    """The user's "sample status: available" picks the other samples; a write with a `status` field the plan
+    binds to the user's "status" leaves it alone."""
+    catalog = Catalog(1, {**CATALOG.tools, "lims_quarantine_sample": _tool(
+        "lims_quarantine_sample", {"sample_id": {}, "reason": {}, "status": {"type": "string"}}, "write",
+        ["sample_id", "reason"])})  # fmt: skip
+    steps = [PLAN.body["steps"][0], {**PLAN.body["steps"][1], "args": {
+        **PLAN.body["steps"][1]["args"], "status": {"fact": "status"}}}]  # fmt: skip
+    plan = Skill("plan-q", "planning", "lims", "quarantine a sample",
+                 {**PLAN.body, "steps": steps, "facts": [*PLAN.body["facts"], "status"]}, PLAN.tools)  # fmt: skip
+    intent = ("You want to quarantine sample BC-1 and every other sample of the same batch whose status is "
+              "available (3 in all) (reason: contaminated).")  # fmt: skip
+    facts = {"sample barcode": "BC-1", "reason": "contaminated", "sample status": "available"}
+    calls = converse(
+        Supply([plan], catalog), "Several samples need the same change.", intent, facts, _world()
+    )
+    writes = [a for n, a in calls if n == "lims_quarantine_sample"]
+    assert len(writes) == 3 and all("status" not in a for a in writes)

@@ -105,3 +105,26 @@ def test_a_write_no_skill_makes_is_planned_from_the_catalog_tool_the_request_nam
     # the stored plan stays when the request names its write
     said = Supply([CREATE], NOC).episode("x").choose("create a maintenance window titled Patch")
     assert said.plan is not None and said.plan.id == "plan-create-window"
+
+
+def test_a_merged_lookup_bound_to_the_missing_fact_is_replaced_and_its_pick_read_from_the_new_list():
+    merged = _tool("lnd_get_course_session_then_list_course_session_enrollments_v4", ["step1", "step2"], "read",
+                   ["step1", "step2"])  # fmt: skip
+    cat = Catalog(4, {**CATALOG.tools, merged.name: merged})
+    steps = [
+        {"tool": merged.name, "args": {"step1.session_ref": {"fact": "course session number"},
+                                       "step2.session_ref": {"fact": "course session number"}}},
+        {"tool": "lnd_record_result", "args": {
+            "enrollment_id": {"step": 0, "path": ["steps", 1, "result", "items", "*", "enrollment_id"],
+                              "where": {"enrolled_on": "enrollment enrolled on"}},
+            "score": {"fact": "score"}}},
+    ]  # fmt: skip
+    routes = dict(other_routes(steps, "course session number", cat))
+    got = routes["learner email"]
+    assert [s["tool"] for s in got] == [
+        "lnd_search_learners_v2",
+        "lnd_list_learner_enrollments",
+        "lnd_record_result",
+    ]
+    assert got[2]["args"]["enrollment_id"]["step"] == 1
+    assert got[2]["args"]["enrollment_id"]["path"] == ["items", "*", "enrollment_id"]
