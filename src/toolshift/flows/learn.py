@@ -168,13 +168,7 @@ def _walks(
                 take(calls[i])
             last = turn[-1]
             limit = timeline.next_agent_write[last]
-            following = None
-            for later in events[position + 1 :]:
-                if isinstance(later, UserEvent):
-                    break
-                if isinstance(later, TurnEvent) and timeline.turns[later.turn]:
-                    following = calls[timeline.turns[later.turn][0]]
-                    break
+            following = timeline.next_turn_call(position)
             for name, (argument, key) in walkers.items():
                 if name in records:
                     listing = held_records.get(name)

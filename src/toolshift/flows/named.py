@@ -101,13 +101,7 @@ def learn_named(timelines: Sequence[Timeline], tools: dict[str, ToolFlow],
                 continue
             last = turn[-1]
             limit = timeline.next_agent_write[last]
-            following = None
-            for later in events[position + 1 :]:
-                if isinstance(later, UserEvent):
-                    break
-                if isinstance(later, TurnEvent) and timeline.turns[later.turn]:
-                    following = calls[timeline.turns[later.turn][0]]
-                    break
+            following = timeline.next_turn_call(position)
             for name, (argument, key) in walkers.items():
                 held = index.latest.get(key)
                 if held is None:

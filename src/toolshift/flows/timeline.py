@@ -136,6 +136,16 @@ class Timeline:
                 best, best_distance = j, distance
         return best
 
+    def next_turn_call(self, position: int) -> Call | None:
+        """The first call of the next assistant turn that makes calls after event `position`, unless a user
+        message comes first (then the agent was answering the user, not going on)."""
+        for later in self.events[position + 1 :]:
+            if isinstance(later, UserEvent):
+                return None
+            if isinstance(later, TurnEvent) and self.turns[later.turn]:
+                return self.calls[self.turns[later.turn][0]]
+        return None
+
     def _first_write(self) -> int:
         for call in self.calls:
             if call.by_agent and call.effect == "write":

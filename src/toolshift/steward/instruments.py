@@ -25,7 +25,7 @@ from toolshift.agents.users import END_CONVERSATION
 from toolshift.steward.compose import fact_argument
 from toolshift.steward.distill import _same, get_path, normal, parse_facts
 from toolshift.steward.ordinal import by_clause
-from toolshift.steward.repeat import Repeat, Repetition, items_of, parse_repeat
+from toolshift.steward.repeat import Repeat, Repetition, find, items_of, parse_repeat
 from toolshift.steward.routes import other_routes
 from toolshift.steward.supply import EpisodeSupply, Supply, clauses, plan_facts
 
@@ -185,20 +185,9 @@ def _by_name(name: str, results: list[Any]) -> Any:
     """An atomic skill's input: the latest earlier result holding a field of that name, at the top level
     or in nested objects and lists' first items (shallowest first, so a result nested under `data`
     still serves)."""
-    for r in reversed(results):
-        level = [r]
-        for _ in range(4):
-            for node in level:
-                if isinstance(node, dict) and node.get(name) is not None:
-                    return node[name]
-            level = [
-                c
-                for node in level
-                for c in (
-                    node.values() if isinstance(node, dict) else node[:1] if isinstance(node, list) else []
-                )
-                if isinstance(c, dict | list)
-            ]
+    value = find(name, results, depth=4)
+    if value is not None:
+        return value
     raise BindingError(f"no earlier result has a {name}")
 
 

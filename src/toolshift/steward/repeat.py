@@ -136,12 +136,12 @@ def others(items: list[dict[str, Any]], rep: Repeat, key_field: str, done: set[s
     return list(dict.fromkeys(out))
 
 
-def find(name: str, results: list[Any]) -> Any:
+def find(name: str, results: list[Any], depth: int = 5) -> Any:
     """The value of a field of that name in the results (latest first; nested objects and lists' first
-    items searched, shallowest first), else None."""
+    items searched, shallowest first, `depth` levels down), else None."""
     for r in reversed(results):
         level = [r]
-        for _ in range(5):
+        for _ in range(depth):
             for node in level:
                 if isinstance(node, dict) and node.get(name) is not None:
                     return node[name]
