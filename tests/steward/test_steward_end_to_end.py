@@ -254,3 +254,62 @@ def test_dev_runs_the_instrument_on_training_tasks_the_library_was_not_built_fro
         failed = sum(len(ids) for ids in row["failures"].values())
         assert row["strict"] + failed == row["tasks"] and set(row["failures"]) <= set(CAUSES)
     assert "steward-incremental: strict SR" in dev_table(dev_summary(ctx, paths))
+
+
+def test_the_handoff_leads_the_policy_with_the_plan_the_request_chooses(run):
+    """D196: the harness asks Steward for the plan and hands its steps to the model, its tools supplied."""
+    from toolshift.steward.catalog import Catalog
+    from toolshift.steward.model_agent import _opener, model_label
+    from toolshift.steward.supply import Supply
+
+    ctx, *_ = run
+    task = next(t for t in ctx.tasks.values() if t.split == "test")
+    with Library.open(library_path(ctx, "incremental", 1)) as lib:
+        cat = ctx.catalog(1)
+        supply = Supply(
+            lib.skills(), Catalog(1, {n: t for n, t in cat.tools.items() if t.domain == task.domain})
+        )
+    plan = supply.episode(task.public_request).choose(task.public_request).plan
+    assert plan is not None
+
+    async def session(handoff: bool, with_supply: bool = True) -> tuple[str, set[str], set[str]]:
+        exposed: set[str] = set()
+        opener = _opener(
+            ctx, task.domain, 1, supply if with_supply else None, task.public_request, exposed, handoff
+        )
+        async with opener() as s:
+            listed = {t.name for t in (await s.client.list_tools()).tools}
+            policy = s.policy
+        return policy, listed, exposed
+
+    policy, listed, exposed = asyncio.run(session(True))
+    assert policy.startswith("Steps for this request: 1. " + plan.body["steps"][0]["tool"] + "(")
+    assert set(plan.tools) <= listed and set(plan.tools) <= exposed
+    assert {"steward_plan", "retrieve_tools"} <= listed
+    policy, listed, _ = asyncio.run(session(False))
+    assert "Steps for this request" not in policy and "steward_plan" in listed
+    policy, listed, exposed = asyncio.run(session(False, with_supply=False))  # the domain's tools as served
+    assert "steward_plan" not in listed and listed == exposed
+    assert [model_label("openai:a/b", s, h) for s, h in ((True, True), (True, False), (False, True))] == [
+        "steward-plan-openai_a_b", "steward-openai_a_b", "domain-openai_a_b",
+    ]  # fmt: skip
+
+
+def test_model_rows_run_on_held_out_training_tasks_for_choosing_the_handoff(run):
+    """`--dev N --model M`: part 3's three rows on held-out training tasks, in RUN/dev/model (never test)."""
+    from toolshift.steward.dev import dev_summary
+    from toolshift.steward.experiment import held_out
+    from toolshift.steward.model_agent import model_dev
+    from toolshift.traces.store import iter_episodes
+
+    ctx, *_ = run
+    tasks = set(sorted(held_out(ctx, 8, 5))[:1])
+    paths = model_dev(ctx, "embedded", tasks, max_turns=1)  # the real model, one turn an episode
+    assert [p.parent for p in paths] == [ctx.run / "dev" / "model"] * 3
+    for path in paths:
+        eps = list(iter_episodes(path))
+        assert len(eps) == VERSIONS and {e.task_id for e in eps} == tasks
+    summary = dev_summary(ctx, paths)
+    assert set(summary) == {"domain-embedded", "steward-embedded", "steward-plan-embedded"}
+    assert model_dev(ctx, "embedded", tasks, max_turns=1) == paths  # resumed: nothing is run twice
+    assert sum(1 for _ in iter_episodes(paths[0])) == VERSIONS

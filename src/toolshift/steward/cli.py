@@ -328,8 +328,9 @@ def eval_cmd(
     dev: Annotated[
         int | None,
         typer.Option(
-            help="Instead of parts 1-2: the instrument on this many training tasks outside --train-sample "
-            "(RUN/dev/), strict SR per version and failures by kind."
+            help="Instead of parts 1-3: the instrument on this many training tasks outside --train-sample "
+            "(RUN/dev/), strict SR per version and failures by kind; with --model, part 3's rows on "
+            "--model-sample of them."
         ),
     ] = None,
 ) -> None:
@@ -350,6 +351,13 @@ def eval_cmd(
             update = _progress(bar)
             build_libraries(ctx, update, train_sample)
             paths = follow(ctx, ("incremental", "full"), update, dev=tasks)
+            if model:  # part 3's rows on the first --model-sample held-out tasks (D196)
+                import random
+
+                from toolshift.steward.model_agent import model_dev
+
+                few = set(random.Random(2).sample(sorted(tasks), min(model_sample, len(tasks))))
+                paths += model_dev(ctx, model, few, max_turns=max_turns)
         summary = dev_summary(ctx, paths)
         console.print(dev_table(summary))
         console.print(f"results → {write_dev(ctx, summary, _command(ctx_))}")

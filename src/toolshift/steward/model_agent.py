@@ -5,8 +5,12 @@ The Steward condition serves each episode's world through `StewardServer` over t
 transport. The harness makes the initial supply from the opening request before the model's first
 turn (the seed's manager builds the task view; an MCP server never sees the user's message): the
 tools of the top candidate plans and the top 3 tools retrieved directly, with `steward_plan`,
-`retrieve_tools` and `explore_capabilities` for more. The model is any of `toolshift run`'s
-(`embedded`, `openai:<m>`, `anthropic:<m>`).
+`retrieve_tools` and `explore_capabilities` for more. With the handoff (D196), the harness instead asks
+Steward for the plan the request's words choose (what `steward_plan` answers) and hands its steps to the
+model in the system prompt, with that plan's tools supplied: the model need not know to ask. The model is
+any of `toolshift run`'s (`embedded`, `openai:<m>`, `anthropic:<m>`). With `tasks` (held-out training
+task ids, `steward eval --dev N --model M`), the rows run on those instead of the test split, in
+RUN/dev/model/, so the handoff is chosen without reading test tasks.
 """
 
 from __future__ import annotations
@@ -37,53 +41,80 @@ class _Session:
         return self.world.changes_since(self.before)
 
 
-def _opener(ctx: Context, domain: str, version: int, supply: Supply, request: str, exposed: set[str]):
+def _opener(
+    ctx: Context, domain: str, version: int, supply: Supply | None, request: str, exposed: set[str],
+    handoff: bool = False,
+):  # fmt: skip
+    """The episode's world over in-memory MCP: behind `StewardServer` with `supply`, or (None) the
+    domain's tools as the benchmark serves them. `handoff`: the chosen plan's steps lead the policy."""
     from mcp import Client
 
     from toolshift.steward.serve import StewardServer
+    from toolshift.steward.skillmd import plan_brief
+    from toolshift.world.mcp.serve import WorldServer
 
     @asynccontextmanager
     async def open_world() -> AsyncIterator[_Session]:
         world = ctx.worlds.world(domain, version)
         try:
             before = world.snapshot()
-            server = StewardServer(world, supply, shared_state=True)
-            ep = server.gate.start(server.shared, request)
-            ep.initial()
+            spec = world.domain.spec
+            policy = spec.policy or spec.description
+            if supply is None:
+                server: WorldServer = WorldServer(world, shared_state=True)
+                ep = None
+            else:
+                server = StewardServer(world, supply, shared_state=True)
+                ep = server.gate.start(server.shared, request)
+                if handoff:
+                    view = ep.choose(request)
+                    if view.plan is not None:  # first, so a prompt that clips the policy keeps it
+                        policy = f"{plan_brief(view.plan)}\n\n{policy}"
+                else:
+                    ep.initial()
             async with Client(server.server, mode="legacy") as client:
-                spec = world.domain.spec
-                yield _Session(client, spec.policy or spec.description, spec.title, world, before)
-            exposed.update(ep.exposed)
+                yield _Session(client, policy, spec.title, world, before)
+            exposed.update(ep.exposed if ep is not None else (t.name for t in world.tools))
         finally:
             world.close()
 
     return open_world
 
 
+def model_label(model: str, steward: bool, handoff: bool) -> str:
+    """A part-3 row's name: `steward-plan-<model>` (the handoff), `steward-<model>`, `domain-<model>`."""
+    name = model.replace(":", "_").replace("/", "_")
+    return f"{'steward-plan' if handoff else 'steward'}-{name}" if steward else f"domain-{name}"
+
+
 def model_steward(
-    ctx: Context, model: str, *, sample: int, max_turns: int = 8, base_url: str | None = None
-) -> Path:
-    """`model` behind Steward (incremental library) on `sample` test tasks × every version."""
+    ctx: Context, model: str, *, sample: int, max_turns: int = 8, base_url: str | None = None,
+    handoff: bool = True, tasks: set[str] | None = None, steward: bool = True,
+) -> Path:  # fmt: skip
+    """`model` behind Steward (incremental library) on `sample` test tasks × every version (with `tasks`,
+    those training tasks instead; with `steward=False`, on the domain's tools, as the benchmark serves them)."""
     from toolshift.agents.config import RunConfig, check_model_spec, make_model
     from toolshift.agents.loop import EpisodeLimits, run_episode
     from toolshift.agents.users import ScriptedUser
     from toolshift.traces.store import EpisodeWriter, iter_episodes, write_episodes
 
     check_model_spec(model)
-    label = f"steward-{model.replace(':', '_').replace('/', '_')}"
-    path = ctx.run / "model" / f"{label}.episodes.jsonl"
+    label = model_label(model, steward, handoff)
+    folder = ctx.run / ("model" if tasks is None else "dev/model")
+    path = folder / f"{label}.episodes.jsonl"
     config = RunConfig(world=str(ctx.build), model=model, max_turns=max_turns, base_url=base_url)
     meta = {"ecosystem": ctx.eco_id, "steward": label, "max_turns": max_turns}
     done = {e.id for e in iter_episodes(path, skip_bad=True)} if path.exists() else set()
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         write_episodes(path, [], meta=meta)
+    refs = ctx.refs("test", sample) if tasks is None else [r for r in ctx.refs("train") if r.task_id in tasks]
 
     async def go(writer: EpisodeWriter) -> None:
         for v in range(1, ctx.versions + 1):
             with Library.open(library_path(ctx, "incremental", v)) as lib:
                 skills = lib.skills()
-            for r in ctx.refs("test", sample):
+            for r in refs:
                 if r.version != v:
                     continue
                 task = ctx.tasks[r.task_id]
@@ -92,12 +123,12 @@ def model_steward(
                     continue
                 cat = ctx.catalog(v)
                 domain_cat = Catalog(v, {n: t for n, t in cat.tools.items() if t.domain == task.domain})
-                supply = Supply(skills, domain_cat)
+                supply = Supply(skills, domain_cat) if steward else None
                 exposed: set[str] = set()
                 agent = make_model(model, config, seed=zlib.crc32(eid.encode()))
+                opener = _opener(ctx, task.domain, v, supply, task.public_request, exposed, handoff)
                 ep = await run_episode(
-                    task, agent, ScriptedUser(task.public_request, task.instruction),
-                    _opener(ctx, task.domain, v, supply, task.public_request, exposed),
+                    task, agent, ScriptedUser(task.public_request, task.instruction), opener,
                     episode_id=eid, limits=EpisodeLimits(max_turns=max_turns), agent_name=label,
                     source={"baseline": label, "criterion": "both"},
                 )  # fmt: skip
@@ -110,6 +141,16 @@ def model_steward(
     return path
 
 
+def model_dev(ctx: Context, model: str, tasks: set[str], *, max_turns: int = 8) -> list[Path]:
+    """Part 3 on held-out training tasks: the model on domain tools, behind Steward, and behind Steward
+    with the handoff — the rows the handoff was chosen by (D196)."""
+    return [
+        model_steward(ctx, model, sample=0, max_turns=max_turns, tasks=tasks, steward=False),
+        model_steward(ctx, model, sample=0, max_turns=max_turns, tasks=tasks, handoff=False),
+        model_steward(ctx, model, sample=0, max_turns=max_turns, tasks=tasks, handoff=True),
+    ]
+
+
 def model_domain_tools(ctx: Context, model: str, *, sample: int, max_turns: int = 8) -> Path:
     """The same model on its task's domain tools: the benchmark's baseline (`toolshift bench baseline`)."""
     from toolshift.bench.ecosystem.baselines import run_baseline
@@ -120,4 +161,4 @@ def model_domain_tools(ctx: Context, model: str, *, sample: int, max_turns: int 
     )  # fmt: skip
 
 
-__all__ = ["model_domain_tools", "model_steward"]
+__all__ = ["model_dev", "model_domain_tools", "model_label", "model_steward"]

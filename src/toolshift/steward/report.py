@@ -312,10 +312,12 @@ def write_report(
     if models:
         lines += [
             f"At the scale run: {model_sample} test task(s) per version asked (`n` says how many each file holds:"
-            " a file recorded earlier at a larger sample keeps its episodes). `steward-<model>` is the model behind",
-            "`StewardServer` (initial supply from the request, then `steward_plan`, `retrieve_tools`,",
-            "`explore_capabilities`; the incremental library); the other row is the same model on its task's",
-            "domain tools (`toolshift bench baseline`, the seed's Domain Tools setting).",
+            " a file recorded earlier at a larger sample keeps its episodes). `steward-plan-<model>` is the model",
+            "behind `StewardServer` (the incremental library) with the plan the request's words choose handed to",
+            "it by the harness: its steps lead the system prompt and its tools are supplied (D196);",
+            "`steward_plan`, `retrieve_tools` and `explore_capabilities` stay callable for more. The other row",
+            "is the same model on its task's domain tools (`toolshift bench baseline`, the seed's Domain Tools",
+            "setting).",
             "",
             "| agent | version | n | SR | strict SR | P | R | F1 | Step-SPE |",
             "|---|---|---|---|---|---|---|---|---|",

@@ -96,6 +96,18 @@ def _bindings(args: dict[str, Any]) -> str:
     return "; ".join(out) or "no arguments"
 
 
+def plan_brief(plan: Skill, limit: int = 240) -> str:
+    """A planning skill's steps on one line, for an agent's prompt (the harness's handoff, D196): each
+    step's tool and where its arguments come from, shortest first to survive a clipped prompt."""
+    steps = plan.body.get("steps", plan.body.get("calls", []))
+    parts = []
+    for k, step in enumerate(steps, 1):
+        each = " for every match" if step.get("each") else ""
+        parts.append(f"{k}. {step['tool']}({_bindings(step.get('args', {}))}){each}")
+    text = "Steps for this request: " + "; ".join(parts) + "."
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def render(skill: Skill, library_version: int | None = None) -> str:
     """The `SKILL.md` text of a skill (a foreign skill as it was read; an inactive one marked in its body)."""
     if skill.level == "foreign":
