@@ -285,7 +285,8 @@ def test_the_handoff_leads_the_policy_with_the_plan_the_request_chooses(run):
     policy, listed, exposed = asyncio.run(session(True))
     assert policy.startswith("Steps for this request: 1. " + plan.body["steps"][0]["tool"] + "(")
     assert set(plan.tools) <= listed and set(plan.tools) <= exposed
-    assert {"steward_plan", "retrieve_tools"} <= listed
+    assert not {"steward_plan", "retrieve_tools", "explore_capabilities"} & listed  # the supply is fixed
+    assert listed == exposed
     policy, listed, _ = asyncio.run(session(False))
     assert "Steps for this request" not in policy and "steward_plan" in listed
     policy, listed, exposed = asyncio.run(session(False, with_supply=False))  # the domain's tools as served

@@ -7,7 +7,8 @@ turn (the seed's manager builds the task view; an MCP server never sees the user
 tools of the top candidate plans and the top 3 tools retrieved directly, with `steward_plan`,
 `retrieve_tools` and `explore_capabilities` for more. With the handoff (D196), the harness instead asks
 Steward for the plan the request's words choose (what `steward_plan` answers) and hands its steps to the
-model in the system prompt, with that plan's tools supplied: the model need not know to ask. The model is
+model in the system prompt, with that plan's tools supplied and fixed for the episode (the three Steward
+tools unlisted): the model need not know to ask, and cannot spend its turns asking. The model is
 any of `toolshift run`'s (`embedded`, `openai:<m>`, `anthropic:<m>`). With `tasks` (held-out training
 task ids, `steward eval --dev N --model M`), the rows run on those instead of the test split, in
 RUN/dev/model/, so the handoff is chosen without reading test tasks.
@@ -64,7 +65,7 @@ def _opener(
                 server: WorldServer = WorldServer(world, shared_state=True)
                 ep = None
             else:
-                server = StewardServer(world, supply, shared_state=True)
+                server = StewardServer(world, supply, shared_state=True, steward_tools=not handoff)
                 ep = server.gate.start(server.shared, request)
                 if handoff:
                     view = ep.choose(request)

@@ -146,24 +146,26 @@ class SupplyGate:
 class StewardServer(WorldServer):
     """A `WorldServer` whose sessions see Steward's supplied view and the three Steward tools."""
 
-    def __init__(self, world: World, supply: Supply, **kw: Any) -> None:
+    def __init__(self, world: World, supply: Supply, *, steward_tools: bool = True, **kw: Any) -> None:
+        """`steward_tools=False`: the session's supply was made by its harness (the handoff, D196) and is
+        fixed; the three Steward tools are not listed, so a small model cannot spend its turns on them."""
         super().__init__(world, **kw)
         self.gate = SupplyGate(supply)
+        self.steward_tools = steward_tools
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         world = self.world_for(ctx, listing=True)
         shown = self.gate.visible(world)
-        return types.ListToolsResult(
-            tools=[*steward_tool_defs(), *(mcp_tool(t) for t in world.tools if t.name in shown)]
-        )
+        meta = steward_tool_defs() if self.steward_tools else []
+        return types.ListToolsResult(tools=[*meta, *(mcp_tool(t) for t in world.tools if t.name in shown)])
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         world = self.world_for(ctx)
-        if params.name in STEWARD_TOOLS:
+        if params.name in STEWARD_TOOLS and self.steward_tools:
             body = call_steward_tool(self.gate, world, params.name, dict(params.arguments or {}))
             return types.CallToolResult(
                 content=[types.TextContent(text=json.dumps(body, ensure_ascii=False, default=str))],

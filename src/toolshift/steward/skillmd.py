@@ -97,9 +97,13 @@ def _bindings(args: dict[str, Any]) -> str:
 
 
 def plan_brief(plan: Skill, limit: int = 240) -> str:
-    """A planning skill's steps on one line, for an agent's prompt (the harness's handoff, D196): each
-    step's tool and where its arguments come from, shortest first to survive a clipped prompt."""
-    steps = plan.body.get("steps", plan.body.get("calls", []))
+    """A planning skill's steps on one line, for an agent's prompt (the harness's handoff, D196)."""
+    return steps_brief(plan.body.get("steps", plan.body.get("calls", [])), limit)
+
+
+def steps_brief(steps: list[dict[str, Any]], limit: int = 240) -> str:
+    """Plan steps (as a skill's body or `steward_plan` gives them) on one line: each step's tool and where
+    its arguments come from, cut at `limit` characters so a prompt that clips its policy keeps it whole."""
     parts = []
     for k, step in enumerate(steps, 1):
         each = " for every match" if step.get("each") else ""
