@@ -283,7 +283,11 @@ def test_the_handoff_leads_the_policy_with_the_plan_the_request_chooses(run):
         return policy, listed, exposed
 
     policy, listed, exposed = asyncio.run(session(True))
-    assert policy.startswith("Steps for this request: 1. " + plan.body["steps"][0]["tool"] + "(")
+    from toolshift.steward.supply import plan_facts
+
+    facts = plan_facts(plan.body["steps"])
+    asked = f"Ask the customer for: {', '.join(facts)}. " if facts else ""
+    assert policy.startswith(asked + "Steps for this request: 1. " + plan.body["steps"][0]["tool"] + "(")
     assert set(plan.tools) <= listed and set(plan.tools) <= exposed
     assert not {"steward_plan", "retrieve_tools", "explore_capabilities"} & listed  # the supply is fixed
     assert listed == exposed

@@ -454,3 +454,12 @@ def sign_library(path: str | Path) -> Path:
     with Library.open(path, check_signature=False) as lib:
         lib.sign()
     return Path(path)
+
+
+def plan_facts(steps: list[dict[str, Any]]) -> list[str]:
+    """The facts a plan's steps bind (arguments and where-clauses), in step order."""
+    out: list[str] = []
+    for step in steps:
+        for b in step.get("args", {}).values():
+            out += [b["fact"]] if "fact" in b else list(b.get("where", {}).values())
+    return list(dict.fromkeys(out))

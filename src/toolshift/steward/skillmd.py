@@ -26,7 +26,7 @@ import yaml
 
 from toolshift.errors import BadInputError
 from toolshift.fileio import encodes_utf8
-from toolshift.steward.library import LEVELS, MAX_NAME, NAME, Skill
+from toolshift.steward.library import LEVELS, MAX_NAME, NAME, Skill, plan_facts
 from toolshift.world.language.yamlfile import parse_yaml
 
 MAX_DESCRIPTION = 1024
@@ -108,7 +108,9 @@ def steps_brief(steps: list[dict[str, Any]], limit: int = 240) -> str:
     for k, step in enumerate(steps, 1):
         each = " for every match" if step.get("each") else ""
         parts.append(f"{k}. {step['tool']}({_bindings(step.get('args', {}))}){each}")
-    text = "Steps for this request: " + "; ".join(parts) + "."
+    facts = plan_facts(steps)
+    ask = f"Ask the customer for: {', '.join(facts)}. " if facts else ""
+    text = ask + "Steps for this request: " + "; ".join(parts) + "."
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -43,7 +43,7 @@ from toolshift.steward.compose import (
     valid,
 )
 from toolshift.steward.distill import continues
-from toolshift.steward.library import Library, Skill, dependencies_present
+from toolshift.steward.library import Library, Skill, dependencies_present, plan_facts
 from toolshift.steward.retrieval import BM25Index, mmr, tokens
 from toolshift.steward.routes import catalog_write
 
@@ -243,15 +243,6 @@ def swap_writes(plan: Skill, said: set[str], supply: Supply) -> Skill:
     body["swapped_from"] = plan.id
     out = Skill(f"{plan.id}~swap", "planning", plan.domain, plan.description, body, tools)
     return out if valid(out, cat) else plan
-
-
-def plan_facts(steps: list[dict[str, Any]]) -> list[str]:
-    """The facts a plan's steps bind (arguments and where-clauses), in step order."""
-    out: list[str] = []
-    for step in steps:
-        for b in step.get("args", {}).values():
-            out += [b["fact"]] if "fact" in b else list(b.get("where", {}).values())
-    return list(dict.fromkeys(out))
 
 
 def covered(plan: Skill, said: set[str]) -> float:
