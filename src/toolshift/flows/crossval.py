@@ -15,7 +15,8 @@ weaker prior).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from toolshift.errors import BadInputError
 from toolshift.flows.ceiling import anatomy
@@ -88,6 +89,8 @@ class CrossvalRow(SavingFigures):
     walk_prior: float = 0.0
     fold_counts: tuple[tuple[int, int], ...] = ()
     """Per fold: (detours, episodes), for the margin (`detours_bound`)."""
+    fold_saves: tuple[tuple[int, int], ...] = ()
+    """Per fold: (saved, ceiling), for the nested figures (`toolshift.flows.nested`)."""
 
 
 @dataclass
@@ -137,6 +140,13 @@ class Crossval:
     margin: float = MARGIN
     older: bool = False
     named: bool = False
+
+    def without(self, fold: int) -> Crossval:
+        """The same table with fold `fold`'s counts left out of every row (`nested.without_fold`)."""
+        from toolshift.flows.nested import without_fold
+
+        kept = [without_fold(r, fold) for r in self.rows]
+        return replace(self, rows=kept, folds=self.folds - 1, episodes=kept[0].episodes if kept else 0)
 
     def flows(self) -> list[tuple[int, float]]:
         """The (walk ranks, prior) pairs tried: ranks 0 (no walks) with no prior, every other with each."""
@@ -216,6 +226,7 @@ def crossval(
         (d, k, p, th): [0, 0] for d in deciders for k, p in pairs for th in thetas
     }
     per_fold: dict[tuple[str, int, float, float], list[tuple[int, int]]] = {key: [] for key in sums}
+    per_fold_saves: dict[tuple[str, int, float, float], list[tuple[int, int]]] = {key: [] for key in sums}
     done = 0
     for group in task_folds(tasks, folds):
         out = set(group)
@@ -224,7 +235,8 @@ def crossval(
         if not any(learn_from_all or t.success for t in rest):
             continue
         done += 1
-        ceiling += sum(per_episode[t.episode_id].ceiling for t in held)
+        fold_ceiling = sum(per_episode[t.episode_id].ceiling for t in held)
+        ceiling += fold_ceiling
         episodes += len(held)
         for k in walk_ranks:
             learned = learn_flow(rest, catalog, learn_from_all=learn_from_all, walk_ranks=k, records=records,
@@ -238,9 +250,11 @@ def crossval(
                         acc[0] += r.saved
                         acc[1] += r.detours
                         per_fold[(d, k, p, th)].append((r.detours, len(held)))
+                        per_fold_saves[(d, k, p, th)].append((r.saved, fold_ceiling))
         if progress is not None:
             progress()
-    rows = [CrossvalRow(d, k, th, s, ceiling, det, episodes, p, tuple(per_fold[(d, k, p, th)]))
+    rows = [CrossvalRow(d, k, th, s, ceiling, det, episodes, p, tuple(per_fold[(d, k, p, th)]),
+                        tuple(per_fold_saves[(d, k, p, th)]))
             for (d, k, p, th), (s, det) in sums.items()]  # fmt: skip
     return Crossval(rows, done, episodes, max_detours, tuple(walk_ranks), tuple(thetas), tuple(deciders),
                     tuple(walk_priors), records, ints, fallbacks, asks, margin, older, named)  # fmt: skip
@@ -268,7 +282,8 @@ def choose_flow(timelines: Sequence[Timeline], catalog: Catalog, *, max_detours:
                 bindings: Sequence[tuple[bool, bool, bool]] = BINDINGS,
                 tried: dict[tuple[bool, bool, bool, bool], Selection] | None = None,
                 format6: dict[str, float] | None = None,
-                named: dict[str, float] | None = None) -> tuple[Crossval, Selection, bool]:  # fmt: skip
+                named: dict[str, float] | None = None,
+                nested: dict[str, Any] | None = None) -> tuple[Crossval, Selection, bool]:  # fmt: skip
     """Cross-validate flows learned from the successful training runs and from every training run (only the
     latter without `verdicts`), each with every binding option of `bindings` ((records, ints, fallbacks): record
     bindings, integer bindings and fallback sources, format 5); keep the one whose selection's mean best share
@@ -277,7 +292,8 @@ def choose_flow(timelines: Sequence[Timeline], catalog: Catalog, *, max_detours:
     and whether it learns from every run; each selection tried is put in `tried` (by (every run, records, ints,
     fallbacks)) when given. With `format6` (a dict, filled with the mean shares), the kept flow is tried again
     with format 6's options (`try_format6`); with `named` (a dict, filled likewise), then with named walks
-    (`try_named`)."""
+    (`try_named`); with `nested` (a dict), the kept flow's margin is then the one nested cross-validation over
+    its folds picks (`nested.select_nested`), its `NestedChoice` put at `nested["choice"]`."""
     ranked = []
     for learn_from_all in (False, True) if verdicts else (True,):
         if not learn_from_all and not any(t.success for t in timelines):
@@ -298,6 +314,10 @@ def choose_flow(timelines: Sequence[Timeline], catalog: Catalog, *, max_detours:
     if named is not None:
         cv, sel = try_named(timelines, catalog, cv, sel, learn_from_all, max_detours=max_detours, folds=folds,
                             shares=named)  # fmt: skip
+    if nested is not None:
+        from toolshift.flows.nested import select_nested
+
+        cv, sel, nested["choice"] = select_nested(cv)
     return cv, sel, learn_from_all
 
 

@@ -17,7 +17,8 @@ it). The held-out test tasks are never read.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from toolshift.errors import BadInputError
 from toolshift.flows.calibration import SiteCalibrator, choose_min_count, fit_site_calibrator, site_key
@@ -65,6 +66,8 @@ class Candidate(SavingFigures):
     episodes: int
     fold_counts: tuple[tuple[int, int], ...] = ()
     """Per fold: (detours, episodes), for the margin (`SavingFigures.detours_bound`)."""
+    fold_saves: tuple[tuple[int, int], ...] = ()
+    """Per fold: (saved, ceiling), for the nested figures (`toolshift.flows.nested`)."""
 
 
 @dataclass
@@ -99,15 +102,41 @@ class RuleChoice:
     """Per decider, row by row of `oof`: the request's intent at the decision."""
     intent_min_count: dict[str, int] = field(default_factory=dict)
     """Per decider: the fewest rows a site × intent needs for its own map (cross-validated by Brier score)."""
+    margin: dict[str, float] = field(default_factory=dict)
+    """Per decider: the margin its choice was made with (standard errors over the folds; `crossval.MARGIN`)."""
+    nested: dict[str, Any] = field(default_factory=dict)
+    """Per decider, with `choose_rule(nested=True)`: the `nested.NestedChoice` that picked its margin."""
+
+    def choose(self, decider: str, margin: float) -> dict[str, Candidate]:
+        """Per family: the largest share of the ceiling within the budget, met with `margin` standard errors
+        (ties: fewer detours, then the larger θ or λ, then re-reads allowed)."""
+        best: dict[str, Candidate] = {}
+        for f in FAMILIES:
+            ok = [c for c in self.candidates if c.decider == decider and c.family == f
+                  and c.detours_bound(margin) <= self.max_detours]  # fmt: skip
+            pick = min(ok, key=lambda c: (-c.share_of_ceiling, c.detours_per_episode, -c.value, -c.reread),
+                       default=None)  # fmt: skip
+            if pick is not None:
+                best[f] = pick
+        return best
+
+    def without(self, fold: int) -> RuleChoice:
+        """The candidates with fold `fold`'s counts left out (the calibrators and logs kept as they are)."""
+        from toolshift.flows.nested import without_fold
+
+        kept = [without_fold(c, fold) for c in self.candidates]
+        return replace(self, candidates=kept, best={}, folds=self.folds - 1,
+                       episodes=kept[0].episodes if kept else 0)  # fmt: skip
 
     def overall(self, decider: str) -> str | None:
         """The family whose chosen candidate saves the largest share of the training ceiling within the budget
         (ties: fewer detours, then the earlier, simpler family); None when no family has one."""
-        within = [(f, self.best[(decider, f)]) for f in FAMILIES if (decider, f) in self.best]
-        if not within:
-            return None
-        return min(within, key=lambda fc: (-fc[1].share_of_ceiling, fc[1].detours_per_episode,
-                                           FAMILIES.index(fc[0])))[0]  # fmt: skip
+        return overall_family({f: self.best[(decider, f)] for f in FAMILIES if (decider, f) in self.best})
+
+    def fallback(self, decider: str) -> Candidate:
+        """The candidate a decider runs with no family within the budget: one θ of `LOG_THETA`, re-reads on."""
+        return next(c for c in self.candidates if (c.decider, c.family, c.value, c.reread)
+                    == (decider, "θ", LOG_THETA, True))  # fmt: skip
 
     def rule(self, decider: str, family: str) -> Rule:
         """The chosen rule of a family, fitted on every training task."""
@@ -115,6 +144,41 @@ class RuleChoice:
         value = c.value if c else (1.0 if family.startswith("per decision") else LOG_THETA)
         return _rule(family, value, self.calibrator[decider], self.intent_calibrator.get(decider), self.costs,
                      c.reread if c else True, self.vocabulary)  # fmt: skip
+
+
+def overall_family(best: dict[str, Candidate]) -> str | None:
+    """Of the families' chosen candidates, the one saving the largest share (ties: fewer detours, then the
+    earlier, simpler family); None for none."""
+    if not best:
+        return None
+    return min(
+        best, key=lambda f: (-best[f].share_of_ceiling, best[f].detours_per_episode, FAMILIES.index(f))
+    )
+
+
+def nested_rule(choice: RuleChoice, decider: str, margins: Sequence[float] | None = None) -> Any:
+    """The nested figures (`toolshift.flows.nested`) of the overall pick (`RuleChoice.overall`) at each margin,
+    each fold scored by the pick made with it left out, and the margin they pick."""
+    from toolshift.flows.nested import MARGINS, NestedChoice, nested_figures, pick_margin
+
+    if choice.folds < 3:
+        raise BadInputError(
+            f"nested cross-validation needs at least 3 folds, got {choice.folds}", field="folds"
+        )
+    reduced = [choice.without(g) for g in range(choice.folds)]
+    by_margin = {}
+    for m in MARGINS if margins is None else margins:
+
+        def pick(g: int, m: float = m) -> dict[str, tuple[Candidate, str]]:
+            best = reduced[g].choose(decider, m)
+            family = overall_family(best)
+            c = best[family] if family else reduced[g].fallback(decider)
+            full = next(x for x in choice.candidates
+                        if (x.decider, x.family, x.value, x.reread) == (c.decider, c.family, c.value, c.reread))  # fmt: skip
+            return {decider: (full, f"{full.family}, {full.value:g}{'' if full.reread else ', no re-reads'}")}
+
+        by_margin[m] = nested_figures(choice.folds, pick, (decider,))
+    return NestedChoice(pick_margin(by_margin, choice.max_detours), by_margin, choice.max_detours)
 
 
 def _rule(family: str, value: float, cal: SiteCalibrator, by_intent: IntentCalibrator | None, costs: CostModel,
@@ -136,9 +200,10 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
                 folds: int | None = None, walk_prior: float = 0.0, records: bool = False,
                 ints: bool = False, fallbacks: bool = False, asks: bool = False, older: bool = False,
                 margin: float = MARGIN, named: bool = False,
-                progress: Callable[[], None] | None = None) -> RuleChoice:  # fmt: skip
+                progress: Callable[[], None] | None = None, nested: bool = False) -> RuleChoice:  # fmt: skip
     """Leave-one-task-out over `timelines` (the training tasks only): the out-of-fold log, the per-site
-    recalibration, every candidate rule's summed figures, and the choice."""
+    recalibration, every candidate rule's summed figures, and the choice. With `nested`, each decider's margin
+    is not `margin` but the one nested cross-validation over the folds' counts picks (`nested_rule`)."""
     tasks = sorted({t.task_id for t in timelines})
     if len(tasks) < 3:
         raise BadInputError(f"choosing a rule needs at least 3 training tasks, got {len(tasks)}")
@@ -204,9 +269,11 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
             for rr in (True, False)]  # fmt: skip
     sums = {(d, f, v, rr): [0, 0] for d in deciders for f, v, rr in grid}
     per_fold: dict[tuple[str, str, float, bool], list[tuple[int, int]]] = {key: [] for key in sums}
+    per_fold_saves: dict[tuple[str, str, float, bool], list[tuple[int, int]]] = {key: [] for key in sums}
     ceiling = episodes = 0
     for i, fold in enumerate(groups):
-        ceiling += sum(per_episode[t.episode_id].ceiling for t in fold.held)
+        fold_ceiling = sum(per_episode[t.episode_id].ceiling for t in fold.held)
+        ceiling += fold_ceiling
         episodes += len(fold.held)
         for d in deciders:
             cal, by_intent = per_fold_cal[(d, i)], per_fold_intent[(d, i)]
@@ -217,8 +284,20 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
                 acc[0] += r.saved
                 acc[1] += r.detours
                 per_fold[(d, f, v, rr)].append((r.detours, len(fold.held)))
+                per_fold_saves[(d, f, v, rr)].append((r.saved, fold_ceiling))
     candidates = [
-        Candidate(d, f, v, rr, s, ceiling, det, episodes, tuple(per_fold[(d, f, v, rr)]))
+        Candidate(
+            d,
+            f,
+            v,
+            rr,
+            s,
+            ceiling,
+            det,
+            episodes,
+            tuple(per_fold[(d, f, v, rr)]),
+            tuple(per_fold_saves[(d, f, v, rr)]),
+        )
         for (d, f, v, rr), (s, det) in sums.items()
     ]
     choice = RuleChoice(candidates, min_count, brier, oof, recalibrated,
@@ -229,14 +308,10 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
                                            for d in deciders},
                         vocabulary=vocabulary, oof_intent=oof_intent, intent_min_count=intent_min)  # fmt: skip
     for d in deciders:
-        for f in FAMILIES:
-            ok = [
-                c
-                for c in candidates
-                if c.decider == d and c.family == f and c.detours_bound(margin) <= max_detours
-            ]
-            best = min(ok, key=lambda c: (-c.share_of_ceiling, c.detours_per_episode, -c.value, -c.reread),
-                       default=None)  # fmt: skip
-            if best is not None:
-                choice.best[(d, f)] = best
+        choice.margin[d] = margin
+        if nested:
+            choice.nested[d] = nested_rule(choice, d)
+            choice.margin[d] = choice.nested[d].margin
+        for f, best in choice.choose(d, choice.margin[d]).items():
+            choice.best[(d, f)] = best
     return choice
