@@ -167,3 +167,18 @@ def test_price_chooses_a_rule_on_training_tasks_and_replay_applies_it(files, mon
     with pytest.raises(SystemExit) as exit_info:
         main()
     assert exit_info.value.code == 2 and "the rule was chosen for reach" in capsys.readouterr().err
+
+
+def test_crossval_and_choose_rule_pick_the_margin_by_nested_cross_validation(files):
+    tmp, episodes, catalog = files
+    r = run("crossval", str(episodes), "--catalog", str(catalog), "--tasks", "train", "--nested")
+    assert r.exit_code == 0, r.output
+    assert "margin 1.5, nested:" in r.output and "margin picked by nested cross-validation:" in r.output
+    flow = tmp / "f.json"
+    assert run("learn", str(episodes), "--catalog", str(catalog), "--out", str(flow)).exit_code == 0
+    rule = tmp / "nested.rule.json"
+    r = run("price", str(episodes), "--catalog", str(catalog), "--flow", str(flow), "--tasks", "train",
+            "--choose-rule", str(rule), "--nested")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    chosen_by = json.loads(rule.read_text())["chosen_by"]
+    assert "none within the budget" in chosen_by or "by nested cross-validation" in chosen_by

@@ -189,6 +189,9 @@ def crossval(
         bool,
         typer.Option("--named", help="The flows' walks take the values the user names first (format 7)."),
     ] = False,
+    nested: Annotated[
+        bool, typer.Option("--nested", help="Pick the budget's margin by nested cross-validation (D230).")
+    ] = False,
 ) -> None:
     """Choose walk ranks and each decider's θ by leave-one-task-out over the training tasks only."""
     from rich.progress import track
@@ -225,6 +228,14 @@ def crossval(
             )
     console.print(table)
     sel = cv.select()
+    if nested:
+        from toolshift.flows.nested import select_nested
+
+        cv, sel, picked = select_nested(cv)
+        for m, figs in picked.by_margin.items():
+            console.print(f"margin {m:g}, nested: " + ", ".join(f"{d} {_pct(f.share_of_ceiling)} at "
+                          f"{f.detours_per_episode:.2f}" for d, f in figs.items()))  # fmt: skip
+        console.print(f"margin picked by nested cross-validation: {picked.margin:g}")
     for d, th in sel.theta.items():
         b = sel.best.get(d)
         figures = (
@@ -486,6 +497,10 @@ def price(
         int | None,
         typer.Option("--folds", help="k-fold cross-validation by task (default: leave one task out)."),
     ] = None,
+    nested: Annotated[
+        bool,
+        typer.Option("--nested", help="With --choose-rule: the margin picked by nested cross-validation."),
+    ] = False,
 ) -> None:
     """θ* = δ/(β+δ) from the domain's average detour and saved turn, and a θ sweep with utility; with
     --choose-rule, the rule (one θ or a threshold per decision) chosen on training tasks only."""
@@ -503,7 +518,7 @@ def price(
         raise BadInputError(f"--sweep takes numbers, not {sweep!r}", field="sweep") from exc
     if choose_rule is not None:
         _choose_rule(episodes, catalog, flow, decider, rate, tasks, choose_rule, walk_ranks, max_detours,
-                     learn_from_all, folds)  # fmt: skip
+                     learn_from_all, folds, nested)  # fmt: skip
         return
     inputs = load_inputs(episodes, catalog, _tasks(tasks))
     learned = load_flow(flow, inputs.catalog)
@@ -525,7 +540,7 @@ def price(
 
 def _choose_rule(episodes: list[Path], catalog: Path, flow: Path, decider: str, rate: object, tasks: str,
                  out: Path, walk_ranks: int, max_detours: float, learn_from_all: bool,
-                 folds: int | None = None) -> None:  # fmt: skip
+                 folds: int | None = None, nested: bool = False) -> None:  # fmt: skip
     from toolshift.flows.inputs import load_inputs
     from toolshift.flows.model import load_flow
     from toolshift.flows.perdecision import choose_rule
@@ -541,7 +556,7 @@ def _choose_rule(episodes: list[Path], catalog: Path, flow: Path, decider: str, 
     load_flow(flow, inputs.catalog)  # the flow must be this catalog's; the folds learn their own
     choice = choose_rule(inputs.timelines, inputs.catalog, walk_ranks=walk_ranks, price=rate,  # type: ignore[arg-type]
                          deciders=(decider,), max_detours=max_detours, learn_from_all=learn_from_all,
-                         folds=folds)  # fmt: skip
+                         folds=folds, nested=nested)  # fmt: skip
     table = Table(
         title=f"cross-validation over {choice.folds} folds by task: share of the ceiling / detours per episode"
     )
@@ -556,7 +571,8 @@ def _choose_rule(episodes: list[Path], catalog: Path, flow: Path, decider: str, 
     rule = choice.rule(decider, family)
     best = choice.best.get((decider, family))
     note = (f"{family}: {_pct(best.share_of_ceiling)} of the ceiling at {best.detours_per_episode:.2f} detours an "
-            f"episode over {choice.folds} folds (budget {max_detours:g})" if best else "none within the budget")  # fmt: skip
+            f"episode over {choice.folds} folds (budget {max_detours:g}, margin {choice.margin[decider]:g} SE"
+            f"{' by nested cross-validation' if nested else ''})" if best else "none within the budget")  # fmt: skip
     save_rule(rule, decider, out, chosen_by=f"flows price --choose-rule, --tasks {tasks}: {note}")
     console.print(f"wrote {out}: {rule.label()} ({note}); min count per site {choice.min_count[decider]}")
 
