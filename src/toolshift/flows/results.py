@@ -143,8 +143,9 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
     tried: dict[tuple[bool, bool, bool, bool], Selection] = {}
     format6: dict[str, float] = {}
     named: dict[str, float] = {}
+    nested: dict[str, Any] = {}  # the margin chosen by nested cross-validation (D230)
     cv, sel, every = choose_flow(sp.train, catalog, max_detours=GOAL_DETOURS, tried=tried, format6=format6,
-                                 named=named)  # fmt: skip
+                                 named=named, nested=nested)  # fmt: skip
     ranks, prior, records = sel.walk_ranks, sel.walk_prior, sel.records
     opts = sel.options()
     # What the chosen flow could take at all on the training folds: at θ = 0.05 nearly every bound lookup is made.
@@ -181,7 +182,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
                                "replies": total.share("replies"), "reads": total.share("read_turns"),
                                "train_successful": flow.learned_from.episodes, "train_episodes": len(sp.train), "walk_ranks": ranks, "walk_prior": prior,
                                "learn_from_all": every, **opts, "format6_crossval": format6, "named_crossval": named,
-                               "theta": sel.theta, "format": flow.format,
+                               "theta": sel.theta, "format": flow.format, "nested": nested["choice"].summary(),
                                "crossval_floor": {d: {"share_of_ceiling": floor.row(d, ranks, 0.05, prior).share_of_ceiling,
                                                       "detours_per_episode": floor.row(d, ranks, 0.05, prior).detours_per_episode}
                                                   for d in ORDER},
@@ -218,7 +219,7 @@ def airline_section(data: Path, out_dir: Path, console: Console) -> tuple[str, d
              f"{len({t.task_id for t in sp.train})} tasks) and replayed on the {len(sp.test)} held-out episodes "
              f"({len({t.task_id for t in sp.test})} tasks). {unlisted.describe().capitalize()}. "
              "Intervals are 95%, from a bootstrap over tasks (a task's episodes drawn together).\n",
-             crossval_section(cv, sel),
+             crossval_section(cv, sel, nested["choice"]),
              "Cross-validated the same way, a flow learned from the successful training runs and one learned from "
              "every training run (`--learn-from-all`; the habit and walks then count failed runs too), each with "
              "every combination of three binding options of flow format 5: record bindings (`--records`: a read's "

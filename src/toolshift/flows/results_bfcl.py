@@ -21,6 +21,7 @@ from toolshift.flows.ceiling import anatomy
 from toolshift.flows.crossval import BINDINGS, crossval, format6_name, mean_best_share, try_format6, try_named
 from toolshift.flows.decide import Decider
 from toolshift.flows.learn import learn_flow
+from toolshift.flows.nested import select_nested
 from toolshift.flows.perdecision import FAMILIES, choose_rule
 from toolshift.flows.pricing import Price
 from toolshift.flows.replay import ReplayResult, replay
@@ -125,9 +126,10 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
         )
         named: dict[str, float] = {}
         cv, sel = try_named(train, catalog, cv, sel, True, max_detours=MAX_DETOURS, folds=FOLDS, shares=named)
+        cv, sel, nested = select_nested(cv)  # the margin picked by nested cross-validation (D230)
         choice = choose_rule(train, catalog, walk_ranks=sel.walk_ranks, price=price, learn_from_all=True,
                              folds=FOLDS, max_detours=MAX_DETOURS, walk_prior=sel.walk_prior,
-                             **sel.options())  # fmt: skip
+                             **sel.options(), nested=True)  # fmt: skip
         flow = learn_flow(train, catalog, learn_from_all=True, walk_ranks=sel.walk_ranks, walk_prior=sel.walk_prior,
                           **sel.options())  # fmt: skip
         before_flow = learn_flow(train, catalog, learn_from_all=True)
@@ -142,7 +144,8 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
                                          t: f.record.model_dump() for t, f in flow.tools.items() if f.record},
                                      "ints": sel.ints, "fallbacks": sel.fallbacks, "asks": sel.asks,
                                      "older": sel.older, "format6_crossval": format6, "named": sel.named,
-                                     "named_crossval": named,
+                                     "named_crossval": named, "nested": nested.summary(),
+                                     "rule_nested": {d: choice.nested[d].summary() for d in ORDER},
                                      "crossval_bindings": {_options(*BINDINGS[order]): -neg
                                                            for neg, order, _ in tried},
                                      "rules": {}}  # fmt: skip
@@ -183,6 +186,28 @@ def bfcl_section(root: Path, console: Console) -> tuple[str, dict[str, Any]]:
     return _render(figures, rows_cv, rows_out), figures
 
 
+def _nested_text(figures: dict[str, Any]) -> str:
+    """Per direction: the margins nested cross-validation picked (D230) and the nested figures at them."""
+
+    def at(summary: dict[str, Any]) -> str:
+        figs = summary["by_margin"][f"{summary['margin']:g}"]
+        return f"margin {summary['margin']:g}" + ("" if summary["met"] else " (none meets the budget)") + ": " + ", ".join(
+            f"{d} {_pct(x['share_of_ceiling'])} at {x['detours_per_episode']:.2f} (+1 SE {x['bound']:.2f})"
+            for d, x in figs.items())  # fmt: skip
+
+    return (
+        "The margin (standard errors over the folds that a candidate's detours must keep under the budget) is "
+        "picked by nested cross-validation over the same folds (`toolshift.flows.nested`, D230: each fold scored by "
+        "the choice made with it left out of the choice; the margin whose nested detours plus one standard error "
+        "meet the budget with the highest nested share, ties to the larger), for the walk ranks, prior and θ and "
+        "then per decider for the rule picked overall. Nested figures at the picked margins: "
+        + "; ".join(f"{k}: θ table, {at(v['nested'])}; rule picked overall, "
+                    + ", ".join(f"{d} {at(v['rule_nested'][d])}" for d in ORDER)
+                    for k, v in figures["directions"].items())
+        + "."
+    )  # fmt: skip
+
+
 def _render(figures: dict[str, Any], rows_cv: list[list[str]], rows_out: list[list[str]]) -> str:
     lines = ["## BFCL v4 multi-turn, across models\n",
              f"Source: BFCL's own result files of gpt-oss-120b and gpt-oss-20b served by vLLM (run `{RUN}`, base, "
@@ -197,6 +222,7 @@ def _render(figures: dict[str, Any], rows_cv: list[list[str]], rows_out: list[li
              "chosen candidate saves the largest share within the budget; ties: fewer detours, then the simpler "
              "family). Intervals are 95%, from a bootstrap over tasks.\n",
              _table(("Direction", "Decider", "Chosen on training", "Cross-validation: share / detours"), rows_cv), "",
+             _nested_text(figures), "",
              _table(("Direction", "Decider", "Rule", "Cross-validation: share / detours",
                      "Held out, other model: share of the ceiling (95% CI)", "Detours per episode"), rows_out), ""]  # fmt: skip
     lines.append(

@@ -14,6 +14,7 @@ from toolshift.flows.calibration import site_key, site_reliability, site_reliabi
 from toolshift.flows.ceiling import anatomy
 from toolshift.flows.decide import Decider
 from toolshift.flows.model import Flow
+from toolshift.flows.nested import NESTED_SE
 from toolshift.flows.perdecision import FAMILIES, MAX_DETOURS, RuleChoice, choose_rule
 from toolshift.flows.pricing import Price, value_replay
 from toolshift.flows.replay import ReplayResult, replay
@@ -43,6 +44,30 @@ def _ci(i: Any) -> str:
     )
 
 
+def nested_rule_text(choice: RuleChoice, deciders: tuple[str, ...] = ORDER) -> str:
+    """The nested figures of the overall pick per margin and decider (`perdecision.nested_rule`), and the
+    margin each decider's choice was made with."""
+    margins = list(choice.nested[deciders[0]].by_margin)
+    rows = []
+    for m in margins:
+        cells = []
+        for d in deciders:
+            f = choice.nested[d].by_margin[m][d]
+            text = (
+                f"{_pct(f.share_of_ceiling)} / {f.detours_per_episode:.2f} ({f.detours_bound(NESTED_SE):.2f})"
+            )
+            cells.append(f"**{text}**" if m == choice.margin[d] else text)
+        rows.append([f"{m:g}", *cells])
+    return "\n".join([
+        "Nested cross-validation of the rule picked overall (`perdecision.nested_rule`, D230): each training task "
+        "scored by the family and value this rule picks with that task left out of the choice (its counts removed "
+        f"from every candidate), summed; per decider the margin is the one whose nested detours plus {NESTED_SE:g} "
+        "standard error meet the budget with the highest nested share (ties: the larger margin), in bold: "
+        + "; ".join(f"{d} {choice.margin[d]:g}" + ("" if choice.nested[d].met() else " (none meets it)")
+                    for d in deciders) + ".\n",
+        _table(("Margin (SE)", *(f"{d}: nested share / detours (+1 SE)" for d in deciders)), rows), ""])  # fmt: skip
+
+
 def _per_decision_us(test: list[Timeline], decider: Decider) -> tuple[float, int]:
     """Mean microseconds per decision over a replay (weigh calls timed inside the replay's own loop)."""
     started = time.perf_counter()
@@ -62,11 +87,12 @@ def airline_rule_section(train: list[Timeline], test: list[Timeline], catalog: C
     price = Price.parse(PRICE)
     choice = choose_rule(train, catalog, walk_ranks=ranks, price=price, walk_prior=walk_prior,
                          learn_from_all=learn_from_all, records=records, ints=ints,
-                         fallbacks=fallbacks, asks=asks, older=older, named=named)  # fmt: skip
+                         fallbacks=fallbacks, asks=asks, older=older, named=named, nested=True)  # fmt: skip
     _, per_episode = anatomy(test)
     ceiling = {e: a.ceiling for e, a in per_episode.items()}
     total_ceiling = sum(ceiling.values())
-    figures: dict[str, Any] = {"min_count": choice.min_count, "rules": {}}
+    figures: dict[str, Any] = {"min_count": choice.min_count, "rules": {},
+                               "nested": {d: choice.nested[d].summary() for d in ORDER}}  # fmt: skip
     cv_detours: dict[str, float] = {}
     rows = []
     for d in ORDER:
@@ -128,11 +154,12 @@ def airline_rule_section(train: list[Timeline], test: list[Timeline], catalog: C
              "(made, or delivered by a lookup, earlier in the episode) may be proposed again after a write. The rule, "
              "fixed before running it: per decider and family, the largest share of the training "
              f"ceiling within {MAX_DETOURS:g} detours an episode (the goal's budget, met with a margin: the detours an "
-             "episode plus one standard error over the folds, as above; ties: fewer detours, then the "
-             "larger θ or λ, then re-reads allowed). Then one replay of the held-out tasks with each chosen rule, the flow and "
+             "episode plus that decider's margin in standard errors over the folds, picked by nested cross-validation as "
+             "above, below; ties: fewer detours, then the larger θ or λ, then re-reads allowed). Then one replay of the held-out tasks with each chosen rule, the flow and "
              "recalibration fitted on every training task.\n",
              _table(("Decider", "Rule", "Cross-validation: share / detours", "Held out: share of the ceiling "
                      "(95% CI)", "Detours per episode", "Utility"), rows), ""]  # fmt: skip
+    lines.append(nested_rule_text(choice))
     lines.append(_against_goal(figures["rules"], figures.get("chosen", {})))
     lines += _calibration_lines(choice, test, flow, out_dir, figures)
     lines += _latency_lines(test, flow, choice, figures)
