@@ -93,6 +93,15 @@ def test_the_rule_picked_overall_is_nested_the_same_way():
     assert (at0.saved, at0.detours) == (50, 5) and at0.choices[-1] == "θ, 0.3"
     assert nested.by_margin[1.0]["reach"].choices == ("per decision, 1",) * 4
     assert nested.margin == 1.0
+    # Nothing within the budget at a margin of 3: each fold is scored by the single θ nearest 0.3.
+    lone = _rule_choice()
+    lone.candidates = [Candidate("reach", "θ", 0.4, True, 60, 100, 4, 8, A_DETOURS, A_SAVES)]
+    assert lone.fallback("reach") is lone.candidates[0]
+    at3 = nested_rule(lone, "reach", margins=(3.0,)).by_margin[3.0]["reach"]
+    assert at3.choices == ("θ, 0.4",) * 4 and (at3.saved, at3.detours) == (60, 4)
+    lone.candidates = []
+    with pytest.raises(BadInputError, match="fall back"):
+        lone.fallback("reach")
 
 
 def test_choose_rule_with_nested_makes_each_choice_at_the_margin_it_picks():

@@ -134,9 +134,12 @@ class RuleChoice:
         return overall_family({f: self.best[(decider, f)] for f in FAMILIES if (decider, f) in self.best})
 
     def fallback(self, decider: str) -> Candidate:
-        """The candidate a decider runs with no family within the budget: one θ of `LOG_THETA`, re-reads on."""
-        return next(c for c in self.candidates if (c.decider, c.family, c.value, c.reread)
-                    == (decider, "θ", LOG_THETA, True))  # fmt: skip
+        """The candidate a decider runs with no family within the budget: one θ of `LOG_THETA`, re-reads on (the
+        θ tried nearest it when the grid lacks it)."""
+        plain = [c for c in self.candidates if (c.decider, c.family, c.reread) == (decider, "θ", True)]
+        if not plain:
+            raise BadInputError(f"no single-θ candidate for {decider} to fall back on", field="candidates")
+        return min(plain, key=lambda c: (abs(c.value - LOG_THETA), c.value))
 
     def rule(self, decider: str, family: str) -> Rule:
         """The chosen rule of a family, fitted on every training task."""
