@@ -105,6 +105,9 @@ class StewardConfig(BaseModel):
 
     library: Path
     """A Steward library (`toolshift steward build` / `maintain`) kept for the served version's catalog."""
+    list_tools: bool = True
+    """False: the client's harness asks `steward_plan` itself and hands the plan to its model (D196), so the
+    three Steward tools are answered but not listed, and the supply stays what that call made it."""
 
 
 class GatewayConfig(BaseModel):

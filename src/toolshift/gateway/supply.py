@@ -44,6 +44,7 @@ class StewardMiddleware(Middleware):
         _, supply = domain_supply(backend.build, backend.domain, backend.version, config.steward.library)
         self.gate = SupplyGate(supply)
         self.library = config.steward.library
+        self.list_steward_tools = config.steward.list_tools
         self.counts = {"steward_calls": 0, "refused_unsupplied": 0, "supplied_calls": 0}
 
     def _key(self, session: GatewaySession) -> _SessionKey:
@@ -56,7 +57,8 @@ class StewardMiddleware(Middleware):
         from toolshift.steward.serve import steward_tool_defs
 
         shown = self.gate.visible(self._key(session))
-        return [*steward_tool_defs(), *(t for t in tools if t.name in shown)]
+        meta = steward_tool_defs() if self.list_steward_tools else []
+        return [*meta, *(t for t in tools if t.name in shown)]
 
     async def call(
         self, session: GatewaySession, name: str, arguments: dict[str, Any], call_next: Next

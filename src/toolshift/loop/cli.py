@@ -55,6 +55,13 @@ def loop_cmd(
         typer.Option("--with", help="Another loop run folder whose results the page shows after this run's."),
     ] = None,
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples of the intervals.")] = 1000,
+    handoff: Annotated[
+        bool,
+        typer.Option(
+            help="With a library, the harness asks steward_plan and hands the plan to the model (D196); "
+            "--no-handoff lists Steward's tools for the model to ask."
+        ),
+    ] = True,
 ) -> None:
     """Serve the build's test tasks version by version through the gateway, learning after each version from
     its recordings; off, each part alone and all on, on the same tasks. Writes OUT/results.json."""
@@ -87,6 +94,7 @@ def loop_cmd(
         children=children,
         seed=seed,
         max_tokens=max_tokens,
+        handoff=handoff,
     )
     bar = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

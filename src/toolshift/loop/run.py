@@ -70,6 +70,8 @@ class LoopSpec:
     seed: int = 0
     max_tokens: int | None = None
     """Cap on one reply's output tokens for API models (None: `toolshift run`'s default)."""
+    handoff: bool = True
+    """With a library, the harness hands Steward's plan to the model (D196); False: the model must ask."""
     meta: dict[str, Any] = field(default_factory=dict)
 
     def definition(self) -> dict[str, Any]:
@@ -78,7 +80,7 @@ class LoopSpec:
         return {
             "format": LOOP_FORMAT, "build": build_fingerprint(self.build), "model": self.model,
             "versions": self.versions, "tasks": self.tasks, "max_turns": self.max_turns,
-            "children": self.children, "seed": self.seed,
+            "children": self.children, "seed": self.seed, "handoff": self.handoff,
             **({"max_tokens": self.max_tokens} if self.max_tokens is not None else {}),
         }  # fmt: skip
 
@@ -241,6 +243,7 @@ class Loop:
                 serve_episode(
                     self.spec.build, task, version, served, record, model=self.spec.model, episode_id=eid,
                     max_turns=self.spec.max_turns, seed=self.spec.seed, max_tokens=self.spec.max_tokens,
+                    handoff=self.spec.handoff,
                 )
             )  # fmt: skip
             self.ran += 1
@@ -257,6 +260,7 @@ class Loop:
                 "library": str(served.library.name) if served.library else None,
                 "flow": bool(served.flow), "flow_not_served": why_no_flow if "flows" in CONDITIONS[condition] else "",
                 "followed": agent_ep.source.get("followed"), "plan": agent_ep.source.get("plan"),
+                "handoff": agent_ep.source.get("handoff"),
                 "gateway_calls": gateway_calls(recording) if recording is not None else [],
             }  # fmt: skip
             if recording is not None:

@@ -33,8 +33,11 @@ class Served:
     """A flow and the catalog it was learned for (the flows middleware), or None."""
 
 
-def gateway_config(build: Path, task: Task, version: int, served: Served, record: Path, agent: str) -> Any:
-    """The gateway for one episode, as `toolshift gateway serve --build … --record … [--steward] [--flow]` makes it."""
+def gateway_config(
+    build: Path, task: Task, version: int, served: Served, record: Path, agent: str, handoff: bool = False
+) -> Any:
+    """The gateway for one episode, as `toolshift gateway serve --build … --record … [--steward] [--flow]` makes it;
+    `handoff`: the harness asks `steward_plan` itself, so Steward's tools are not listed to the model."""
     from toolshift.gateway.config import GatewayConfig
 
     fields: dict[str, Any] = {
@@ -44,7 +47,7 @@ def gateway_config(build: Path, task: Task, version: int, served: Served, record
     }
     if served.library is not None:
         fields["middleware"].insert(0, "steward")
-        fields["steward"] = {"library": str(served.library)}
+        fields["steward"] = {"library": str(served.library), "list_tools": not handoff}
     if served.flow is not None and served.catalog is not None:
         fields["middleware"].append("flows")
         fields["flows"] = {"flow": str(served.flow), "catalog": str(served.catalog), "decider": "reach"}
@@ -72,9 +75,14 @@ def make_loop_agent(
 
 async def serve_episode(
     build: Path, task: Task, version: int, served: Served, record: Path, *, model: str, episode_id: str,
-    max_turns: int = 12, seed: int = 0, max_tokens: int | None = None,
+    max_turns: int = 12, seed: int = 0, max_tokens: int | None = None, handoff: bool = True,
 ) -> tuple[Episode, Episode | None, float]:  # fmt: skip
-    """(the agent's episode, the gateway's recording of it or None, wall seconds). `record` is emptied first."""
+    """(the agent's episode, the gateway's recording of it or None, wall seconds). `record` is emptied first.
+
+    With a library and `handoff` (a model, not the instrument, which asks Steward itself), the harness calls
+    `steward_plan` with the opening request before the model's first turn and puts the plan's facts and
+    steps at the head of the policy (D196); the call is answered by the steward middleware, so the
+    recording does not hold it."""
     from mcp import Client
 
     from toolshift.agents.loop import run_episode
@@ -86,8 +94,11 @@ async def serve_episode(
     if record.exists():
         shutil.rmtree(record)  # a recording without its agent episode (a run killed between the two)
     record.mkdir(parents=True)
+    from toolshift.loop.instrument import INSTRUMENT
+
     agent, user, run = make_loop_agent(model, task, max_turns=max_turns, seed=seed, max_tokens=max_tokens)
-    gateway = build_gateway(gateway_config(build, task, version, served, record, model))
+    handoff = handoff and served.library is not None and model != INSTRUMENT
+    gateway = build_gateway(gateway_config(build, task, version, served, record, model, handoff))
     await prepare(gateway)
     server = GatewayServer(gateway)
     from toolshift.bench.ecosystem.store import compiled_domain
@@ -95,10 +106,22 @@ async def serve_episode(
     spec = compiled_domain(build, task.domain).spec  # the system prompt's policy; the world is the gateway's
     policy, title = spec.policy or spec.description, spec.title
 
+    handed: dict[str, Any] = {}
+
     @asynccontextmanager
     async def open_world() -> AsyncIterator[Any]:
         async with Client(server.server, mode="legacy") as client:
-            yield RemoteSession(client, policy, title)
+            prompt = policy
+            if handoff:
+                plan = (
+                    await client.call_tool("steward_plan", {"request": task.public_request})
+                ).structured_content
+                if plan and plan.get("steps"):
+                    from toolshift.steward.skillmd import steps_brief
+
+                    handed.update(plan=plan.get("plan"), steps=len(plan["steps"]))
+                    prompt = f"{steps_brief(plan['steps'])}\n\n{policy}"
+            yield RemoteSession(client, prompt, title)
 
     started = time.perf_counter()
     async with gateway.running():
@@ -113,6 +136,8 @@ async def serve_episode(
             flush()
     path = record / f"{task.domain}.episodes.jsonl"
     recorded = list(iter_episodes(path)) if path.exists() else []
+    if handoff:
+        episode.source["handoff"] = handed or None  # None: Steward had no plan for the request
     if isinstance(agent, _plan_follower()):
         episode.source["followed"] = agent.followed
         episode.source["plan"] = agent.plan_id

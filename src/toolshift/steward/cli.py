@@ -371,8 +371,9 @@ def eval_cmd(
         if model:
             from toolshift.steward.model_agent import model_domain_tools, model_steward
 
-            model_paths = [
+            model_paths = [  # with the handoff (D196), without it (the model must ask), on domain tools
                 model_steward(ctx, model, sample=model_sample, max_turns=max_turns),
+                model_steward(ctx, model, sample=model_sample, max_turns=max_turns, handoff=False),
                 model_domain_tools(ctx, model, sample=model_sample, max_turns=max_turns),
             ]
         job = bar.add_task("supply quality", total=None)
