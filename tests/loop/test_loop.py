@@ -96,7 +96,7 @@ def test_verdicts_are_the_benchmarks_on_the_gateways_recordings(build, two_versi
 def test_steward_learns_from_v1_and_is_served_on_v2(two_versions):
     out, results = two_versions
     with Library.open(out / "steward" / "libraries" / "v1.sqlite") as lib:
-        assert lib.catalog_version == 1
+        assert lib.catalog_version == 2  # learned from v1, kept in step with v2's catalog (D213)
         assert lib.skills("planning")
     learned = results["learned"]["steward"]["v1"]["steward"]
     assert learned["episodes"] >= 1 and learned["skills_written"] >= 1
@@ -234,3 +234,16 @@ def test_the_instrument_reads_a_result_past_the_flows_lookup_block():
     assert (
         cut[0] == messages[0] and LOOKUPS_HEADER in messages[1]["content"]
     )  # the episode's own text untouched
+
+
+def test_the_library_is_kept_in_step_with_the_next_catalog_before_it_is_served(build, tmp_path):
+    """D213: after a version's episodes, Steward maintains onto the next version's catalog (no episode of it),
+    so the library served there is kept for the catalog it is served with; the next step then learns at it."""
+    out = tmp_path / "loop"
+    results = _loop(build, out, "--versions", "1,2,3", "--conditions", "steward")
+    for v, served_on in ((1, 2), (2, 3)):
+        with Library.open(out / "steward" / "libraries" / f"v{v}.sqlite") as lib:
+            assert lib.catalog_version == served_on
+        ahead = results["learned"]["steward"][f"v{v}"]["steward"]["next_catalog"]
+        assert ahead["for_version"] == served_on and ahead["edits"] >= 0
+    assert "v3" not in results["learned"]["steward"]  # the last version: nothing is served after it

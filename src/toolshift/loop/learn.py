@@ -83,10 +83,17 @@ def training_episode(agent: Episode, recording: Episode, judged: Judged) -> Epis
 
 
 def maintain_library(
-    previous: Path | None, out: Path, build: Path, version: int, episodes: list[Episode]
-) -> dict[str, Any] | None:
+    previous: Path | None, out: Path, build: Path, version: int, episodes: list[Episode],
+    next_version: int | None = None,
+) -> dict[str, Any] | None:  # fmt: skip
     """Steward's library after `version` (written atomically to `out`), or None while it has nothing to hold.
-    Returns the version's work: episodes seen, distilled, edits by operation, skills per level."""
+    Returns the version's work: episodes seen, distilled, edits by operation, skills per level.
+
+    With `next_version`, the library is then kept in step with that version's catalog as its gateway will
+    list it, before any episode of it (D213): a deployment sees the new tools/list when it changes, so
+    Steward renames, rebinds and deactivates from the catalog alone (no episode), as flows are learned for the
+    next version's catalog. Without it the library served on the next version still binds the tools as this
+    version had them (a parameter renamed there fails every plan that calls it)."""
     from toolshift.steward.catalog import version_catalog
     from toolshift.steward.library import Library, copy_library
     from toolshift.steward.maintain import Maintainer, successful
@@ -101,13 +108,19 @@ def maintain_library(
         work = Maintainer(lib).initialise(catalog, episodes)
     else:
         lib = copy_library(previous, tmp)
-        work = Maintainer(lib).maintain(catalog, episodes)
+        same = lib.catalog_version == version  # already brought in step with this catalog (D213)
+        work = (Maintainer(lib).maintain_at if same else Maintainer(lib).maintain)(catalog, episodes)
+    ahead: dict[str, Any] = {}
+    if next_version is not None:
+        moved = Maintainer(lib).maintain(version_catalog(build, next_version), [])
+        ahead = {"for_version": next_version, "edits": moved.edits, "by_op": dict(moved.by_op)}
     figures = {
         "episodes": work.episodes, "distilled": work.distilled, "edits": work.edits,
         "by_op": dict(work.by_op),
         "skills_written": sum(n for op, n in work.by_op.items() if op in ("add", "revise")),
         "skills": {lvl: len(lib.skills(lvl)) for lvl in ("planning", "atomic", "tool")},
         "active": len(lib.skills(active=True)),
+        **({"next_catalog": ahead} if ahead else {}),
     }  # fmt: skip
     lib.close()
     tmp.replace(out)

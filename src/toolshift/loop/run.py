@@ -339,7 +339,7 @@ class Loop:
             prev_lib = self.spec.out / condition / "libraries" / f"v{prev}.sqlite" if prev else None
             lib = self.spec.out / condition / "libraries" / f"v{version}.sqlite"
             work = maintain_library(prev_lib if prev_lib and prev_lib.exists() else None, lib,
-                                    self.spec.build, version, training)  # fmt: skip
+                                    self.spec.build, version, training, self._next(version))  # fmt: skip
             figures["steward"] = work or {
                 "episodes": 0,
                 "skills_written": 0,

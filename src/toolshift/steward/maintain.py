@@ -81,6 +81,16 @@ class Maintainer:
             )
         return self._run(catalog, episodes, mode="incremental")
 
+    def maintain_at(self, catalog: Catalog, episodes: Iterable[Episode]) -> Work:
+        """Incremental maintenance from episodes of the version the library is already kept for: a library
+        brought in step with a new catalog before any episode of it (D213) then learns from its episodes."""
+        if catalog.version != self.library.catalog_version:
+            raise BadInputError(
+                f"the library is kept for version {self.library.catalog_version}, not {catalog.version}",
+                field="version",
+            )
+        return self._run(catalog, episodes, mode="incremental")
+
     # --- the one pass -------------------------------------------------------------------------------
 
     def _run(self, catalog: Catalog, episodes: Iterable[Episode], *, mode: str) -> Work:
