@@ -32,12 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from toolshift.steward.catalog import Catalog, arg_roots
+from toolshift.steward.catalog import Catalog, CatalogTool, arg_roots
 from toolshift.steward.compose import (
     adapt,
     as_plan,
     drop_steps,
     grounded,
+    is_key,
     providers,
     self_contained,
     valid,
@@ -207,9 +208,10 @@ def trim(plan: Skill, said: set[str], supply: Supply) -> Skill:
 
 def swap_writes(plan: Skill, said: set[str], supply: Supply) -> Skill:
     """Each write of the plan the conversation names less well than another write tool of the catalog's
-    same domain names it, replaced by that tool, when the step already binds every argument that tool
-    requires (the lookup that found the record feeds it as well): "complete production order" asked,
-    a stored plan that cancels one, the catalog's `…_complete_production_order` taking the same key."""
+    same domain names it, replaced by that tool, when the step binds every argument that tool requires or
+    `_said_rest` binds the rest (the lookup that found the record feeds it as well): "complete production
+    order" asked, a stored plan that cancels one, the catalog's `…_complete_production_order` taking the
+    same key; "refund order … (amount: …)", the refund's amount a fact (D197)."""
     steps = [dict(st) for st in plan.body.get("steps", [])]
     cat = supply.catalog
     changed = False
@@ -222,17 +224,21 @@ def swap_writes(plan: Skill, said: set[str], supply: Supply) -> Skill:
             (unsaid(t.name, said), t.name)
             for t in cat.tools.values()
             if t.domain == tool.domain and t.effect != "read" and t.name != tool.name and not continues(t)
-            and set(t.input_schema.get("required", [])) <= arg_roots(args)
             and set(t.input_schema.get("required", []))
+            and _said_rest(t, args, said) is not None
         ]  # fmt: skip
         best = min(options, default=None)
         if best is None or best[0] >= unsaid(tool.name, said):
             continue
         props = cat.tools[best[1]].input_schema.get("properties", {})
+        rest = _said_rest(cat.tools[best[1]], args, said) or {}
         steps[k] = {
             **st,
             "tool": best[1],
-            "args": {n: b for n, b in args.items() if n.partition(".")[0] in props},
+            "args": {
+                **{n: b for n, b in args.items() if n.partition(".")[0] in props},
+                **rest,
+            },
         }
         changed = True
     if not changed:
@@ -243,6 +249,34 @@ def swap_writes(plan: Skill, said: set[str], supply: Supply) -> Skill:
     body["swapped_from"] = plan.id
     out = Skill(f"{plan.id}~swap", "planning", plan.domain, plan.description, body, tools)
     return out if valid(out, cat) else plan
+
+
+def _stem(key: str) -> str:
+    """A key argument's record, its `_id` / `_ref` suffix left out (`order_ref`, `order_id` → order)."""
+    return re.sub(r"_(id|ref)$", "", key)
+
+
+def _said_rest(tool: CatalogTool, args: dict[str, Any], said: set[str]) -> dict[str, dict[str, Any]] | None:
+    """Bindings for the required arguments of `tool` a step binding `args` leaves unbound (D197): a
+    record's key takes the step's binding of a key to the same record (`order_id` ← `order_ref`), a plain
+    value every word of whose name the conversation says a fact of that name ("refund order … (amount:
+    …; reason: …)" → `amount`, `reason`); None when one is neither."""
+    props = tool.input_schema.get("properties", {})
+    bound = arg_roots(args)
+    out: dict[str, dict[str, Any]] = {}
+    for r in tool.input_schema.get("required", []):
+        if r in bound:
+            continue
+        if is_key(r, props.get(r)):
+            same = [n for n in args if "." not in n and is_key(n, None) and _stem(n) == _stem(r)]
+            if len(same) != 1:
+                return None
+            out[r] = args[same[0]]
+        elif set(tokens(r)) <= said:
+            out[r] = {"fact": r.replace("_", " ")}
+        else:
+            return None
+    return out
 
 
 def covered(plan: Skill, said: set[str]) -> float:
