@@ -50,6 +50,21 @@ def arg_roots(args: Any) -> set[str]:
     return {name.partition(".")[0] for name in args}
 
 
+def field_enums(catalog: Catalog, domain: str) -> dict[str, list[Any]]:
+    """The members the domain's tools give a field name (`reason` → `not_as_described`, …), for every field
+    name whose schemas with an `enum` all give the same members (D198): a write's free-text argument of
+    that name takes the member a value names, as the records it sets hold it."""
+    seen: dict[str, list[Any] | None] = {}
+    for t in catalog.tools.values():
+        if t.domain != domain:
+            continue
+        for name, schema in t.input_schema.get("properties", {}).items():
+            members = (schema or {}).get("enum") if isinstance(schema, dict) else None
+            if isinstance(members, list) and members:
+                seen[name] = members if seen.get(name, members) == members else None
+    return {n: m for n, m in seen.items() if m is not None}
+
+
 _OPENER = re.compile(r"\b([a-z0-9]+_start_[a-z0-9_]+)\b")
 _STEP = re.compile(r"^Step [1-9] of [2-9]\b")
 

@@ -22,6 +22,7 @@ from typing import Any
 from toolshift.agents.chat import ModelReply, ProposedCall, ToolDef
 from toolshift.agents.policies import DONE_TEXT
 from toolshift.agents.users import END_CONVERSATION
+from toolshift.steward.catalog import field_enums
 from toolshift.steward.compose import fact_argument
 from toolshift.steward.distill import _same, get_path, normal, parse_facts
 from toolshift.steward.ordinal import by_clause
@@ -42,13 +43,15 @@ def ask_text(phrases: list[str]) -> str:
     return "To help with that I need a few details. Could you tell me your " + "; ".join(phrases) + "?"
 
 
-def coerce(value: Any, schema: dict[str, Any] | None) -> Any:
+def coerce(value: Any, schema: dict[str, Any] | None, members: list[Any] | None = None) -> Any:
     """A fact's text as the parameter's schema holds it: the enum member it names ("fixed amount" →
-    `fixed_amount`, "Strong hire" → `strong_hire`), else the type asked for (integer, number, boolean)."""
+    `fixed_amount`, "Strong hire" → `strong_hire`), else the type asked for (integer, number, boolean).
+    A string parameter without an enum takes a member of `members` (the field's elsewhere in the domain,
+    `field_enums`) the text names (D198)."""
     schema = schema or {}
     if not isinstance(value, str):
         return value
-    members = schema.get("enum")
+    members = schema.get("enum") or (members if schema.get("type") in (None, "string") else None)
     if isinstance(members, list):
         return next((m for m in members if normal(m) == normal(value)), value)
     kind = schema.get("type")
@@ -197,6 +200,7 @@ def bind_step(
     results: list[Any],
     schema: dict[str, Any] | None,
     unknown: frozenset[str] = frozenset(),
+    enums: dict[str, list[Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """The concrete argument dicts of one plan step (several for an `each` step). An optional argument
     (not in the schema's `required`) bound to a fact the user was asked for and did not give (`unknown`)
@@ -211,7 +215,7 @@ def bind_step(
                 continue
             if b["fact"] not in facts:
                 raise MissingFact(b["fact"])
-            fixed[name] = coerce(facts[b["fact"]], _field_schema(props, name))
+            fixed[name] = coerce(facts[b["fact"]], _field_schema(props, name), (enums or {}).get(name))
         elif "step" in b:
             if not 0 <= b["step"] < len(results):
                 raise BindingError(f"step {b['step']} has no result")
@@ -435,8 +439,9 @@ class SkillFollower:
             writes = tool is not None and tool.effect != "read"
             unknown = frozenset(self.asked - set(self.facts)) if writes else frozenset()
             try:
+                enums = field_enums(self.supply.catalog, tool.domain) if writes and tool else None
                 batch = bind_step(
-                    step, self.facts, self.results, tool.input_schema if tool else None, unknown
+                    step, self.facts, self.results, tool.input_schema if tool else None, unknown, enums
                 )
             except MissingFact as exc:
                 if exc.fact in self.asked and not self.rebinding:
