@@ -25,7 +25,7 @@ from toolshift.agents.users import END_CONVERSATION
 from toolshift.steward.catalog import field_enums
 from toolshift.steward.compose import fact_argument
 from toolshift.steward.distill import _same, get_path, normal, parse_facts
-from toolshift.steward.ordinal import by_clause
+from toolshift.steward.ordinal import by_clause, unnamed_keys
 from toolshift.steward.repeat import Repeat, Repetition, find, items_of, parse_repeat
 from toolshift.steward.routes import other_routes
 from toolshift.steward.supply import EpisodeSupply, Supply, clauses, plan_facts
@@ -432,8 +432,10 @@ class SkillFollower:
                 return self._repeat_next() or self._finish(DONE_TEXT, "")
             step = self.plan_steps[self.step]
             tool = self.supply.catalog.tools.get(step["tool"])
+            steps = unnamed_keys(self.plan_steps, self.parts, self.supply.catalog)  # D199
             if len(self.parts) > 1:  # a fact the request names twice: the value of this step's clause (D194)
-                step = by_clause(self.plan_steps, self.parts, self.facts, self.supply.catalog)[self.step]
+                steps = by_clause(steps, self.parts, self.facts, self.supply.catalog)
+            step = steps[self.step]
             step = self._with_given(step, tool)
             # a write leaves out an optional field the user could not give; a lookup asks for another key
             writes = tool is not None and tool.effect != "read"

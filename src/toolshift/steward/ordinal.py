@@ -81,3 +81,33 @@ def by_clause(
             args[name] = b
         out.append({**st, "args": args})
     return out
+
+
+def unnamed_keys(steps: list[dict[str, Any]], parts: list[str], catalog: Catalog) -> list[dict[str, Any]]:
+    """The steps without the optional record keys a write takes from an earlier result while the clause
+    it serves never names that record (D199): a stored plan's expense report took the cancelled trip's
+    `trip_id` because its training request said "trip: TRIP-00017"; "a new expense report … (report
+    number: EXP-00500)" names no trip, so the report is made without one."""
+    from toolshift.steward.compose import is_key
+
+    where = step_clauses(steps, parts, catalog)
+    out = []
+    for k, st in enumerate(steps):
+        t = catalog.tools.get(st["tool"])
+        if t is None or t.effect == "read" or continues(t):
+            out.append(st)
+            continue
+        said = set(tokens(parts[where[k]]))
+        props = t.input_schema.get("properties", {})
+        required = set(t.input_schema.get("required", []))
+        args = {
+            name: b
+            for name, b in st.get("args", {}).items()
+            if "step" not in b
+            or "." in name  # a merged tool's part: its own schema says what it requires
+            or name in required
+            or not is_key(name, props.get(name))
+            or set(tokens(re.sub(r"_(id|ref)$", "", name))) <= said
+        }
+        out.append({**st, "args": args})
+    return out
