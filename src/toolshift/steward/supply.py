@@ -206,6 +206,26 @@ def trim(plan: Skill, said: set[str], supply: Supply) -> Skill:
     return (drop_steps(plan, drop, supply.catalog) if drop else None) or plan
 
 
+def once(plan: Skill, conversation: str, supply: Supply) -> Skill:
+    """The plan with each write tool made at most as many times as the conversation has clauses naming it
+    (at least once), the lookups that fed only the dropped calls dropped too (D210): a stored plan of
+    "reject the application and every other application of the same opening whose stage is …" rejects
+    a second record from the opening's list; "reject the application whose applied date is …" asks for
+    one. Only for a conversation that asks for no "every" or "all" records."""
+    steps = plan.body.get("steps", [])
+    parts = [set(tokens(c)) for c in clauses(conversation)] or [set(tokens(conversation))]
+    made: dict[str, int] = {}
+    drop = set()
+    for k, st in enumerate(steps):
+        t = supply.catalog.tools.get(st["tool"])
+        if t is None or t.effect == "read" or continues(t):
+            continue
+        made[t.name] = made.get(t.name, 0) + 1
+        if made[t.name] > max(1, sum(unsaid(t.name, p) < 0.5 for p in parts)):
+            drop.add(k)
+    return (drop_steps(plan, drop, supply.catalog) if drop else None) or plan
+
+
 def swap_writes(plan: Skill, said: set[str], supply: Supply) -> Skill:
     """Each write of the plan the conversation names less well than another write tool of the catalog's
     same domain names it, replaced by that tool, when the step binds every argument that tool requires or
@@ -495,6 +515,7 @@ class EpisodeSupply:
                 least = min(unsaid(t, said) for t in s.writes(plan))
                 plan = named if named is not None and named.body["named"] < least else plan
             plan = swap_writes(trim(plan, said, s), said, s)
+            plan = plan if many else once(plan, conversation, s)
             for clause in clauses(conversation)[1:]:
                 part = s.best_part(clause, plan.domain)
                 part = trim(part, set(tokens(clause)), s) if part is not None else None
