@@ -24,6 +24,12 @@ _EVERY_OTHER = re.compile(
     r"(?P<field>[a-z][a-z ]*?) is (?P<value>[^()]+?) \(\d+ in all\)",
     re.IGNORECASE,
 )
+# "resolve every maintenance ticket of room R029 whose status is open (2 of them)": no record named first,
+# the parent named by its reference (D211)
+_EVERY_OF = re.compile(
+    r"\bevery (?P<entity>[a-z][a-z ]*?) of (?P<parent>[a-z][a-z ]*?) [A-Za-z0-9-]*[0-9][A-Za-z0-9-]* whose "
+    r"(?P<field>[a-z][a-z ]*?) is (?P<value>[^()]+?) \(\d+ of them\)"
+)
 _LISTS = re.compile(r"\bLists the [a-z ]+? whose ([a-z0-9_]+) is the given\b", re.IGNORECASE)
 
 
@@ -40,8 +46,9 @@ class Repeat:
 
 def parse_repeat(text: str) -> Repeat | None:
     """The multi-record part of a request ("… and every other lot of the same drug product whose status is
-    available (3 in all)"), or None."""
-    m = _EVERY_OTHER.search(text)
+    available (3 in all)", or "every maintenance ticket of room R029 whose status is open (2 of them)": the
+    plan writes the first such record, the repetition the others), or None."""
+    m = _EVERY_OTHER.search(text) or _EVERY_OF.search(text)
     if m is None:
         return None
     return Repeat(*(m.group(g).strip().lower() for g in ("entity", "parent", "field", "value")))
@@ -227,7 +234,16 @@ class Repetition:
             return None
         later = later_calls(catalog, tool) if "_start_" in tool.name else []
         listing = [(tool.name, {arg: value}), *((t.name, {}) for t in later)]
-        return cls(rep, steps, made, results, catalog, k, key, listing)
+        out = cls(rep, steps, made, results, catalog, k, key, listing)
+        # the records the run's other writes made or changed are no others the request named: a ticket
+        # the request's next part created is open, but was not one of "every … whose status is open" (D211)
+        for j in made:
+            t = catalog.tools.get(steps[j]["tool"]) if j < len(steps) else None
+            if j != k and j < len(results) and t is not None and t.effect != "read":
+                made_key = find(key[1], [results[j]], depth=3)
+                if made_key is not None:
+                    out.done.add(str(made_key))
+        return out
 
     def next(self, last: Any) -> tuple[str, dict[str, Any]] | None:
         """The next call, given the last call's result; None when the repetition is over."""

@@ -521,6 +521,12 @@ class EpisodeSupply:
                 part = trim(part, set(tokens(clause)), s) if part is not None else None
                 if part is None or s.writes(part) <= s.writes(plan):
                     continue
+                # the clause names a write the plan already makes better than any the part adds: the
+                # part's other writes were its training request's, not this clause's (D212)
+                heard = set(tokens(clause))
+                new = s.writes(part) - s.writes(plan)
+                if min(unsaid(t, heard) for t in s.writes(plan)) < min(unsaid(t, heard) for t in new):
+                    continue
                 plan = compose(plan, part)
             view = self._view(plan, conversation)
         if view.plan is None:
