@@ -130,8 +130,11 @@ def _stoppable_http(world: WorldServer) -> Iterator[tuple[str, Any]]:
         time.sleep(0.01)
 
     def stop() -> None:
-        userver.should_exit = True
+        # Gone at once, as a killed backend is: uvicorn's graceful shutdown would wait for the gateway's
+        # open session to close, which it never does here (the join timed out after 30 s every run).
+        userver.should_exit = userver.force_exit = True
         thread.join(timeout=30)
+        assert not thread.is_alive(), "the backend did not stop"
 
     try:
         yield f"http://127.0.0.1:{port}/mcp", stop
