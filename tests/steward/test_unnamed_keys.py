@@ -48,6 +48,8 @@ def test_the_optional_key_is_dropped_only_where_its_clause_names_no_such_record(
     assert got[1] == STEPS[1]  # the cancel's required key stays
     named = [UNNAMED[0], UNNAMED[1] + " (report number: R-1; trip: trip TRIP-1)"]
     assert unnamed_keys(STEPS, named, CATALOG)[3] == STEPS[3]
+    # a plan handed over the wire (the loop's instrument) has no clauses: nothing is dropped, nothing raised
+    assert unnamed_keys(STEPS, [], CATALOG) == STEPS
 
 
 def test_the_follower_records_the_report_without_the_cancelled_trip():

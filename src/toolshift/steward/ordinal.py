@@ -90,6 +90,8 @@ def unnamed_keys(steps: list[dict[str, Any]], parts: list[str], catalog: Catalog
     number: EXP-00500)" names no trip, so the report is made without one."""
     from toolshift.steward.compose import is_key
 
+    if not parts:  # no clause known (a plan handed over the wire, `toolshift.loop.instrument`): none to read
+        return steps
     where = step_clauses(steps, parts, catalog)
     out = []
     for k, st in enumerate(steps):
