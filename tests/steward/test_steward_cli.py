@@ -200,9 +200,10 @@ def test_a_foreign_agent_skills_folder_imports_and_exports_as_written(tmp_path):
 def test_build_and_maintain_refuse_a_model_that_is_not_a_chat_model_before_any_work(tmp_path):
     _library(tmp_path / "lib.sqlite")
     for args in (["build", str(tmp_path / "no-build"), "--out", str(tmp_path / "new.sqlite")],
-                 ["maintain", str(tmp_path / "lib.sqlite"), "--build", str(tmp_path / "no-build"), "--version", "3"]):  # fmt: skip
+                 ["maintain", str(tmp_path / "lib.sqlite"), "--build", str(tmp_path / "no-build"), "--version", "3"],
+                 ["eval", str(tmp_path / "no-build"), "--run", str(tmp_path / "run"), "--dev", "5"]):  # fmt: skip
         for model in ("oracle", "nonsense"):
             done = _toolshift("steward", *args, "--model", model)
             assert done.returncode == 2, done.stderr
             assert "model" in (done.stdout + done.stderr)
-    assert not (tmp_path / "new.sqlite").exists()
+    assert not (tmp_path / "new.sqlite").exists() and not (tmp_path / "run").exists()

@@ -342,6 +342,8 @@ def eval_cmd(
     from toolshift.steward.quality import supply_quality
     from toolshift.steward.report import evaluate_follow, frozen_v1, write_report
 
+    if model:  # refused before any work, not after the libraries are built
+        _check_model(model)
     ctx = context(build, run)
     if dev is not None:
         from toolshift.steward.dev import dev_summary, dev_table, write_dev

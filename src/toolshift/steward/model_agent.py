@@ -99,7 +99,7 @@ def model_steward(
     from toolshift.agents.users import ScriptedUser
     from toolshift.traces.store import EpisodeWriter, iter_episodes, write_episodes
 
-    check_model_spec(model)
+    check_model_spec(model, "model")
     label = model_label(model, steward, handoff)
     folder = ctx.run / ("model" if tasks is None else "dev/model")
     path = folder / f"{label}.episodes.jsonl"
