@@ -9,6 +9,7 @@ session is known to be this task's; the agent's own episode (its conversation) i
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -113,9 +114,15 @@ async def serve_episode(
         async with Client(server.server, mode="legacy") as client:
             prompt = policy
             if handoff:
-                plan = (
-                    await client.call_tool("steward_plan", {"request": task.public_request})
-                ).structured_content
+                # the SDK warns that an unlisted tool's result cannot be checked: this one is unlisted by design
+                sdk_log = logging.getLogger("client")
+                level = sdk_log.level
+                sdk_log.setLevel(logging.ERROR)
+                try:
+                    answer = await client.call_tool("steward_plan", {"request": task.public_request})
+                finally:
+                    sdk_log.setLevel(level)
+                plan = answer.structured_content
                 if plan and plan.get("steps"):
                     from toolshift.steward.skillmd import steps_brief
 
