@@ -49,3 +49,23 @@ def tau2_python() -> Path:
         return ensure_tau2_venv(log=lambda line: None)
     except RuntimeError as exc:
         pytest.fail(f"cannot install τ²-bench: {exc}")
+
+
+@pytest.fixture(scope="session")
+def evolved_build():
+    """Make a small real benchmark build: `make(out, domains, per_domain, versions)` writes each domain's
+    tasks (seed 0), the manifest, the evolved versions (seed 1) and the reference paths into `out`."""
+    from toolshift.bench.build import build_domain, write_manifest
+    from toolshift.bench.ecosystem.evolve import EvolveConfig
+    from toolshift.bench.ecosystem.paths import compute_references
+    from toolshift.bench.ecosystem.pipeline import evolve_build
+
+    def make(out: Path, domains: list[str], per_domain: int, versions: int) -> Path:
+        for name in domains:
+            build_domain(out, name, seed=0, per_domain=per_domain)
+        write_manifest(out, domains, 0, per_domain)
+        evolve_build(out, EvolveConfig(versions=versions, seed=1))
+        compute_references(out)
+        return out
+
+    return make

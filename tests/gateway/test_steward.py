@@ -8,10 +8,6 @@ import anyio
 import pytest
 from typer.testing import CliRunner
 
-from toolshift.bench.build import build_domain, write_manifest
-from toolshift.bench.ecosystem.evolve import EvolveConfig
-from toolshift.bench.ecosystem.paths import compute_references
-from toolshift.bench.ecosystem.pipeline import evolve_build
 from toolshift.bench.ecosystem.store import version_world
 from toolshift.cli import app
 from toolshift.errors import BadInputError
@@ -26,12 +22,8 @@ STEWARD_TOOLS = {"steward_plan", "retrieve_tools", "explore_capabilities"}
 
 
 @pytest.fixture(scope="module")
-def library(tmp_path_factory):
-    out = tmp_path_factory.mktemp("steward-build")
-    build_domain(out, DOMAIN, seed=0, per_domain=20)
-    write_manifest(out, [DOMAIN], 0, 20)
-    evolve_build(out, EvolveConfig(versions=2, seed=1))
-    compute_references(out)
+def library(tmp_path_factory, evolved_build):
+    out = evolved_build(tmp_path_factory.mktemp("steward-build"), [DOMAIN], 20, 2)
     lib = out / "lib-v2.sqlite"
     result = CliRunner().invoke(
         app,

@@ -7,10 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from toolshift.bench.build import build_domain, write_manifest
-from toolshift.bench.ecosystem.evolve import EvolveConfig
-from toolshift.bench.ecosystem.paths import compute_references
-from toolshift.bench.ecosystem.pipeline import evolve_build
 from toolshift.loop.serve import Served, serve_episode
 from toolshift.steward.experiment import build_libraries, context, library_path
 
@@ -18,12 +14,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def library(tmp_path_factory) -> tuple[Path, Path, object]:
-    out = tmp_path_factory.mktemp("build")
-    build_domain(out, "payroll", seed=0, per_domain=20)
-    write_manifest(out, ["payroll"], 0, 20)
-    evolve_build(out, EvolveConfig(versions=2, seed=1))
-    compute_references(out)
+def library(tmp_path_factory, evolved_build) -> tuple[Path, Path, object]:
+    out = evolved_build(tmp_path_factory.mktemp("build"), ["payroll"], 20, 2)
     ctx = context(out, out / "steward")
     build_libraries(ctx)
     task = next(t for t in sorted(ctx.tasks.values(), key=lambda t: t.id) if t.split == "test")

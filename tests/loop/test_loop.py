@@ -12,10 +12,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from toolshift.bench.build import build_domain, write_manifest
-from toolshift.bench.ecosystem.evolve import EvolveConfig
-from toolshift.bench.ecosystem.paths import compute_references
-from toolshift.bench.ecosystem.pipeline import evolve_build
 from toolshift.bench.ecosystem.settings import VersionWorlds
 from toolshift.cli import app
 from toolshift.errors import BadInputError
@@ -31,13 +27,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def build(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("build")
-    for name in DOMAINS:
-        build_domain(out, name, seed=0, per_domain=10)
-    write_manifest(out, DOMAINS, 0, 10)
-    evolve_build(out, EvolveConfig(versions=3, seed=1))
-    compute_references(out)
+def build(tmp_path_factory, evolved_build) -> Path:
+    out = evolved_build(tmp_path_factory.mktemp("build"), DOMAINS, 10, 3)
     return out
 
 

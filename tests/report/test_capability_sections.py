@@ -7,10 +7,6 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from toolshift.bench.build import build_domain, write_manifest
-from toolshift.bench.ecosystem.evolve import EvolveConfig
-from toolshift.bench.ecosystem.paths import compute_references
-from toolshift.bench.ecosystem.pipeline import evolve_build
 from toolshift.cli import app
 from toolshift.report.inputs import discover
 
@@ -22,16 +18,12 @@ def _sections(html: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def steward_results(tmp_path_factory):
+def steward_results(tmp_path_factory, evolved_build):
     from toolshift.steward.experiment import build_libraries, context, follow
     from toolshift.steward.quality import supply_quality
     from toolshift.steward.report import evaluate_follow, write_report
 
-    out = tmp_path_factory.mktemp("steward-build")
-    build_domain(out, "accounts_payable", seed=0, per_domain=20)
-    write_manifest(out, ["accounts_payable"], 0, 20)
-    evolve_build(out, EvolveConfig(versions=2, seed=1))
-    compute_references(out)
+    out = evolved_build(tmp_path_factory.mktemp("steward-build"), ["accounts_payable"], 20, 2)
     ctx = context(out, out / "steward")
     work = build_libraries(ctx)
     scores = evaluate_follow(ctx, follow(ctx), resamples=50)

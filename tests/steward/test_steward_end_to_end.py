@@ -7,10 +7,6 @@ import json
 
 import pytest
 
-from toolshift.bench.build import build_domain, write_manifest
-from toolshift.bench.ecosystem.evolve import EvolveConfig
-from toolshift.bench.ecosystem.paths import compute_references
-from toolshift.bench.ecosystem.pipeline import evolve_build
 from toolshift.errors import BadInputError
 from toolshift.steward.experiment import build_libraries, context, follow, library_path
 from toolshift.steward.library import Library
@@ -25,13 +21,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("build")
-    for name in DOMAINS:
-        build_domain(out, name, seed=0, per_domain=20)
-    write_manifest(out, DOMAINS, 0, 20)
-    evolve_build(out, EvolveConfig(versions=VERSIONS, seed=1))
-    compute_references(out)
+def run(tmp_path_factory, evolved_build):
+    out = evolved_build(tmp_path_factory.mktemp("build"), DOMAINS, 20, VERSIONS)
     ctx = context(out, out / "steward")
     work = build_libraries(ctx)
     paths = follow(ctx)
