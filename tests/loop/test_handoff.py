@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from toolshift.bench.ecosystem.settings import VersionWorlds
 from toolshift.loop.serve import Served, serve_episode
 from toolshift.steward.experiment import build_libraries, context, library_path
 
@@ -54,3 +55,23 @@ def test_without_the_handoff_the_model_is_shown_stewards_tools(library, tmp_path
     assert "handoff" not in episode.source
     assert "Steps for this request" not in episode.messages[0].content
     assert "steward_plan" in episode.source["exposed_tools"]
+
+
+def test_a_request_steward_has_no_plan_for_is_served_the_backends_own_tools(library, tmp_path):
+    """D214: the handoff finds no plan (an empty library): the session gets the domain's tools, as without
+    Steward, never a few retrieved tools and no way to ask for more."""
+    from toolshift.steward.library import Library
+
+    build, _, task = library
+    empty = tmp_path / "empty.sqlite"
+    Library.create(empty, name="empty").close()
+    episode, _, _ = asyncio.run(
+        serve_episode(
+            build, task, 1, Served(library=empty), tmp_path / "rec", model="embedded",
+            episode_id=f"e:{task.id}:v1", max_turns=1,
+        )
+    )  # fmt: skip
+    assert episode.source["handoff"] is None
+    assert "Steps for this request" not in episode.messages[0].content
+    domain_tools = set(VersionWorlds(build).catalog(task.domain, 1).tools)
+    assert set(episode.source["exposed_tools"]) == domain_tools

@@ -107,7 +107,8 @@ class StewardConfig(BaseModel):
     """A Steward library (`toolshift steward build` / `maintain`) kept for the served version's catalog."""
     list_tools: bool = True
     """False: the client's harness asks `steward_plan` itself and hands the plan to its model (D196), so the
-    three Steward tools are answered but not listed, and the supply stays what that call made it."""
+    three Steward tools are answered but not listed, and the supply stays what that call made it; where that
+    call finds no plan, the session is served the backend's own tools, as without Steward (D214)."""
 
 
 class GatewayConfig(BaseModel):

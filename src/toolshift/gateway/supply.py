@@ -26,6 +26,9 @@ TOOLS_CHANGED_META_KEY = "toolshift/tools_changed"
 class _SessionKey:
     """Identity of one client session inside Steward's gate (weakly held: dropped with the session)."""
 
+    unplanned: bool = False
+    """The harness's handoff (`list_tools: false`) found no plan: the session is served the backend's tools."""
+
 
 class StewardMiddleware(Middleware):
     name = "steward"
@@ -56,7 +59,10 @@ class StewardMiddleware(Middleware):
     async def list_tools(self, session: GatewaySession, tools: list[types.Tool]) -> list[types.Tool]:
         from toolshift.steward.serve import steward_tool_defs
 
-        shown = self.gate.visible(self._key(session))
+        key = self._key(session)
+        if key.unplanned:  # the handoff found no plan: the backend's own tools, as without Steward (D214)
+            return tools
+        shown = self.gate.visible(key)
         meta = steward_tool_defs() if self.list_steward_tools else []
         return [*meta, *(t for t in tools if t.name in shown)]
 
@@ -70,6 +76,10 @@ class StewardMiddleware(Middleware):
             self.counts["steward_calls"] += 1
             before = self.gate.visible(key)
             body = call_steward_tool(self.gate, key, name, dict(arguments or {}))
+            if not self.list_steward_tools and name == "steward_plan" and "error" not in body:
+                # the harness's handoff: with no plan for the request, Steward steps aside for this session
+                # rather than leave the agent a few retrieved tools and no way to ask for more (D214)
+                key.unplanned = body.get("plan") is None
             result = _result(body, "error" in body)
             if self.gate.visible(key) != before:
                 # said twice, as `toolshift bench serve` says it: in the result (a client that reads results,
@@ -78,7 +88,7 @@ class StewardMiddleware(Middleware):
                 if session.notify is not None:
                     await session.notify()
             return CallOutcome(result=result, answered_by="steward")
-        if name not in self.gate.visible(key):
+        if name not in self.gate.visible(key) and not key.unplanned:
             self.counts["refused_unsupplied"] += 1
             body = {
                 "code": "not_supplied",

@@ -71,6 +71,8 @@ def _opener(
                     view = ep.choose(request)
                     if view.plan is not None:  # first, so a prompt that clips the policy keeps it
                         policy = f"{plan_brief(view.plan)}\n\n{policy}"
+                    else:  # no plan: the domain's own tools, as without Steward (D214)
+                        server, ep = WorldServer(world, shared_state=True), None
                 else:
                     ep.initial()
             async with Client(server.server, mode="legacy") as client:
