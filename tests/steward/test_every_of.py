@@ -4,18 +4,13 @@ and the next clause adds no part whose other writes it does not name (D212)."""
 
 from __future__ import annotations
 
-from toolshift.steward.catalog import Catalog, CatalogTool
+from toolshift.steward.catalog import Catalog
 from toolshift.steward.library import Skill
 from toolshift.steward.repeat import Repeat, parse_repeat
 from toolshift.steward.supply import Supply
 
+from .catalogs import string_tool as _tool
 from .conversation import converse
-
-
-def _tool(name: str, props: list[str], effect: str, required: list[str], text: str = "") -> CatalogTool:
-    schema = {"type": "object", "properties": {p: {"type": "string"} for p in props}, "required": required}
-    return CatalogTool(name, "fac", text or name.replace("_", " "), schema, effect)
-
 
 CATALOG = Catalog(1, {t.name: t for t in [
     _tool("fac_search_rooms", ["room_code"], "read", []),

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from toolshift.steward.catalog import Catalog, CatalogTool
+from toolshift.steward.catalog import Catalog
 from toolshift.steward.library import Skill
 from toolshift.steward.supply import Supply, once
 
+from .catalogs import string_tool as _tool
 from .conversation import converse
-
-
-def _tool(name: str, props: list[str], effect: str, required: list[str]) -> CatalogTool:
-    schema = {"type": "object", "properties": {p: {"type": "string"} for p in props}, "required": required}
-    return CatalogTool(name, "rec", name.replace("_", " "), schema, effect)
-
 
 CATALOG = Catalog(1, {t.name: t for t in [
     _tool("rec_search_candidates", ["email"], "read", []),

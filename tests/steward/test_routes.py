@@ -3,18 +3,13 @@ search of another parent and that parent's list of the same records stand in, as
 
 from __future__ import annotations
 
-from toolshift.steward.catalog import Catalog, CatalogTool
+from toolshift.steward.catalog import Catalog
 from toolshift.steward.library import Skill
 from toolshift.steward.routes import other_routes
 from toolshift.steward.supply import Supply
 
+from .catalogs import string_tool as _tool
 from .conversation import converse
-
-
-def _tool(name: str, props: list[str], effect: str, required: list[str]) -> CatalogTool:
-    schema = {"type": "object", "properties": {p: {"type": "string"} for p in props}, "required": required}
-    return CatalogTool(name, name.split("_")[0], name.replace("_", " "), schema, effect)
-
 
 CATALOG = Catalog(1, {t.name: t for t in [
     _tool("lnd_get_course_session", ["session_id"], "read", ["session_id"]),

@@ -3,18 +3,13 @@ never names that record (D199)."""
 
 from __future__ import annotations
 
-from toolshift.steward.catalog import Catalog, CatalogTool
+from toolshift.steward.catalog import Catalog
 from toolshift.steward.library import Skill
 from toolshift.steward.ordinal import unnamed_keys
 from toolshift.steward.supply import Supply
 
+from .catalogs import string_tool as _tool
 from .conversation import converse
-
-
-def _tool(name: str, props: list[str], effect: str, required: list[str]) -> CatalogTool:
-    schema = {"type": "object", "properties": {p: {"type": "string"} for p in props}, "required": required}
-    return CatalogTool(name, "tex", name.replace("_", " "), schema, effect)
-
 
 CATALOG = Catalog(1, {t.name: t for t in [
     _tool("tex_search_trips", ["trip_number"], "read", []),

@@ -3,17 +3,12 @@ taken from the user's facts and its key from the step's key to the same record (
 
 from __future__ import annotations
 
-from toolshift.steward.catalog import Catalog, CatalogTool
+from toolshift.steward.catalog import Catalog
 from toolshift.steward.library import Skill
 from toolshift.steward.supply import Supply, swap_writes
 
+from .catalogs import string_tool as _tool
 from .conversation import converse
-
-
-def _tool(name: str, props: list[str], effect: str, required: list[str], text: str = "") -> CatalogTool:
-    schema = {"type": "object", "properties": {p: {"type": "string"} for p in props}, "required": required}
-    return CatalogTool(name, "cs", text or name.replace("_", " "), schema, effect)
-
 
 CATALOG = Catalog(2, {t.name: t for t in [
     _tool("cs_get_order", ["order_id"], "read", ["order_id"]),
