@@ -80,23 +80,42 @@ def lookup_alternatives(step: dict[str, Any], fact: str, tool: Any) -> list[tupl
     arg = next((n for n, b in step.get("args", {}).items() if b.get("fact") == fact), None)
     if arg is None:
         return []
+    # a merged tool's argument is one of a part's (`step1.unit_no`): its siblings are that part's fields
+    part, _, own = arg.rpartition(".")
     props = tool.input_schema.get("properties", {})
+    if part:
+        props = props.get(part, {}).get("properties", {}) if isinstance(props.get(part), dict) else {}
+    own_words = own.lower().split("_")
     entity = fact.lower().split()
-    while entity and entity[-1] in arg.lower().split("_"):
-        entity.pop()  # the record's name is what precedes the argument's own words
+    # the record's name is what precedes the argument's own words, a renamed argument's abbreviations
+    # included (`unit_no` for "vehicle unit number")
+    while entity and any(_abbreviates(a, entity[-1]) for a in own_words):
+        entity.pop()
     if not entity:
         last = tool.name.split("_")[-1]
         entity = [last[:-1] if last.endswith("s") and not last.endswith("ss") else last]
     out = []
     for prop, schema in props.items():
-        if prop == arg or prop in step.get("args", {}) or prop in _PAGING:
+        name = f"{part}.{prop}" if part else prop
+        if prop == own or name in step.get("args", {}) or prop in _PAGING:
             continue
         if isinstance(schema, dict) and schema.get("type") not in (None, "string", "integer", "number"):
             continue
         prop_words = prop.lower().split("_")
         phrase = " ".join(prop_words if prop_words[0] == entity[-1] else [*entity, *prop_words])
-        out.append((phrase, prop))
+        out.append((phrase, name))
     return out[:8]
+
+
+def _abbreviates(short: str, word: str) -> bool:
+    """Is `short` the word or an abbreviation of it: its letters in order from the same first letter
+    (`qty` quantity, `desc` description, `amt` amount), or "no" for number (the numero sign)?"""
+    if short == word or (short, word) == ("no", "number"):
+        return True
+    if len(short) < 2 or len(short) >= len(word) or short[0] != word[0]:
+        return False
+    rest = iter(word)
+    return all(c in rest for c in short)
 
 
 class BindingError(Exception):

@@ -27,16 +27,16 @@ def base(fact: str) -> str:
 
 def step_clauses(steps: list[dict[str, Any]], parts: list[str], catalog: Catalog) -> list[int]:
     """For each step, the index of the clause it serves."""
-    from toolshift.steward.supply import unsaid
+    from toolshift.steward.supply import said_of, unsaid
 
-    said = [set(tokens(p)) for p in parts]
+    said = [said_of(p) for p in parts]
     out: list[int | None] = []
     for st in steps:
         t = catalog.tools.get(st["tool"])
         if t is None or t.effect == "read" or continues(t):
             out.append(None)
         else:
-            out.append(min(range(len(said)), key=lambda i: (unsaid(st["tool"], said[i]), i)))
+            out.append(min(range(len(said)), key=lambda i: (unsaid(st["tool"], said[i], catalog), i)))
     after = None
     for k in range(len(out) - 1, -1, -1):  # a lookup or a later call serves the next write's clause
         after = out[k] if out[k] is not None else after

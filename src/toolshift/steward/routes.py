@@ -119,6 +119,24 @@ def _replace(
     return out
 
 
+def _plain(schema: Any) -> bool:
+    """A field a user can state as a value: a string, number or enum, not an object or a list."""
+    return not isinstance(schema, dict) or schema.get("type") in _PLAIN_TYPES
+
+
+_PLAIN_TYPES = (None, "string", "integer", "number", "boolean")
+
+
+def _feed(key: str, feeds: dict[str, Any]) -> str:
+    """The stored lookups' input that feeds `key`: the same name, else the one input of the same record
+    (`hire_ref_value` after renames, fed as `hire_id` or `hire_ref` by the same lookup); "" when none, or
+    when lookups of different tools feed it."""
+    if key in feeds:
+        return key
+    same = sorted(f for f in feeds if f.split("_")[0] == key.split("_")[0])
+    return same[0] if same and len({feeds[f][0]["tool"] for f in same}) == 1 else ""
+
+
 def catalog_write(
     domain: str,
     said: set[str],
@@ -126,10 +144,13 @@ def catalog_write(
     feeds: dict[str, tuple[dict[str, Any], dict[str, Any]]],
 ) -> Skill | None:
     """A plan for a write no stored skill makes, from the catalog (D193): the domain's write tool the
-    conversation names best (at most a quarter of its name's words unsaid, a single best one), taking
-    only the key of the record its name ends with: the key from the lookup stored plans show feeding it,
-    else from the user's number for the record ("maintenance window number" for
-    `noc_approve_maintenance_window(window_id)`). None when no such tool stands out."""
+    conversation names best (at most a quarter of its name's words unsaid, by name or description, a
+    single best one) that takes one record key: the key of the record its name ends with, from the lookup
+    stored plans show feeding it, else from the user's number for the record ("maintenance window
+    number" for `noc_approve_maintenance_window(window_id)`); or, for a tool whose key is another
+    record's (`onb_create_equipment_request(hire_id, item)`), from a stored lookup feeding that key, the
+    other required fields, plain values, asked as facts under their own names (D233). None when no such
+    tool stands out."""
     from toolshift.steward.compose import as_plan, grounded, is_key, valid
     from toolshift.steward.supply import unsaid
 
@@ -147,25 +168,33 @@ def catalog_write(
         required = t.input_schema.get("required", [])
         keys = [r for r in required if is_key(r, props.get(r))]
         words = [w for w in t.name.split("_")[1:] if not re.fullmatch(r"v\d+", w)]
-        # the record's key alone, named as the tool names its record (`…_window` ← `window_id`)
-        if len(required) == 1 and keys and words and keys[0].rsplit("_", 1)[0].split("_")[-1] == words[-1]:
-            plain = "_".join(w for w in t.name.split("_") if not re.fullmatch(r"v\d+", w))
-            options.append((unsaid(plain, said), t.name, keys[0]))
+        if len(keys) != 1 or not words:
+            continue
+        # the record's key, named as the tool names its record (`…_window` ← `window_id`), alone; or
+        # another record's key a stored lookup feeds, beside plain fields
+        own = keys[0].rsplit("_", 1)[0].split("_")[-1] == words[-1]
+        rest = [r for r in required if r != keys[0]]
+        if (own and not rest) or (_feed(keys[0], feeds) and all(_plain(props.get(r)) for r in rest)):
+            options.append((unsaid(t.name, said, catalog), t.name, keys[0]))
     options.sort()
     if not options or options[0][0] > 0.25 or (len(options) > 1 and options[1][0] == options[0][0]):
         return None
     share, name, key = options[0]
     tool = catalog.tools[name]
     args: dict[str, Any] = {}
-    if key in feeds:
-        args[key] = {"input": key}
+    fed = _feed(key, feeds)
+    if fed:
+        args[key] = {"input": fed}
     else:
         words = [w for w in name.split("_")[2:] if not re.fullmatch(r"v\d+", w)]
         args[key] = {"fact": " ".join([*words, "number"])}
+    for r in tool.input_schema.get("required", []):
+        if r != key:
+            args[r] = {"fact": r.replace("_", " ")}
     facts = sorted(b["fact"] for b in args.values() if "fact" in b)
     body = {"facts": facts, "calls": [{"tool": name, "args": args, "each": False}], "requests": []}
     part = Skill(f"atomic-catalog-{name}", "atomic", domain, tool.description, body, (name,))
-    if key in feeds:
+    if fed:
         part = grounded(part, feeds)
     if part is None or not valid(part, catalog):
         return None

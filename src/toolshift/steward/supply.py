@@ -45,7 +45,7 @@ from toolshift.steward.compose import (
 )
 from toolshift.steward.distill import continues
 from toolshift.steward.library import Library, Skill, dependencies_present, plan_facts
-from toolshift.steward.retrieval import BM25Index, mmr, tokens
+from toolshift.steward.retrieval import WORD, BM25Index, mmr, tokens
 from toolshift.steward.routes import catalog_write
 
 PLANS = 5
@@ -154,7 +154,8 @@ class Supply:
         """How much of what the skill writes the conversation leaves unnamed: per write tool, the share of
         its name's words (domain prefix left out) that no word of the conversation matches, halved."""
         # the later calls of a start → set → commit operation are the same write, counted once
-        return sum(unsaid(t, said) for t in self.writes(skill) if not continues(self.catalog.tools[t])) / 2
+        cat = self.catalog
+        return sum(unsaid(t, said, cat) for t in self.writes(skill) if not continues(cat.tools[t])) / 2
 
     def writes(self, skill: Skill) -> set[str]:
         """The skill's tools that change the world (catalog effect other than read)."""
@@ -173,12 +174,44 @@ _SAID_AS = {
 }
 
 
-def unsaid(tool: str, said: set[str]) -> float:
-    """The share of a tool name's words (domain prefix left out) that no word of the conversation says."""
-    words = tokens(" ".join(tool.split("_")[1:]))
+_VERSION_MARK = re.compile(r"v\d+")
+
+
+class Said(set[str]):
+    """The conversation's words as `tokens` gives them (plurals folded), with the words as written
+    (`raw`): "lease records" says the record, not the verb "record"."""
+
+    raw: frozenset[str] = frozenset()
+
+
+def said_of(text: str) -> Said:
+    said = Said(tokens(text))
+    said.raw = frozenset(WORD.findall(text.lower()))
+    return said
+
+
+def unsaid(tool: str, said: set[str], catalog: Catalog | None = None) -> float:
+    """The share of a tool name's words (domain prefix and version marks such as `v2` left out) that no
+    word of the conversation says. With the catalog, the tool may be said as its description says it:
+    the description's leading verb, as written, with the name's words the description repeats
+    (`…_sign_off_life_event`, "Approve a reported life event …", is said by "approve life event"),
+    whichever leaves less unsaid (D233)."""
+    words = [w for w in tokens(" ".join(tool.split("_")[1:])) if not _VERSION_MARK.fullmatch(w)]
     if not words:
         return 0.0
-    return sum(w not in said and not (_SAID_AS.get(w, frozenset()) & said) for w in words) / len(words)
+
+    def heard(w: str, spoken: set[str]) -> bool:
+        return w in spoken or bool(_SAID_AS.get(w, frozenset()) & spoken)
+
+    best = sum(not heard(w, said) for w in words) / len(words)
+    entry = catalog.tools.get(tool) if catalog is not None else None
+    if entry is not None and best > 0:
+        lead = tokens(re.split(r"[.;:(]", entry.description, maxsplit=1)[0])
+        if lead and lead[0] not in words:
+            rest = list(dict.fromkeys(w for w in words if w in lead[1:]))
+            verb = heard(lead[0], said.raw if isinstance(said, Said) else said)
+            best = min(best, (sum(not heard(w, said) for w in rest) + (not verb)) / (len(rest) + 1))
+    return best
 
 
 _CLAUSE = re.compile(r";\s*then\b|\bthen\b|\bafter that\b|\band also\b", re.IGNORECASE)
@@ -199,7 +232,9 @@ def trim(plan: Skill, said: set[str], supply: Supply) -> Skill:
     it names another write of the plan better (a stored workflow's other part the request does not ask
     for: "quarantine" before the "dispose" asked for), and the lookups that fed only them."""
     steps = plan.body.get("steps", [])
-    miss = {k: unsaid(st["tool"], said) for k, st in enumerate(steps) if st["tool"] in supply.writes(plan)}
+    # the later calls of a start → set → commit operation are the start's write: never dropped alone
+    writes = {t for t in supply.writes(plan) if not continues(supply.catalog.tools[t])}
+    miss = {k: unsaid(st["tool"], said, supply.catalog) for k, st in enumerate(steps) if st["tool"] in writes}
     if not miss:
         return plan
     drop = {k for k, m in miss.items() if m >= 0.5 and m > min(miss.values())}
@@ -213,7 +248,7 @@ def once(plan: Skill, conversation: str, supply: Supply) -> Skill:
     a second record from the opening's list; "reject the application whose applied date is …" asks for
     one. Only for a conversation that asks for no "every" or "all" records."""
     steps = plan.body.get("steps", [])
-    parts = [set(tokens(c)) for c in clauses(conversation)] or [set(tokens(conversation))]
+    parts = [said_of(c) for c in clauses(conversation)] or [said_of(conversation)]
     made: dict[str, int] = {}
     drop = set()
     for k, st in enumerate(steps):
@@ -221,7 +256,7 @@ def once(plan: Skill, conversation: str, supply: Supply) -> Skill:
         if t is None or t.effect == "read" or continues(t):
             continue
         made[t.name] = made.get(t.name, 0) + 1
-        if made[t.name] > max(1, sum(unsaid(t.name, p) < 0.5 for p in parts)):
+        if made[t.name] > max(1, sum(unsaid(t.name, p, supply.catalog) < 0.5 for p in parts)):
             drop.add(k)
     return (drop_steps(plan, drop, supply.catalog) if drop else None) or plan
 
@@ -237,18 +272,18 @@ def swap_writes(plan: Skill, said: set[str], supply: Supply) -> Skill:
     changed = False
     for k, st in enumerate(steps):
         tool = cat.tools.get(st["tool"])
-        if tool is None or tool.effect == "read" or continues(tool) or unsaid(tool.name, said) == 0:
+        if tool is None or tool.effect == "read" or continues(tool) or unsaid(tool.name, said, cat) == 0:
             continue
         args = st.get("args", {})
         options = [
-            (unsaid(t.name, said), t.name)
+            (unsaid(t.name, said, cat), t.name)
             for t in cat.tools.values()
             if t.domain == tool.domain and t.effect != "read" and t.name != tool.name and not continues(t)
             and set(t.input_schema.get("required", []))
             and _said_rest(t, args, said) is not None
         ]  # fmt: skip
         best = min(options, default=None)
-        if best is None or best[0] >= unsaid(tool.name, said):
+        if best is None or best[0] >= unsaid(tool.name, said, cat):
             continue
         props = cat.tools[best[1]].input_schema.get("properties", {})
         rest = _said_rest(cat.tools[best[1]], args, said) or {}
@@ -476,7 +511,7 @@ class EpisodeSupply:
             pool, relevance = [pool[i] for i in keep], [relevance[i] for i in keep]
         view = SupplyView(None, self.candidates)
         if pool:
-            said = set(tokens(conversation))
+            said = said_of(conversation)
 
             # relevance, less what the plan would write that the conversation does not name
             # a plan that repeats a write over a list fits a request for "every" or "all" records only
@@ -512,20 +547,22 @@ class EpisodeSupply:
                 # nothing the library holds writes what the conversation names: the catalog's write
                 # it names, its key from a stored lookup or the user's number for the record (D193)
                 named = catalog_write(plan.domain, said, s.catalog, providers(pool))
-                least = min(unsaid(t, said) for t in s.writes(plan))
+                least = min(unsaid(t, said, s.catalog) for t in s.writes(plan))
                 plan = named if named is not None and named.body["named"] < least else plan
             plan = swap_writes(trim(plan, said, s), said, s)
             plan = plan if many else once(plan, conversation, s)
             for clause in clauses(conversation)[1:]:
                 part = s.best_part(clause, plan.domain)
-                part = trim(part, set(tokens(clause)), s) if part is not None else None
+                part = trim(part, said_of(clause), s) if part is not None else None
                 if part is None or s.writes(part) <= s.writes(plan):
                     continue
                 # the clause names a write the plan already makes better than any the part adds: the
                 # part's other writes were its training request's, not this clause's (D212)
-                heard = set(tokens(clause))
+                heard = said_of(clause)
                 new = s.writes(part) - s.writes(plan)
-                if min(unsaid(t, heard) for t in s.writes(plan)) < min(unsaid(t, heard) for t in new):
+                if min(unsaid(t, heard, s.catalog) for t in s.writes(plan)) < min(
+                    unsaid(t, heard, s.catalog) for t in new
+                ):
                     continue
                 plan = compose(plan, part)
             view = self._view(plan, conversation)
