@@ -26,6 +26,7 @@ stored state.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,13 +154,16 @@ class Supply:
     def unnamed(self, skill: Skill, said: set[str]) -> float:
         """How much of what the skill writes the conversation leaves unnamed: per write tool, the share of
         its name's words (domain prefix left out) that no word of the conversation matches, halved."""
-        # the later calls of a start → set → commit operation are the same write, counted once
-        cat = self.catalog
-        return sum(unsaid(t, said, cat) for t in self.writes(skill) if not continues(cat.tools[t])) / 2
+        return sum(unsaid(t, said, self.catalog) for t in self.own_writes(skill)) / 2
 
     def writes(self, skill: Skill) -> set[str]:
         """The skill's tools that change the world (catalog effect other than read)."""
         return {t for t in skill.tools if t in self.catalog.tools and self.catalog.tools[t].effect != "read"}
+
+    def own_writes(self, skill: Skill) -> set[str]:
+        """The skill's writes less the later calls of a start → set → commit operation (the start's
+        write, counted once and never dropped alone)."""
+        return {t for t in self.writes(skill) if not continues(self.catalog.tools[t])}
 
     def tool_card(self, name: str) -> dict[str, Any]:
         t = self.catalog.tools[name]
@@ -206,12 +210,19 @@ def unsaid(tool: str, said: set[str], catalog: Catalog | None = None) -> float:
     best = sum(not heard(w, said) for w in words) / len(words)
     entry = catalog.tools.get(tool) if catalog is not None else None
     if entry is not None and best > 0:
-        lead = tokens(re.split(r"[.;:(]", entry.description, maxsplit=1)[0])
+        lead = _lead(entry.description)
         if lead and lead[0] not in words:
             rest = list(dict.fromkeys(w for w in words if w in lead[1:]))
             verb = heard(lead[0], said.raw if isinstance(said, Said) else said)
             best = min(best, (sum(not heard(w, said) for w in rest) + (not verb)) / (len(rest) + 1))
     return best
+
+
+@functools.lru_cache(maxsize=4096)
+def _lead(description: str) -> tuple[str, ...]:
+    """The tokens of a description's first clause (up to its first `.`, `;`, `:` or `(`), once per text:
+    `unsaid` reads them for every write tool a choice compares."""
+    return tuple(tokens(re.split(r"[.;:(]", description, maxsplit=1)[0]))
 
 
 _CLAUSE = re.compile(r";\s*then\b|\bthen\b|\bafter that\b|\band also\b", re.IGNORECASE)
@@ -232,8 +243,7 @@ def trim(plan: Skill, said: set[str], supply: Supply) -> Skill:
     it names another write of the plan better (a stored workflow's other part the request does not ask
     for: "quarantine" before the "dispose" asked for), and the lookups that fed only them."""
     steps = plan.body.get("steps", [])
-    # the later calls of a start → set → commit operation are the start's write: never dropped alone
-    writes = {t for t in supply.writes(plan) if not continues(supply.catalog.tools[t])}
+    writes = supply.own_writes(plan)
     miss = {k: unsaid(st["tool"], said, supply.catalog) for k, st in enumerate(steps) if st["tool"] in writes}
     if not miss:
         return plan
