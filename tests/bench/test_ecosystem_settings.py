@@ -242,3 +242,26 @@ def test_an_auto_mode_client_over_http_gets_a_session_of_its_own(build):
 
     with http_server_thread(server) as url:
         asyncio.run(run(url))
+
+
+def _what_happened(path):
+    """Each episode as what its agent did and what came of it (no clocks: those differ by run)."""
+    out = {}
+    for ep in iter_episodes(path):
+        calls = [(c.name, c.arguments) for m in ep.messages for c in m.tool_calls or []]
+        texts = [m.content for m in ep.messages]
+        out[ep.id] = (calls, texts, ep.outcome, ep.world_diff, ep.source.get("exposed_tools"))
+    return out
+
+
+def test_a_run_in_worker_processes_writes_the_same_episodes_as_one(build, tmp_path):
+    out, _, _, _ = build
+    one = run_baseline(out, "frozen-v1", tmp_path / "one", split=None, sample=3)
+    two = run_baseline(out, "frozen-v1", tmp_path / "two", split=None, sample=3, workers=2)
+    alone, shared = _what_happened(one), _what_happened(two)
+    assert len(alone) == 3 * VERSIONS
+    assert shared == alone
+    again = run_baseline(out, "frozen-v1", tmp_path / "two", split=None, sample=3, workers=2)
+    assert len(list(iter_episodes(again))) == len(alone)  # resumed: nothing run twice
+    with pytest.raises(BadInputError, match="workers"):
+        run_baseline(out, "frozen-v1", tmp_path / "three", split=None, workers=0)

@@ -309,3 +309,51 @@ def test_model_rows_run_on_held_out_training_tasks_for_choosing_the_handoff(run)
     assert set(summary) == {"domain-embedded", "steward-embedded", "steward-plan-embedded"}
     assert model_dev(ctx, "embedded", tasks, max_turns=1) == paths  # resumed: nothing is run twice
     assert sum(1 for _ in iter_episodes(paths[0])) == VERSIONS
+
+    # in two worker processes: the same episodes (the model is seeded by the episode), written by this one
+    def what_happened(path):
+        return {
+            e.id: ([(c.name, c.arguments) for m in e.messages for c in m.tool_calls or []], e.world_diff)
+            for e in iter_episodes(path)
+        }
+
+    alone = [what_happened(p) for p in paths]
+    for p in paths:
+        p.unlink()
+    assert model_dev(ctx, "embedded", tasks, max_turns=1, workers=2) == paths
+    assert [what_happened(p) for p in paths] == alone
+
+
+def test_model_rows_name_the_seed_conditions_and_refuse_unknown_ones(run):
+    """`--model-rows plan-frozen`: the handoff with the v1 library on every version, in its own file."""
+    from toolshift.steward.model_agent import model_label, model_rows
+    from toolshift.steward.report import _model_condition
+    from toolshift.traces.store import iter_episodes
+
+    ctx, *_ = run
+    (path,) = model_rows(ctx, "embedded", ["plan-frozen"], sample=1, max_turns=1)
+    assert path.name == "steward-plan-frozen-embedded.episodes.jsonl"
+    eps = list(iter_episodes(path))
+    assert len(eps) == VERSIONS and all(e.id.startswith("steward-plan-frozen-embedded:") for e in eps)
+    labels = [model_label("embedded", True, True, kind) for kind in ("incremental", "full", "frozen")]
+    assert [_model_condition(x) for x in [*labels, "embedded [domain-tools]"]] == [
+        "Steward", "full rebuild", "frozen", "No Skill",
+    ]  # fmt: skip
+    from typer.testing import CliRunner
+
+    from toolshift.cli import app
+
+    args = [
+        "steward",
+        "eval",
+        str(ctx.build),
+        "--run",
+        str(ctx.run),
+        "--model",
+        "embedded",
+        "--model-rows",
+        "plan,x",
+    ]
+    result = CliRunner().invoke(app, args)
+    assert isinstance(result.exception, BadInputError) and result.exception.exit_code == 2
+    assert "unknown --model-rows x" in str(result.exception)

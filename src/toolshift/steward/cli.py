@@ -322,6 +322,16 @@ def eval_cmd(
     ] = None,
     model_sample: Annotated[int, typer.Option(help="Part 3: test tasks per version for the model.")] = 2,
     max_turns: Annotated[int, typer.Option(help="Part 3: turn limit per model episode.")] = 8,
+    workers: Annotated[
+        int, typer.Option(help="Part 3: processes to run the model's episodes in (the same episodes as one).")
+    ] = 1,
+    model_rows: Annotated[
+        str,
+        typer.Option(
+            help="Part 3's rows, comma-separated: plan (the handoff, incremental library), ask (left to ask), "
+            "plan-full, plan-frozen (the handoff with those libraries), domain (its domain's tools)."
+        ),
+    ] = "plan,ask,domain",
     dense: Annotated[
         bool, typer.Option(help="Part 1: dense and hybrid retrieval rows beside BM25 (the embeddings extra).")
     ] = False,
@@ -344,6 +354,17 @@ def eval_cmd(
 
     if model:  # refused before any work, not after the libraries are built
         _check_model(model)
+    if workers < 1:
+        raise BadInputError("--workers must be at least 1", field="workers")
+    from toolshift.steward.model_agent import MODEL_ROWS
+
+    rows = [r.strip() for r in model_rows.split(",") if r.strip()]
+    unknown = [r for r in rows if r not in MODEL_ROWS]
+    if unknown or not rows:
+        raise BadInputError(
+            f"unknown --model-rows {', '.join(unknown) or '(none)'} (of {', '.join(MODEL_ROWS)})",
+            field="model-rows",
+        )
     ctx = context(build, run)
     if dev is not None:
         from toolshift.steward.dev import dev_summary, dev_table, write_dev
@@ -359,7 +380,7 @@ def eval_cmd(
                 from toolshift.steward.model_agent import model_dev
 
                 few = set(random.Random(2).sample(sorted(tasks), min(model_sample, len(tasks))))
-                paths += model_dev(ctx, model, few, max_turns=max_turns)
+                paths += model_dev(ctx, model, few, max_turns=max_turns, workers=workers)
         summary = dev_summary(ctx, paths)
         console.print(dev_table(summary))
         console.print(f"results → {write_dev(ctx, summary, _command(ctx_))}")
@@ -371,13 +392,11 @@ def eval_cmd(
         paths.append(frozen_v1(ctx, sample))
         model_paths: list[Path] = []
         if model:
-            from toolshift.steward.model_agent import model_domain_tools, model_steward
+            from toolshift.steward.model_agent import model_rows as run_rows
 
-            model_paths = [  # with the handoff (D196), without it (the model must ask), on domain tools
-                model_steward(ctx, model, sample=model_sample, max_turns=max_turns),
-                model_steward(ctx, model, sample=model_sample, max_turns=max_turns, handoff=False),
-                model_domain_tools(ctx, model, sample=model_sample, max_turns=max_turns),
-            ]
+            model_paths = run_rows(
+                ctx, model, rows, sample=model_sample, max_turns=max_turns, workers=workers
+            )
         job = bar.add_task("supply quality", total=None)
         quality = supply_quality(
             ctx, sample=sample, resamples=resamples, progress=lambda: bar.advance(job), dense_rows=dense

@@ -84,84 +84,160 @@ def _opener(
     return open_world
 
 
-def model_label(model: str, steward: bool, handoff: bool) -> str:
-    """A part-3 row's name: `steward-plan-<model>` (the handoff), `steward-<model>`, `domain-<model>`."""
+def model_label(model: str, steward: bool, handoff: bool, library: str = "incremental") -> str:
+    """A part-3 row's name: `steward-plan-<model>` (the handoff), `steward-<model>`, `domain-<model>`; with
+    another library than the incremental one, its kind after `plan` (`steward-plan-frozen-<model>`)."""
     name = model.replace(":", "_").replace("/", "_")
-    return f"{'steward-plan' if handoff else 'steward'}-{name}" if steward else f"domain-{name}"
+    if not steward:
+        return f"domain-{name}"
+    kind = "" if library == "incremental" else f"-{library}"
+    return f"{'steward-plan' if handoff else 'steward'}{kind}-{name}"
+
+
+MODEL_ROWS: dict[str, dict[str, Any]] = {
+    "plan": {"handoff": True},
+    "ask": {"handoff": False},
+    "plan-full": {"handoff": True, "library": "full"},
+    "plan-frozen": {"handoff": True, "library": "frozen"},
+    "domain": {"steward": False},
+}
+"""`steward eval --model-rows`: the handoff with the incremental library, the model left to ask, the handoff
+with the full-rebuild or the frozen (v1) library, and the model on its domain's tools (No Skill)."""
 
 
 def model_steward(
     ctx: Context, model: str, *, sample: int, max_turns: int = 8, base_url: str | None = None,
-    handoff: bool = True, tasks: set[str] | None = None, steward: bool = True,
+    handoff: bool = True, tasks: set[str] | None = None, steward: bool = True, workers: int = 1,
+    library: str = "incremental",
 ) -> Path:  # fmt: skip
-    """`model` behind Steward (incremental library) on `sample` test tasks × every version (with `tasks`,
-    those training tasks instead; with `steward=False`, on the domain's tools, as the benchmark serves them)."""
-    from toolshift.agents.config import RunConfig, check_model_spec, make_model
-    from toolshift.agents.loop import EpisodeLimits, run_episode
-    from toolshift.agents.users import ScriptedUser
+    """`model` behind Steward (the `library` kind's library of each version) on `sample` test tasks × every
+    version (with `tasks`, those training tasks instead; with `steward=False`, on the domain's tools, as the
+    benchmark serves them). `workers` > 1 runs the episodes in that many processes
+    (`toolshift.agents.workers`), same file."""
+    from toolshift.agents.config import check_model_spec
+    from toolshift.traces.episode import Episode
     from toolshift.traces.store import EpisodeWriter, iter_episodes, write_episodes
 
     check_model_spec(model, "model")
-    label = model_label(model, steward, handoff)
+    label = model_label(model, steward, handoff, library)
     folder = ctx.run / ("model" if tasks is None else "dev/model")
     path = folder / f"{label}.episodes.jsonl"
-    config = RunConfig(world=str(ctx.build), model=model, max_turns=max_turns, base_url=base_url)
     meta = {"ecosystem": ctx.eco_id, "steward": label, "max_turns": max_turns}
     done = {e.id for e in iter_episodes(path, skip_bad=True)} if path.exists() else set()
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         write_episodes(path, [], meta=meta)
     refs = ctx.refs("test", sample) if tasks is None else [r for r in ctx.refs("train") if r.task_id in tasks]
-
-    async def go(writer: EpisodeWriter) -> None:
-        for v in range(1, ctx.versions + 1):
-            with Library.open(library_path(ctx, "incremental", v)) as lib:
-                skills = lib.skills()
-            for r in refs:
-                if r.version != v:
-                    continue
-                task = ctx.tasks[r.task_id]
-                eid = f"{label}:{task.id}:v{v}"
-                if eid in done:
-                    continue
-                cat = ctx.catalog(v)
-                domain_cat = Catalog(v, {n: t for n, t in cat.tools.items() if t.domain == task.domain})
-                supply = Supply(skills, domain_cat) if steward else None
-                exposed: set[str] = set()
-                agent = make_model(model, config, seed=zlib.crc32(eid.encode()))
-                opener = _opener(ctx, task.domain, v, supply, task.public_request, exposed, handoff)
-                ep = await run_episode(
-                    task, agent, ScriptedUser(task.public_request, task.instruction), opener,
-                    episode_id=eid, limits=EpisodeLimits(max_turns=max_turns), agent_name=label,
-                    source={"baseline": label, "criterion": "both"},
-                )  # fmt: skip
-                ep.ecosystem_version = f"{ctx.eco_id}/v{v}"
-                ep.source["exposed_tools"] = sorted(exposed)
-                writer.write(ep)
-
+    todo = [
+        (r.task_id, v)
+        for v in range(1, ctx.versions + 1)
+        for r in refs
+        if r.version == v and f"{label}:{r.task_id}:v{v}" not in done
+    ]
+    row = _Row(str(ctx.build), str(ctx.run), model, label, max_turns, base_url, handoff, steward, library)
     with EpisodeWriter(path, meta=meta, append=True) as writer:
-        asyncio.run(go(writer))
+        if workers > 1 and len(todo) > 1:
+            from toolshift.agents.workers import run_in_workers, split_shares
+
+            shares = [(row, tuple(part)) for part in split_shares(todo, workers)]
+            run_in_workers(_run_share, shares, lambda text: writer.write(Episode.model_validate_json(text)))
+        else:
+            asyncio.run(_run_row(ctx, row, todo, writer.write))
     return path
 
 
-def model_dev(ctx: Context, model: str, tasks: set[str], *, max_turns: int = 8) -> list[Path]:
+@dataclass(frozen=True)
+class _Row:
+    """What one part-3 row's episodes depend on besides their task and version (picklable, for workers)."""
+
+    build: str
+    run: str
+    model: str
+    label: str
+    max_turns: int
+    base_url: str | None
+    handoff: bool
+    steward: bool
+    library: str = "incremental"
+
+
+async def _run_row(ctx: Context, row: _Row, todo: list[tuple[str, int]], emit: Any) -> None:
+    """Run the row's (task, version) episodes in order, calling `emit(episode)` with each."""
+    from toolshift.agents.config import RunConfig, make_model
+    from toolshift.agents.loop import EpisodeLimits, run_episode
+    from toolshift.agents.users import ScriptedUser
+
+    config = RunConfig(world=row.build, model=row.model, max_turns=row.max_turns, base_url=row.base_url)
+    skills_of: dict[int, Any] = {}
+    for task_id, v in todo:
+        if v not in skills_of:
+            with Library.open(library_path(ctx, row.library, v)) as lib:
+                skills_of[v] = lib.skills()
+        task = ctx.tasks[task_id]
+        eid = f"{row.label}:{task.id}:v{v}"
+        cat = ctx.catalog(v)
+        domain_cat = Catalog(v, {n: t for n, t in cat.tools.items() if t.domain == task.domain})
+        supply = Supply(skills_of[v], domain_cat) if row.steward else None
+        exposed: set[str] = set()
+        agent = make_model(row.model, config, seed=zlib.crc32(eid.encode()))
+        opener = _opener(ctx, task.domain, v, supply, task.public_request, exposed, row.handoff)
+        ep = await run_episode(
+            task, agent, ScriptedUser(task.public_request, task.instruction), opener,
+            episode_id=eid, limits=EpisodeLimits(max_turns=row.max_turns), agent_name=row.label,
+            source={"baseline": row.label, "criterion": "both"},
+        )  # fmt: skip
+        ep.ecosystem_version = f"{ctx.eco_id}/v{v}"
+        ep.source["exposed_tools"] = sorted(exposed)
+        emit(ep)
+
+
+def _run_share(share: tuple[_Row, tuple[tuple[str, int], ...]], emit: Any) -> None:
+    """Worker side: the row's context opened again, the share's episodes run, each emitted as JSON."""
+    from toolshift.steward.experiment import context
+
+    row, todo = share
+    ctx = context(row.build, row.run)
+    asyncio.run(_run_row(ctx, row, list(todo), lambda ep: emit(ep.model_dump_json())))
+
+
+def model_dev(
+    ctx: Context, model: str, tasks: set[str], *, max_turns: int = 8, workers: int = 1
+) -> list[Path]:
     """Part 3 on held-out training tasks: the model on domain tools, behind Steward, and behind Steward
     with the handoff — the rows the handoff was chosen by (D196)."""
     return [
-        model_steward(ctx, model, sample=0, max_turns=max_turns, tasks=tasks, steward=False),
-        model_steward(ctx, model, sample=0, max_turns=max_turns, tasks=tasks, handoff=False),
-        model_steward(ctx, model, sample=0, max_turns=max_turns, tasks=tasks, handoff=True),
+        model_steward(ctx, model, sample=0, max_turns=max_turns, tasks=tasks, steward=False, workers=workers),
+        model_steward(ctx, model, sample=0, max_turns=max_turns, tasks=tasks, handoff=False, workers=workers),
+        model_steward(ctx, model, sample=0, max_turns=max_turns, tasks=tasks, handoff=True, workers=workers),
     ]
 
 
-def model_domain_tools(ctx: Context, model: str, *, sample: int, max_turns: int = 8) -> Path:
+def model_domain_tools(
+    ctx: Context, model: str, *, sample: int, max_turns: int = 8, workers: int = 1
+) -> Path:
     """The same model on its task's domain tools: the benchmark's baseline (`toolshift bench baseline`)."""
     from toolshift.bench.ecosystem.baselines import run_baseline
 
     return run_baseline(
         ctx.build, model, ctx.run / "model", split="test", sample=sample, seed=0, max_turns=max_turns,
-        setting="domain-tools",
+        setting="domain-tools", workers=workers,
     )  # fmt: skip
 
 
-__all__ = ["model_dev", "model_domain_tools", "model_label", "model_steward"]
+def model_rows(
+    ctx: Context, model: str, rows: list[str], *, sample: int, max_turns: int = 8, workers: int = 1
+) -> list[Path]:
+    """Part 3's rows (names of `MODEL_ROWS`) on `sample` test tasks per version, one episode file each."""
+    paths = []
+    for name in rows:
+        spec = MODEL_ROWS[name]
+        if spec.get("steward", True):
+            paths.append(
+                model_steward(ctx, model, sample=sample, max_turns=max_turns, workers=workers, **spec)
+            )
+        else:
+            paths.append(model_domain_tools(ctx, model, sample=sample, max_turns=max_turns, workers=workers))
+    return paths
+
+
+__all__ = ["MODEL_ROWS", "model_dev", "model_domain_tools", "model_label", "model_rows", "model_steward"]

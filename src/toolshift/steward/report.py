@@ -136,6 +136,16 @@ def plot(series: dict[str, dict[str, float]], versions: list[str], title: str, p
     return path
 
 
+def _model_condition(agent: str) -> str:
+    """Which of the seed's model conditions a part-3 row is (`model_agent.model_label`'s names)."""
+    if agent.endswith("[domain-tools]") or agent.startswith("domain-"):
+        return "No Skill"
+    for kind, condition in (("frozen", "frozen"), ("full", "full rebuild")):
+        if agent.startswith(f"steward-plan-{kind}-"):
+            return condition
+    return "Steward" if agent.startswith("steward-plan-") else agent
+
+
 def write_report(
     ctx: Context,
     quality: dict[str, Any],
@@ -317,8 +327,10 @@ def write_report(
             "it by the harness: its facts and steps lead the system prompt and its tools are supplied (D196);",
             "the three Steward tools are not listed, so the supply is fixed for the episode. `steward-<model>`",
             "is the same model shown `steward_plan`, `retrieve_tools` and `explore_capabilities` with the",
-            "initial supply, left to ask. The `[domain-tools]` row is the same model on its task's domain",
-            "tools (`toolshift bench baseline`, the seed's Domain Tools setting).",
+            "initial supply, left to ask. `steward-plan-full-<model>` and `steward-plan-frozen-<model>` are the",
+            "handoff with the full-rebuild library of each version and with the v1 library on every version",
+            "(the seed's full-rebuild and frozen conditions). The `[domain-tools]` row is the same model on its",
+            "task's domain tools (`toolshift bench baseline`, the seed's No Skill / Domain Tools setting).",
             "",
             "| agent | version | n | SR | strict SR | P | R | F1 | Step-SPE |",
             "|---|---|---|---|---|---|---|---|---|",
@@ -332,9 +344,12 @@ def write_report(
                     + " |"
                 )
         lines.append("")
+    kinds = {_model_condition(agent) for agent in models or {}}
+    missing = [c for c in ("No Skill", "frozen", "full rebuild", "Steward") if c not in kinds]
     lines += [
-        "Not run: the seed's full model comparison (No Skill / frozen / full rebuild / Steward with one",
-        "model), its supply diagnostics (Standard, Domain, Task, Oracle tools, Oracle path) and its",
+        "Not run: "
+        + (f"the seed's model conditions {', '.join(missing)}; " if missing else "")
+        + "its supply diagnostics (Standard, Domain, Task, Oracle tools, Oracle path) with a model and its",
         "capability-supply ablation (skill search alone, tool search alone, full supply).",
         "",
         "## Figures",

@@ -270,12 +270,14 @@ def run_baseline(
     base_url: str | None = None,
     setting: str = "standard",
     user: str = "scripted",
+    workers: int = 1,
 ) -> Path:
     """Run one baseline on the evolved build in one setting with one user simulator, appending its episodes
     to `out/<baseline>[.<setting>][.user-<user>].episodes.jsonl`.
 
     Resumable: episodes already in the file (by id) are not run again; a file of another ecosystem or
-    another setting is refused.
+    another setting is refused. `workers` > 1 runs the episodes in that many processes
+    (`toolshift.agents.workers`): the same episodes, written by this process to the same file.
     """
     from toolshift.agents.config import check_model_spec
 
@@ -292,6 +294,8 @@ def run_baseline(
             raise BadInputError(f"{baseline!r} cannot run as an ecosystem baseline", field="agent")
     if sample is not None and sample < 1:
         raise BadInputError("--sample must be at least 1", field="sample")
+    if workers < 1:
+        raise BadInputError("--workers must be at least 1", field="workers")
     if Path(out).exists() and not Path(out).is_dir():
         raise BadInputError("--out must be a folder, and this is a file", source=str(out), field="out")
     eco = load_ecosystem(build)
@@ -339,8 +343,50 @@ def run_baseline(
             if progress:
                 progress()
 
-        asyncio.run(_run_all(todo, baseline, worlds, eco.id, list(eco.domains), run, on_episode=keep))
+        if workers > 1 and len(todo) > 1:
+            from toolshift.agents.workers import run_in_workers, split_shares
+
+            keys = [episode_key(baseline, p) for p in sorted(todo, key=lambda p: p.version)]
+            shares = [
+                _Share(str(build), baseline, split, sample, seed, run, tuple(part))
+                for part in split_shares(keys, workers)
+            ]
+            run_in_workers(_run_share, shares, lambda text: keep(Episode.model_validate_json(text)))
+        else:
+            asyncio.run(_run_all(todo, baseline, worlds, eco.id, list(eco.domains), run, on_episode=keep))
     return path
+
+
+@dataclass(frozen=True)
+class _Share:
+    """One worker's part of a baseline run: what it needs to plan the run again, and its episodes' keys."""
+
+    build: str
+    baseline: str
+    split: str | None
+    sample: int | None
+    seed: int
+    run: RunSetting
+    keys: tuple[str, ...]
+
+
+def _run_share(share: _Share, emit: Callable[[str], None]) -> None:
+    """Worker side: plan the run as the parent did and run the share's episodes, emitting each as JSON."""
+    eco = load_ecosystem(share.build)
+    _, records = load_references(share.build)
+    worlds = VersionWorlds(share.build)
+    tasks = {t.id: t for d in eco.domains for t in worlds.tasks(d)}
+    planned = plan_baseline(
+        share.baseline, records, tasks, split=share.split, sample=share.sample, seed=share.seed
+    )
+    keys = set(share.keys)
+    mine = [p for p in planned if episode_key(share.baseline, p) in keys]
+    asyncio.run(
+        _run_all(
+            mine, share.baseline, worlds, eco.id, list(eco.domains), share.run,
+            on_episode=lambda ep: emit(ep.model_dump_json()),
+        )
+    )  # fmt: skip
 
 
 def baseline_file(baseline: str, setting: str = "standard", user: str = "scripted") -> str:

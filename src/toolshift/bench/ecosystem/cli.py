@@ -214,6 +214,13 @@ def baseline(
     user: Annotated[
         str, typer.Option(help="User simulator: scripted, embedded, openai:<model> or anthropic:<model>.")
     ] = "scripted",
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Processes to run the episodes in (the embedded model decodes on one core each); "
+            "the same episodes and file as one."
+        ),
+    ] = 1,
 ) -> None:
     """Run a baseline or a model on every version over MCP in one setting and record its episodes (resumable)."""
     from toolshift.bench.ecosystem.baselines import run_baseline
@@ -236,6 +243,7 @@ def baseline(
             base_url=base_url,
             setting=setting,
             user=user,
+            workers=workers,
         )
     console.print(f"wrote {path}")
 
