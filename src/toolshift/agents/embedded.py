@@ -350,6 +350,8 @@ class EmbeddedModel:
         answered = last.get("role") == "tool" and not failed(last.get("content") or "")
         just_answered = str(last.get("name")) if answered else None
         choices = []
+        exposers = self.transcript.exposers if self.transcript is not None else set()
+        known = self.transcript.known if self.transcript is not None else set()
         for t in shown:
             used = frozenset(
                 (name, json.dumps(value, ensure_ascii=False))
@@ -357,6 +359,8 @@ class EmbeddedModel:
                 if tool == t.name and len(args) == 1
                 for name, value in args.items()
             )
+            if t.name in exposers:  # a tool search: searching a name it already listed lists nothing new
+                used |= {(p, json.dumps(name)) for p in _params(t) for name in known}
             c = tool_choice(t, spans, self.pick, prefixes=prefixes, used=used)
             if c is None or only_call(c) in made or t.name == without:
                 continue
@@ -369,6 +373,9 @@ class EmbeddedModel:
             ):
                 continue  # a write the customer's words do not name is not what they asked for (D172)
             choices.append(c)
+        if just_answered in exposers and any(c.tool not in exposers | {END_CONVERSATION} for c in choices):
+            # a tool search just listed tools it can call: call one, not search again by another span (D235)
+            choices = [c for c in choices if c.tool not in exposers]
         grammar = self._action(messages, tools, spans, choices, shown)
         words = _words(said)
         by_name = {t.name: t for t in tools}
@@ -472,7 +479,7 @@ class EmbeddedModel:
             shown = (
                 tools if self.role == "user" else callable_now(pick_tools(tools, said, self.max_tools), said)
             )
-            t = Transcript(self._system(messages, shown), list(shown))
+            t = Transcript(self._system(messages, shown), list(shown), known={x.name for x in tools})
             t.rebuilds = 0 if self.transcript is None else self.transcript.rebuilds + 1
             self.transcript = t
         user_words: list[str] = [
@@ -492,6 +499,15 @@ class EmbeddedModel:
                 if self.role != "user" and asked:
                     # A small model reads the end of its prompt most: the customer's words again, after the result.
                     text += "\nThe customer asked: " + _clip(asked, 300)
+                exposed = [x for x in tools if x.name not in t.known]
+                t.known.update(x.name for x in exposed)
+                if exposed:
+                    t.exposers.add(str(m.get("name")))
+                if self.role != "user" and exposed:  # tools this result exposed (a search): listed after it
+                    more = callable_now(pick_tools(exposed, asked, self.max_tools), asked)
+                    if more:
+                        t.shown += more
+                        text += "\nMore tools:\n" + "\n".join(_signature(x, short=True) for x in more)
                 return {"role": "user", "content": text}
             if role == "assistant":  # not decoded by this transcript: its action as compact JSON
                 action = _action_json(m)

@@ -66,6 +66,11 @@ class Transcript:
     """The action decoded last, whose message the next turn must begin with."""
     turns: int = 0
     rebuilds: int = 0
+    known: set[str] = field(default_factory=set)
+    """Every tool name the episode's listings have offered so far, shown or not: a name not in it is one a
+    result has just exposed (a tool search), listed after that result."""
+    exposers: set[str] = field(default_factory=set)
+    """Tools whose results exposed tools (a tool search)."""
 
     def follows(self, messages: list[dict[str, Any]]) -> bool:
         """Do `messages` extend the conversation rendered so far, starting with the action decoded last?"""
