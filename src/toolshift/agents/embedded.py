@@ -14,7 +14,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import re
 import threading
 import time
 from collections.abc import Iterator
@@ -43,6 +42,7 @@ from toolshift.agents.copying import (
 )
 from toolshift.agents.decoding import CopyPrior, Generated, HeadPrior, Prior, chatml, constrained_generate
 from toolshift.agents.forcing import Forcer, patterns
+from toolshift.agents.listing import param_names, pick_tools, relevance, signature, words_of
 from toolshift.agents.transcript import Transcript, action_of, compact_result
 from toolshift.agents.users import END_CONVERSATION
 from toolshift.traces.spans import ConversationSpans, spans_of
@@ -140,51 +140,6 @@ def _close_models() -> None:
                 llm.close()
             finally:
                 lock.release()
-
-
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-def _words(text: str) -> set[str]:
-    """Content words, a plural's "s" dropped, so "employees" matches "employee"."""
-    return {
-        w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _WORD.findall(text.lower()) if len(w) > 2
-    }
-
-
-def relevance(tool: ToolDef, said: set[str]) -> int:
-    """Words a tool shares with what the user said: its name's count twice, its description's once."""
-    name = _words(tool.name.replace("_", " "))
-    return 2 * len(said & name) + len(said & (_words(tool.description) - name))
-
-
-def pick_tools(tools: list[ToolDef], conversation: str, limit: int) -> list[ToolDef]:
-    """The `limit` tools most relevant to the conversation, most relevant first (ties in catalog order).
-
-    A 135M model cannot read thirty tool schemas; this keeps its prompt and grammar small,
-    and a small model reads the first tools listed most.
-    """
-    said = _words(conversation)
-    ranked = sorted(range(len(tools)), key=lambda i: (-relevance(tools[i], said), i))
-    return [tools[i] for i in ranked[:limit]]
-
-
-_CLAUSE = re.compile(r"[;:]|\.(?:\s|$)")
-
-
-def _signature(tool: ToolDef, *, short: bool = False) -> str:
-    """A tool as the prompt lists it: its name, its arguments (optional ones marked ?) and its description's
-    first line cut at 90 characters, or (`short`) only its first clause (up to `;`, `:` or a full stop), D201."""
-    props = (tool.input_schema or {}).get("properties") or {}
-    required = set((tool.input_schema or {}).get("required") or [])
-    args = ", ".join(name + ("" if name in required else "?") for name in props)
-    first = tool.description.strip().split("\n")[0]
-    first = _CLAUSE.split(first, maxsplit=1)[0].strip()[:90] if short else first[:90]
-    return f"- {tool.name}({args}): {first}"
-
-
-def _params(tool: ToolDef) -> list[str]:
-    return list((tool.input_schema or {}).get("properties") or {})
 
 
 def _clip(text: str, limit: int) -> str:
@@ -360,7 +315,7 @@ class EmbeddedModel:
                 for name, value in args.items()
             )
             if t.name in exposers:  # a tool search: searching a name it already listed lists nothing new
-                used |= {(p, json.dumps(name)) for p in _params(t) for name in known}
+                used |= {(p, json.dumps(name)) for p in param_names(t) for name in known}
             c = tool_choice(t, spans, self.pick, prefixes=prefixes, used=used)
             if c is None or only_call(c) in made or t.name == without:
                 continue
@@ -369,7 +324,7 @@ class EmbeddedModel:
             if (
                 self.stop_when_done
                 and t.read_only is False
-                and not write_asked(t.name, said, prefix, _params(t))
+                and not write_asked(t.name, said, prefix, param_names(t))
             ):
                 continue  # a write the customer's words do not name is not what they asked for (D172)
             choices.append(c)
@@ -377,7 +332,7 @@ class EmbeddedModel:
             # a tool search just listed tools it can call: call one, not search again by another span (D235)
             choices = [c for c in choices if c.tool not in exposers]
         grammar = self._action(messages, tools, spans, choices, shown)
-        words = _words(said)
+        words = words_of(said)
         by_name = {t.name: t for t in tools}
         grammar.heads = {
             '{"tool":' + json.dumps(name): self.tool_prior * relevance(by_name[name], words)
@@ -445,7 +400,7 @@ class EmbeddedModel:
             lines = [
                 system,
                 "Tools:",
-                *(_signature(t) for t in tools),
+                *(signature(t) for t in tools),
                 'Answer with JSON only: {"reply": TEXT} to answer the agent, or {"tool": NAME, "arguments": {}}.',
             ]
         else:
@@ -454,7 +409,7 @@ class EmbeddedModel:
                 "ask the customer for what you still need; tell them when their request is done.",
                 "Policy: " + _clip(" ".join(system.split("# Policy", 1)[-1].split()), self.policy_chars),
                 "Tools:",
-                *(_signature(t, short=self.prompts == "grow") for t in tools),
+                *(signature(t, short=self.prompts == "grow") for t in tools),
                 'Answer with JSON only: {"tool": NAME, "arguments": {...}} to call a tool, '
                 'or {"reply": TEXT} to talk to the customer.',
             ]
@@ -470,7 +425,7 @@ class EmbeddedModel:
             return [
                 x for x in picked
                 if not (
-                    self.stop_when_done and x.read_only is False and not write_asked(x.name, said, prefix, _params(x))
+                    self.stop_when_done and x.read_only is False and not write_asked(x.name, said, prefix, param_names(x))
                 )
             ]  # fmt: skip
 
@@ -507,7 +462,7 @@ class EmbeddedModel:
                     more = callable_now(pick_tools(exposed, asked, self.max_tools), asked)
                     if more:
                         t.shown += more
-                        text += "\nMore tools:\n" + "\n".join(_signature(x, short=True) for x in more)
+                        text += "\nMore tools:\n" + "\n".join(signature(x, short=True) for x in more)
                 return {"role": "user", "content": text}
             if role == "assistant":  # not decoded by this transcript: its action as compact JSON
                 action = _action_json(m)
@@ -515,14 +470,14 @@ class EmbeddedModel:
             content = _clip(m.get("content") or "", self.result_chars)
             asked = f"{asked} {m.get('content') or ''}".strip()
             if self.role != "user":
-                new_words = _words(m.get("content") or "")
+                new_words = words_of(m.get("content") or "")
                 more = [
                     x for x in callable_now(pick_tools(tools, asked, self.max_tools), asked)
                     if x not in t.shown and relevance(x, new_words)
                 ]  # fmt: skip
                 if more:  # tools the customer's new words make relevant: listed here, after what was shown
                     t.shown += more
-                    content += "\nMore tools:\n" + "\n".join(_signature(x, short=True) for x in more)
+                    content += "\nMore tools:\n" + "\n".join(signature(x, short=True) for x in more)
             return {"role": "user", "content": content}
 
         t.extend(
