@@ -39,7 +39,7 @@ from toolshift.bench.ecosystem.settings import (
     check_setting,
     exposure_for,
 )
-from toolshift.bench.ecosystem.store import load_ecosystem
+from toolshift.bench.ecosystem.store import EcosystemManifest, load_ecosystem
 from toolshift.errors import BadInputError
 from toolshift.models import GoldCall, Task
 from toolshift.traces.episode import Episode
@@ -298,11 +298,7 @@ def run_baseline(
         raise BadInputError("--workers must be at least 1", field="workers")
     if Path(out).exists() and not Path(out).is_dir():
         raise BadInputError("--out must be a folder, and this is a file", source=str(out), field="out")
-    eco = load_ecosystem(build)
-    _, records = load_references(build)
-    worlds = VersionWorlds(build)
-    tasks = {t.id: t for d in eco.domains for t in worlds.tasks(d)}
-    planned = plan_baseline(baseline, records, tasks, split=split, sample=sample, seed=seed)
+    eco, worlds, planned = _plan_run(build, baseline, split, sample, seed)
     path = Path(out) / baseline_file(baseline, setting, user)
     turns = max_turns or (40 if baseline in SCRIPTED else 10 if baseline == "embedded" else 30)
     # The endpoint as `toolshift run` resolves it (--base-url, TOOLSHIFT_BASE_URL, OPENAI_BASE_URL), so the
@@ -357,6 +353,17 @@ def run_baseline(
     return path
 
 
+def _plan_run(
+    build: str | Path, baseline: str, split: str | None, sample: int | None, seed: int
+) -> tuple[EcosystemManifest, VersionWorlds, list[PlannedEpisode]]:
+    """The build's ecosystem, its worlds and the run's planned episodes (the parent's and each worker's)."""
+    eco = load_ecosystem(build)
+    _, records = load_references(build)
+    worlds = VersionWorlds(build)
+    tasks = {t.id: t for d in eco.domains for t in worlds.tasks(d)}
+    return eco, worlds, plan_baseline(baseline, records, tasks, split=split, sample=sample, seed=seed)
+
+
 @dataclass(frozen=True)
 class _Share:
     """One worker's part of a baseline run: what it needs to plan the run again, and its episodes' keys."""
@@ -372,13 +379,7 @@ class _Share:
 
 def _run_share(share: _Share, emit: Callable[[str], None]) -> None:
     """Worker side: plan the run as the parent did and run the share's episodes, emitting each as JSON."""
-    eco = load_ecosystem(share.build)
-    _, records = load_references(share.build)
-    worlds = VersionWorlds(share.build)
-    tasks = {t.id: t for d in eco.domains for t in worlds.tasks(d)}
-    planned = plan_baseline(
-        share.baseline, records, tasks, split=share.split, sample=share.sample, seed=share.seed
-    )
+    eco, worlds, planned = _plan_run(share.build, share.baseline, share.split, share.sample, share.seed)
     keys = set(share.keys)
     mine = [p for p in planned if episode_key(share.baseline, p) in keys]
     asyncio.run(
