@@ -293,9 +293,23 @@ def _first_sentence(text: str, limit: int = 160) -> str:
 _LATER_STEP = re.compile(r"\bStep ([2-9]) of ([2-9])\b")
 
 
+_EARLIER_CALL = re.compile(r"\bstart_\S*\s+returned\b", re.IGNORECASE)
+
+
 def continues(tool: CatalogTool | None) -> bool:
-    """Does the tool continue an operation an earlier call opened ("Step 2 of 3 (…_start_… first)")?"""
-    return tool is not None and _LATER_STEP.search(tool.description or "") is not None
+    """Does the tool continue an operation an earlier call opened? Its description says so ("Step 2 of 3
+    (…_start_… first)"), or, where a noisy description no longer does ("Deprecated alias kept for
+    compatibility; …"), a required argument is the id the operation's start returned ("The draft id
+    start_* returned."): the schema, which the version's doc noise leaves alone, still tells (D236)."""
+    if tool is None:
+        return False
+    if _LATER_STEP.search(tool.description or ""):
+        return True
+    props = tool.input_schema.get("properties", {})
+    return any(
+        isinstance(props.get(r), dict) and _EARLIER_CALL.search(str(props[r].get("description") or ""))
+        for r in tool.input_schema.get("required", [])
+    )
 
 
 def chunks(wf: Workflow, catalog: Catalog) -> list[tuple[int, int]]:

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from toolshift.agents.chat import ModelReply, ProposedCall, ToolDef
@@ -25,6 +24,7 @@ from toolshift.agents.users import END_CONVERSATION
 from toolshift.steward.catalog import field_enums
 from toolshift.steward.compose import fact_argument
 from toolshift.steward.distill import _same, get_path, normal, parse_facts
+from toolshift.steward.naming import same_fact
 from toolshift.steward.ordinal import by_clause, unnamed_keys
 from toolshift.steward.repeat import Repeat, Repetition, find, items_of, parse_repeat
 from toolshift.steward.routes import other_routes
@@ -138,18 +138,6 @@ class NoMatch(BindingError):
         self.step = step
 
 
-def _words(text: str) -> list[str]:
-    return [w for w in re.findall(r"[a-z0-9]+", text.lower().replace("_", " ")) if w]
-
-
-def same_fact(asked: str, given: str) -> bool:
-    """Does the fact the user named `given` answer the phrase `asked`? Same last word, and the words of one
-    name all among the other's ("supplier site code" answers "supplier site supplier code"; "customer
-    order number" never answers "customer order email")."""
-    a, g = _words(asked), _words(given)
-    return bool(a and g) and a[-1] == g[-1] and (set(a) <= set(g) or set(g) <= set(a))
-
-
 def _key(name: Any) -> str:
     return str(name).replace("_", "").lower()
 
@@ -172,6 +160,17 @@ def _loose_path(value: Any, path: list[Any]) -> Any:
     return value
 
 
+def _holds(value: Any, fact: str) -> bool:
+    """Does a result field hold the user's fact? The same value, or, for a value a version wrapped in an
+    object (`base_salary: {"amount": "118000.00", "currency": "USD"}` for `118000.00`), one of that
+    object's own plain fields (D236)."""
+    if _same(value, fact):
+        return True
+    return isinstance(value, dict) and any(
+        _same(v, fact) for v in value.values() if not isinstance(v, dict | list)
+    )
+
+
 def _select(
     result: Any, path: list[Any], where: dict[str, str], facts: dict[str, str], each: bool
 ) -> list[Any]:
@@ -188,7 +187,7 @@ def _select(
         raise BindingError(f"no list at {'.'.join(map(str, path[:at]))}")
     # a condition on a fact the user did not give cannot pick: the lookup itself chose the items
     where = {f: p for f, p in where.items() if p in facts}
-    hits = [sum(_same(_field(it, f), facts[p]) for f, p in where.items()) for it in items]
+    hits = [sum(_holds(_field(it, f), facts[p]) for f, p in where.items()) for it in items]
     picked = [it for it, n in zip(items, hits, strict=True) if n == len(where)]
     if not picked and not each and len(where) > 1 and hits:
         # no item meets every condition (one of them a coincidence of training values): the one item
@@ -362,8 +361,11 @@ class SkillFollower:
                     self._take_route()
                 return self._next_call()
             if last.get("role") == "tool":
+                content = last.get("content") or ""
+                if content.startswith("error:"):  # the loop's refusal of the call's arguments (schema)
+                    return self._finish(SORRY, f"call failed: {content[6:].strip()[:300]}")
                 try:
-                    value = json.loads(last.get("content") or "null")
+                    value = json.loads(content or "null")
                 except json.JSONDecodeError:
                     value = None
                 if isinstance(value, dict) and value.get("code") and value.get("message") and len(value) <= 3:

@@ -276,7 +276,9 @@ def renamed_arguments(
             continue
         props = tool.input_schema.get("properties", {})
         args = st.get("args", {})
-        extra = [a for a in args if a.partition(".")[0] not in props]
+        # a merged tool's arguments are paths (`step2.window_id`): the part (`step2`) is what was renamed
+        # (`step2_value`), and the path under it stays (D236)
+        extra = list(dict.fromkeys(a.partition(".")[0] for a in args if a.partition(".")[0] not in props))
         free = [p for p in props if p not in arg_roots(args) and p in seen_args.get(tool.name, set())]
         if not extra or not props:
             continue
@@ -287,7 +289,8 @@ def renamed_arguments(
             if len(pick) != 1:
                 return None
             new = pick[0]
-            moved[new] = moved.pop(old)
+            for a in [a for a in moved if a.partition(".")[0] == old]:
+                moved[new + a[len(old) :]] = moved.pop(a)
             free.remove(new)
             changes[f"{tool.name}.{old}"] = new
         steps[k] = {**st, "args": moved}

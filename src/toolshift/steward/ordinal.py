@@ -27,7 +27,7 @@ def base(fact: str) -> str:
 
 def step_clauses(steps: list[dict[str, Any]], parts: list[str], catalog: Catalog) -> list[int]:
     """For each step, the index of the clause it serves."""
-    from toolshift.steward.supply import said_of, unsaid
+    from toolshift.steward.naming import said_of, unsaid
 
     said = [said_of(p) for p in parts]
     out: list[int | None] = []

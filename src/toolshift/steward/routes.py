@@ -152,7 +152,7 @@ def catalog_write(
     other required fields, plain values, asked as facts under their own names (D233). None when no such
     tool stands out."""
     from toolshift.steward.compose import as_plan, grounded, is_key, valid
-    from toolshift.steward.supply import unsaid
+    from toolshift.steward.naming import unsaid
 
     options = []
     for t in catalog.tools.values():

@@ -26,7 +26,6 @@ stored state.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +45,8 @@ from toolshift.steward.compose import (
 )
 from toolshift.steward.distill import continues
 from toolshift.steward.library import Library, Skill, dependencies_present, plan_facts
-from toolshift.steward.retrieval import WORD, BM25Index, mmr, tokens
+from toolshift.steward.naming import heard_as, said_of, unsaid
+from toolshift.steward.retrieval import BM25Index, mmr, tokens
 from toolshift.steward.routes import catalog_write
 
 PLANS = 5
@@ -99,6 +99,7 @@ class Supply:
         self.tool_names = sorted(catalog.tools)
         self._tool_index = BM25Index([catalog.tools[n].text() for n in self.tool_names])
         self._tool_domain = np.array([catalog.tools[n].domain for n in self.tool_names])
+        self.heard = heard_as(self.plans, catalog)
 
     def episode(self, request: str) -> EpisodeSupply:
         return EpisodeSupply(self, request)
@@ -151,10 +152,19 @@ class Supply:
             return None
         return (self.plans if best[1] == 0 else self.atomics)[best[2]]
 
+    def unsaid(self, tool: str, said: set[str]) -> float:
+        """`unsaid` with what the library learned: 0 where the conversation says every word of a stored
+        request that named this write (`heard_as`), the words its users name it by ("approve credit
+        memo" for `…_sign_off_credit_memo`)."""
+        share = unsaid(tool, said, self.catalog)
+        if share > 0 and any(r <= said for r in self.heard.get(tool, ())):
+            return 0.0
+        return share
+
     def unnamed(self, skill: Skill, said: set[str]) -> float:
         """How much of what the skill writes the conversation leaves unnamed: per write tool, the share of
         its name's words (domain prefix left out) that no word of the conversation matches, halved."""
-        return sum(unsaid(t, said, self.catalog) for t in self.own_writes(skill)) / 2
+        return sum(self.unsaid(t, said) for t in self.own_writes(skill)) / 2
 
     def writes(self, skill: Skill) -> set[str]:
         """The skill's tools that change the world (catalog effect other than read)."""
@@ -168,61 +178,6 @@ class Supply:
     def tool_card(self, name: str) -> dict[str, Any]:
         t = self.catalog.tools[name]
         return {"name": t.name, "description": t.description, "input_schema": t.input_schema}
-
-
-# a tool's verb said in other words: a request to "add a new …" or have one "recorded" asks to create it,
-# one to have a record "changed" or a field "set" to update it
-_SAID_AS = {
-    "create": frozenset({"new", "add", "record", "recorded", "register", "log"}),
-    "update": frozenset({"change", "changed", "set", "edit", "modify"}),
-}
-
-
-_VERSION_MARK = re.compile(r"v\d+")
-
-
-class Said(set[str]):
-    """The conversation's words as `tokens` gives them (plurals folded), with the words as written
-    (`raw`): "lease records" says the record, not the verb "record"."""
-
-    raw: frozenset[str] = frozenset()
-
-
-def said_of(text: str) -> Said:
-    said = Said(tokens(text))
-    said.raw = frozenset(WORD.findall(text.lower()))
-    return said
-
-
-def unsaid(tool: str, said: set[str], catalog: Catalog | None = None) -> float:
-    """The share of a tool name's words (domain prefix and version marks such as `v2` left out) that no
-    word of the conversation says. With the catalog, the tool may be said as its description says it:
-    the description's leading verb, as written, with the name's words the description repeats
-    (`…_sign_off_life_event`, "Approve a reported life event …", is said by "approve life event"),
-    whichever leaves less unsaid (D233)."""
-    words = [w for w in tokens(" ".join(tool.split("_")[1:])) if not _VERSION_MARK.fullmatch(w)]
-    if not words:
-        return 0.0
-
-    def heard(w: str, spoken: set[str]) -> bool:
-        return w in spoken or bool(_SAID_AS.get(w, frozenset()) & spoken)
-
-    best = sum(not heard(w, said) for w in words) / len(words)
-    entry = catalog.tools.get(tool) if catalog is not None else None
-    if entry is not None and best > 0:
-        lead = _lead(entry.description)
-        if lead and lead[0] not in words:
-            rest = list(dict.fromkeys(w for w in words if w in lead[1:]))
-            verb = heard(lead[0], said.raw if isinstance(said, Said) else said)
-            best = min(best, (sum(not heard(w, said) for w in rest) + (not verb)) / (len(rest) + 1))
-    return best
-
-
-@functools.lru_cache(maxsize=4096)
-def _lead(description: str) -> tuple[str, ...]:
-    """The tokens of a description's first clause (up to its first `.`, `;`, `:` or `(`), once per text:
-    `unsaid` reads them for every write tool a choice compares."""
-    return tuple(tokens(re.split(r"[.;:(]", description, maxsplit=1)[0]))
 
 
 _CLAUSE = re.compile(r";\s*then\b|\bthen\b|\bafter that\b|\band also\b", re.IGNORECASE)
@@ -244,7 +199,7 @@ def trim(plan: Skill, said: set[str], supply: Supply) -> Skill:
     for: "quarantine" before the "dispose" asked for), and the lookups that fed only them."""
     steps = plan.body.get("steps", [])
     writes = supply.own_writes(plan)
-    miss = {k: unsaid(st["tool"], said, supply.catalog) for k, st in enumerate(steps) if st["tool"] in writes}
+    miss = {k: supply.unsaid(st["tool"], said) for k, st in enumerate(steps) if st["tool"] in writes}
     if not miss:
         return plan
     drop = {k for k, m in miss.items() if m >= 0.5 and m > min(miss.values())}
@@ -266,7 +221,7 @@ def once(plan: Skill, conversation: str, supply: Supply) -> Skill:
         if t is None or t.effect == "read" or continues(t):
             continue
         made[t.name] = made.get(t.name, 0) + 1
-        if made[t.name] > max(1, sum(unsaid(t.name, p, supply.catalog) < 0.5 for p in parts)):
+        if made[t.name] > max(1, sum(supply.unsaid(t.name, p) < 0.5 for p in parts)):
             drop.add(k)
     return (drop_steps(plan, drop, supply.catalog) if drop else None) or plan
 
@@ -282,18 +237,18 @@ def swap_writes(plan: Skill, said: set[str], supply: Supply) -> Skill:
     changed = False
     for k, st in enumerate(steps):
         tool = cat.tools.get(st["tool"])
-        if tool is None or tool.effect == "read" or continues(tool) or unsaid(tool.name, said, cat) == 0:
+        if tool is None or tool.effect == "read" or continues(tool) or supply.unsaid(tool.name, said) == 0:
             continue
         args = st.get("args", {})
         options = [
-            (unsaid(t.name, said, cat), t.name)
+            (supply.unsaid(t.name, said), t.name)
             for t in cat.tools.values()
             if t.domain == tool.domain and t.effect != "read" and t.name != tool.name and not continues(t)
             and set(t.input_schema.get("required", []))
             and _said_rest(t, args, said) is not None
         ]  # fmt: skip
         best = min(options, default=None)
-        if best is None or best[0] >= unsaid(tool.name, said, cat):
+        if best is None or best[0] >= supply.unsaid(tool.name, said):
             continue
         props = cat.tools[best[1]].input_schema.get("properties", {})
         rest = _said_rest(cat.tools[best[1]], args, said) or {}
@@ -557,7 +512,7 @@ class EpisodeSupply:
                 # nothing the library holds writes what the conversation names: the catalog's write
                 # it names, its key from a stored lookup or the user's number for the record (D193)
                 named = catalog_write(plan.domain, said, s.catalog, providers(pool))
-                least = min(unsaid(t, said, s.catalog) for t in s.writes(plan))
+                least = min(s.unsaid(t, said) for t in s.writes(plan))
                 plan = named if named is not None and named.body["named"] < least else plan
             plan = swap_writes(trim(plan, said, s), said, s)
             plan = plan if many else once(plan, conversation, s)
@@ -570,9 +525,7 @@ class EpisodeSupply:
                 # part's other writes were its training request's, not this clause's (D212)
                 heard = said_of(clause)
                 new = s.writes(part) - s.writes(plan)
-                if min(unsaid(t, heard, s.catalog) for t in s.writes(plan)) < min(
-                    unsaid(t, heard, s.catalog) for t in new
-                ):
+                if min(s.unsaid(t, heard) for t in s.writes(plan)) < min(s.unsaid(t, heard) for t in new):
                     continue
                 plan = compose(plan, part)
             view = self._view(plan, conversation)
