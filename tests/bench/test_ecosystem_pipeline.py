@@ -14,7 +14,8 @@ from toolshift.bench.ecosystem.paths import compute_references, drift, load_refe
 from toolshift.bench.ecosystem.pipeline import evolve_build
 from toolshift.bench.ecosystem.store import load_ecosystem, load_history, version_world
 from toolshift.errors import BadInputError
-from toolshift.traces.store import iter_episodes, write_episodes
+from toolshift.provenance import code_revision
+from toolshift.traces.store import iter_episodes, read_header, write_episodes
 
 DOMAINS = ["procurement", "it_assets"]
 VERSIONS = 3
@@ -115,6 +116,30 @@ def test_failed_reference_paths_are_excluded_and_counted(build, tmp_path):
         assert excluded["oracle"]["reference path failed replay"] >= 1
     finally:
         path.write_text(original)
+
+
+def test_eval_says_which_commit_made_each_agents_episodes(build, tmp_path):
+    """Each episode keeps the commit that made it; the page counts them, and episodes older than the
+    field are named by their file's creation date, never credited to today's commit."""
+    out, eco, _, _, runs = build
+    oracle = runs / "oracle.episodes.jsonl"
+    episodes = list(iter_episodes(oracle))
+    assert episodes and {ep.source["code"] for ep in episodes} == {code_revision()}
+    older = tmp_path / "frozen-v1.episodes.jsonl"
+    header = read_header(runs / "frozen-v1.episodes.jsonl")
+    stripped = []
+    for ep in iter_episodes(runs / "frozen-v1.episodes.jsonl"):
+        ep.source.pop("code")
+        stripped.append(ep)
+    write_episodes(older, stripped, meta=header.meta)
+    _, evals = evaluate(out, [oracle, older], resamples=20)
+    by = {e.agent: e for e in evals}
+    assert by["oracle"].codes == {code_revision(): len(episodes)}
+    assert by["frozen-v1"].codes == {"unrecorded": len(stripped)}
+    text = results_markdown(eco, evals, "toolshift bench eval")
+    assert f"Recorded at {code_revision()} ({len(episodes)} episodes)." in text
+    day = read_header(older).created[:10]
+    assert f"{len(stripped)} episodes before episodes recorded their commit (files created {day})" in text
 
 
 def test_an_ecosystem_of_other_tasks_is_refused(build):

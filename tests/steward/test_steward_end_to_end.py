@@ -13,6 +13,7 @@ from toolshift.steward.library import Library
 from toolshift.steward.quality import supply_quality
 from toolshift.steward.report import evaluate_follow, write_report
 from toolshift.steward.skillmd import export_skills, import_skills
+from toolshift.traces.store import iter_episodes
 
 DOMAINS = ["payroll"]
 VERSIONS = 3
@@ -64,6 +65,16 @@ def test_follower_episodes_are_scored_by_the_benchmark(run, tmp_path):
     text = md.read_text()
     assert "## 1. Supply quality" in text and "### steward-incremental" in text
     assert (tmp_path / "steward_sr.png").stat().st_size > 1000
+    from toolshift.provenance import code_revision
+
+    n = sum(1 for _ in iter_episodes(paths[0]))  # each episode keeps the commit that made it
+    assert f"Recorded at {code_revision()} ({n} episodes)." in text
+    write_report(
+        ctx, quality, scores, work, "toolshift steward eval X", md, train_sample=None, sample=None,
+        models={"steward-plan-m": scores["steward-incremental"]}, model_sample=1, note="Noted here.",
+    )  # fmt: skip
+    text = md.read_text()
+    assert f"- steward-plan-m: recorded at {code_revision()}" in text and "\nNoted here.\n" in text
 
 
 def test_real_library_round_trips_through_skill_md(run, tmp_path):

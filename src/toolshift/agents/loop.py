@@ -23,6 +23,7 @@ from toolshift.agents.toolbox import McpToolbox, ToolOutcome
 from toolshift.agents.users import END_CONVERSATION, END_TOOL, UserSimulator, UserSimulatorError, UserTurn
 from toolshift.agents.worlds import toolbox_for
 from toolshift.models import RowChange, Task
+from toolshift.provenance import code_revision
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall, Usage
 
 TERMINATIONS = (
@@ -322,6 +323,7 @@ async def run_episode(
     if config_error is not None:
         raise config_error
     recorded = dict(source or {})
+    recorded.setdefault("code", code_revision())  # which commit made it (resumed files span several)
     if exposed is not None:  # the tools whose definitions the agent was given (tool retrieval's exposed set)
         recorded["exposed_tools"] = exposed
     if served:

@@ -335,6 +335,13 @@ def eval_cmd(
     dense: Annotated[
         bool, typer.Option(help="Part 1: dense and hybrid retrieval rows beside BM25 (the embeddings extra).")
     ] = False,
+    note: Annotated[
+        str,
+        typer.Option(
+            help="Part 3: a paragraph placed under its tables (what the episodes cannot say themselves; the "
+            "command line carries it, so the page is still made by one command)."
+        ),
+    ] = "",
     dev: Annotated[
         int | None,
         typer.Option(
@@ -406,6 +413,6 @@ def eval_cmd(
     command = _command(ctx_)
     results = write_report(
         ctx, quality, scores, work, command, markdown, train_sample=train_sample, sample=sample,
-        models=models, model_sample=model_sample if model else None,
+        models=models, model_sample=model_sample if model else None, note=note,
     )  # fmt: skip
     console.print(f"results → {results}" + (f", {markdown}" if markdown else ""))

@@ -49,6 +49,7 @@ def evaluate_follow(ctx: Context, paths: list[Path], resamples: int) -> dict[str
         for v, iv in strict.get(ev.agent, {}).items():
             out[ev.agent].setdefault(v, {})[STRICT] = iv
         out[ev.agent]["excluded"] = dict(ev.excluded)
+        out[ev.agent]["recorded_at"] = ev.recorded_at()
     return out
 
 
@@ -158,6 +159,7 @@ def write_report(
     sample: int | None,
     models: dict[str, Any] | None = None,
     model_sample: int | None = None,
+    note: str = "",
 ) -> Path:
     versions = _versions(ctx)
     results = ctx.run / "results.json"
@@ -262,6 +264,8 @@ def write_report(
         if by_v.get("excluded"):
             lines.append("")
             lines.append("Excluded: " + ", ".join(f"{k}: {n}" for k, n in by_v["excluded"].items()))
+        if by_v.get("recorded_at"):
+            lines += ["", f"Recorded {by_v['recorded_at']}."]
         lines.append("")
     lines += [
         "### Maintenance work per version",
@@ -343,7 +347,14 @@ def write_report(
                     + " | ".join(_pct(row.get(m)) for m in ("SR", STRICT, "P", "R", "F1", "Step-SPE"))
                     + " |"
                 )
+        lines += ["", "Recorded (each episode keeps the commit that made it, `source.code`):", ""]
+        lines += [
+            f"- {agent}: recorded {by_v.get('recorded_at') or '(no episode)'}"
+            for agent, by_v in models.items()
+        ]
         lines.append("")
+    if note:
+        lines += [note, ""]
     kinds = {_model_condition(agent) for agent in models or {}}
     missing = [c for c in ("No Skill", "frozen", "full rebuild", "Steward") if c not in kinds]
     lines += [

@@ -302,6 +302,7 @@ def evaluate(
             },
             "excluded": {ev.agent: dict(ev.excluded) for ev in evals},
             "collateral": {ev.agent: ev.collateral_dicts() for ev in evals},
+            "recorded_at": {ev.agent: dict(ev.codes) for ev in evals},
         }
         write_text_atomic(json_out, json.dumps(body, indent=1))
 

@@ -31,6 +31,7 @@ from toolshift.bench.metrics import (
 )
 from toolshift.errors import BadInputError
 from toolshift.models import Task
+from toolshift.provenance import UNRECORDED, describe_codes
 from toolshift.traces.episode import Episode
 from toolshift.traces.store import iter_episodes, read_header
 
@@ -48,6 +49,14 @@ class AgentEval:
     """The commands that recorded the agent's episode files (from their headers), where known."""
     excluded: Counter[str] = field(default_factory=Counter)
     summary: Summary | None = None
+    codes: Counter[str] = field(default_factory=Counter)
+    """Episodes by the commit that made them (`source.code`; `provenance.UNRECORDED` for older ones)."""
+    created: list[str] = field(default_factory=list)
+    """The `created` stamps of the files the agent's episodes came from."""
+
+    def recorded_at(self) -> str:
+        """Which code made these episodes, as a results page says it (`provenance.describe_codes`)."""
+        return describe_codes(self.codes, self.created)
 
     def collateral(self) -> list[InstanceScore]:
         """The scored instances whose episode wrote outside Δgold, in task and version order."""
@@ -181,8 +190,11 @@ def evaluate(
     paths: dict[tuple[str, str, int], dict[str, AgentPath]] = defaultdict(dict)
     excluded: dict[str, Counter[str]] = defaultdict(Counter)
     commands: dict[str, list[str]] = defaultdict(list)
+    codes: dict[str, Counter[str]] = defaultdict(Counter)
+    created: dict[str, set[str]] = defaultdict(set)
     for f in episode_files(runs):
-        meta = read_header(f).meta
+        header = read_header(f)
+        meta = header.meta
         lines: list[tuple[str, str]] = []  # (agent, command line) in the order met
         run_ids: list[str] = []
         for k, ep in enumerate(iter_episodes(f)):
@@ -199,6 +211,8 @@ def evaluate(
                 excluded[agent]["reference path failed replay" if has_paths else "no reference path"] += 1
                 continue
             run_ids.append(ep.task_id)
+            codes[agent][str(ep.source.get("code") or UNRECORDED)] += 1
+            created[agent].add(header.created)
             lines.append((agent, _serve_command(ep, build, version, meta)))
             lines.append((agent, ""))  # the file's own command, known once all its tasks are read
             criterion = str(ep.source.get("criterion") or "both")
@@ -223,6 +237,8 @@ def evaluate(
     for ev in evals.values():
         ev.summary = summarise(ev.scores, resamples=resamples)
         ev.commands = commands.get(ev.agent, [])
+        ev.codes = codes.get(ev.agent, Counter())
+        ev.created = sorted(created.get(ev.agent, ()))
     return eco, sorted(evals.values(), key=lambda e: e.agent)
 
 
@@ -297,6 +313,8 @@ def results_markdown(eco: EcosystemManifest, evals: list[AgentEval], command: st
         lines += [f"## {ev.agent}", ""]
         if ev.commands:
             lines += ["Recorded by:", "", "```", *ev.commands, "```", ""]
+        if ev.codes:
+            lines += [f"Recorded {ev.recorded_at()}.", ""]
         excl = ", ".join(f"{k}: {v}" for k, v in sorted(ev.excluded.items()))
         lines += [f"Scored instances: {len(ev.scores)}" + (f"; excluded: {excl}" if excl else ""), ""]
         shown = (*METRICS, *COUNTS)
