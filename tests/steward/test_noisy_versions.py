@@ -146,3 +146,19 @@ def test_a_call_the_loop_refuses_ends_the_run_as_a_failure():
     reply = asyncio.run(follower.complete([{"role": "user", "content": "hi"},
                                            {"role": "tool", "content": refusal}], []))  # fmt: skip
     assert follower.failure.startswith("call failed: invalid arguments") and not reply.calls
+
+
+def test_of_several_records_the_one_the_user_named_is_taken_not_the_first():
+    """A where-clause on a fact the user lacks (`mdf request status`) picks nothing; of the partner's four
+    requests the step takes the one whose id the user gave, never the list's first (held-out training task
+    partner_programs-0032:v3 paid MDF-0015 for MDF-0073)."""
+    listing = {"items": [
+        {"mdf_id": "MDF-0015", "status": "paid"}, {"mdf_id": "MDF-0073", "status": "claimed"},
+        {"mdf_id": "MDF-0144", "status": "approved"}, {"mdf_id": "MDF-0149", "status": "claimed"},
+    ]}  # fmt: skip
+    facts = {"mdf request": "MDF-0073", "partner company name": "Delta Group"}
+    path = ["items", "*", "mdf_id"]
+    assert _select(listing, path, {"status": "mdf request status"}, facts, False) == ["MDF-0073"]
+    # nothing named: the lookup's order stands, as before; an `each` step still takes every record
+    assert _select(listing, path, {}, {"partner company name": "Delta Group"}, False) == ["MDF-0015"]
+    assert len(_select(listing, path, {}, facts, True)) == 4

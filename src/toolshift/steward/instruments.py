@@ -197,6 +197,12 @@ def _select(
             picked = [items[hits.index(best)]]
     values = [_loose_path(it, path[at + 1 :]) for it in picked]
     values = [v for v in values if v is not None]
+    if len(values) > 1 and not each:
+        # several records left to take one from: the one whose value the user named (`MDF-0073` of a
+        # partner's four requests), never the list's first by position
+        named = [v for v in values if any(_same(v, given) for given in facts.values())]
+        if len(named) == 1:
+            values = named
     if not values:
         raise BindingError("no result item matches " + ", ".join(f"{f} = the {p}" for f, p in where.items()))
     return values if each else values[:1]
