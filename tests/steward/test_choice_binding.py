@@ -14,8 +14,9 @@ import pytest
 from toolshift.steward import dense
 from toolshift.steward.catalog import Catalog, CatalogTool
 from toolshift.steward.distill import _same, normal, trajectory, workflow
-from toolshift.steward.instruments import coerce, lookup_alternatives
+from toolshift.steward.instruments import coerce
 from toolshift.steward.library import Skill
+from toolshift.steward.routes import lookup_alternatives
 from toolshift.steward.supply import EpisodeSupply, Supply, clauses
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
 

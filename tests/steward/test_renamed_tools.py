@@ -5,8 +5,8 @@ write no stored skill makes planned from the catalog with its parent record's ke
 from __future__ import annotations
 
 from toolshift.steward.catalog import Catalog, CatalogTool
-from toolshift.steward.instruments import lookup_alternatives
 from toolshift.steward.library import Skill
+from toolshift.steward.routes import lookup_alternatives
 from toolshift.steward.supply import Supply, said_of, trim, unsaid
 
 from .catalogs import string_tool

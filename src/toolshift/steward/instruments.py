@@ -24,10 +24,11 @@ from toolshift.agents.users import END_CONVERSATION
 from toolshift.steward.catalog import field_enums
 from toolshift.steward.compose import fact_argument
 from toolshift.steward.distill import _same, get_path, normal, parse_facts
-from toolshift.steward.naming import same_fact
+from toolshift.steward.naming import said_of, same_fact
 from toolshift.steward.ordinal import by_clause, unnamed_keys
 from toolshift.steward.repeat import Repeat, Repetition, find, items_of, parse_repeat
-from toolshift.steward.routes import other_routes
+from toolshift.steward.retrieval import tokens
+from toolshift.steward.routes import PAGING, lookup_alternatives, other_routes
 from toolshift.steward.supply import EpisodeSupply, Supply, clauses, plan_facts
 
 SORRY = "I am sorry, I could not find a way to do that."
@@ -65,57 +66,6 @@ def coerce(value: Any, schema: dict[str, Any] | None, members: list[Any] | None 
     if kind == "boolean" and value.lower() in ("true", "false", "yes", "no"):
         return value.lower() in ("true", "yes")
     return value
-
-
-_PAGING = frozenset({"limit", "offset", "page", "page_size", "cursor", "sort", "order"})
-
-
-def lookup_alternatives(step: dict[str, Any], fact: str, tool: Any) -> list[tuple[str, str]]:
-    """For a read step bound to a fact the user lacks: (phrase to ask, argument) for every other field its
-    tool's schema searches by (`vendor number` missing at `ap_search_vendors` → "vendor name" → `name`, …).
-    The phrase names the record as the missing fact did (its words before the argument's), else as the
-    tool's name does (`…_search_vendors` → vendor)."""
-    if tool is None or tool.effect != "read":
-        return []
-    arg = next((n for n, b in step.get("args", {}).items() if b.get("fact") == fact), None)
-    if arg is None:
-        return []
-    # a merged tool's argument is one of a part's (`step1.unit_no`): its siblings are that part's fields
-    part, _, own = arg.rpartition(".")
-    props = tool.input_schema.get("properties", {})
-    if part:
-        props = props.get(part, {}).get("properties", {}) if isinstance(props.get(part), dict) else {}
-    own_words = own.lower().split("_")
-    entity = fact.lower().split()
-    # the record's name is what precedes the argument's own words, a renamed argument's abbreviations
-    # included (`unit_no` for "vehicle unit number")
-    while entity and any(_abbreviates(a, entity[-1]) for a in own_words):
-        entity.pop()
-    if not entity:
-        last = tool.name.split("_")[-1]
-        entity = [last[:-1] if last.endswith("s") and not last.endswith("ss") else last]
-    out = []
-    for prop, schema in props.items():
-        name = f"{part}.{prop}" if part else prop
-        if prop == own or name in step.get("args", {}) or prop in _PAGING:
-            continue
-        if isinstance(schema, dict) and schema.get("type") not in (None, "string", "integer", "number"):
-            continue
-        prop_words = prop.lower().split("_")
-        phrase = " ".join(prop_words if prop_words[0] == entity[-1] else [*entity, *prop_words])
-        out.append((phrase, name))
-    return out[:8]
-
-
-def _abbreviates(short: str, word: str) -> bool:
-    """Is `short` the word or an abbreviation of it: its letters in order from the same first letter
-    (`qty` quantity, `desc` description, `amt` amount), or "no" for number (the numero sign)?"""
-    if short == word or (short, word) == ("no", "number"):
-        return True
-    if len(short) < 2 or len(short) >= len(word) or short[0] != word[0]:
-        return False
-    rest = iter(word)
-    return all(c in rest for c in short)
 
 
 class BindingError(Exception):
@@ -350,6 +300,7 @@ class SkillFollower:
             # the user has not given when it comes to it)
             phrases = [f for f in plan_facts(self.plan_steps) if f not in self.facts]
             if phrases:
+                phrases += self._said_alternatives(phrases, conversation)
                 # with them, the fields the plan's writes may set and it binds to nothing: the user
                 # answers those they hold (a question naming none of their facts would end the talk)
                 self.open_asked = {p for p in self._open_fields() if p not in phrases}
@@ -424,6 +375,23 @@ class SkillFollower:
         rep = self.repeat
         return rep is not None and same_fact(rep.field, fact) and _same(self.facts[fact], rep.value)
 
+    def _said_alternatives(self, phrases: list[str], conversation: str) -> list[str]:
+        """For a lookup's fact the conversation never says ("customer order number"), the other fields its
+        tool searches by that the conversation does name ("customer email"), asked with it: a question
+        naming none of the user's facts ends the talk before the lookup could be rebound to one."""
+        said = said_of(conversation)
+        out: list[str] = []
+        for step in self.plan_steps:
+            tool = self.supply.catalog.tools.get(step["tool"])
+            for b in step.get("args", {}).values():
+                fact = b.get("fact")
+                if fact not in phrases or all(w in said for w in tokens(fact)):
+                    continue
+                for phrase, _ in lookup_alternatives(step, fact, tool):
+                    if phrase not in phrases and phrase not in out and all(w in said for w in tokens(phrase)):
+                        out.append(phrase)
+        return out
+
     def _open_fields(self) -> list[str]:
         """Fields the plan's writes may set and it binds to nothing, as phrases ("scheduled date")."""
         out = []
@@ -432,7 +400,7 @@ class SkillFollower:
             if tool is None or tool.effect == "read":
                 continue
             for prop, schema in tool.input_schema.get("properties", {}).items():
-                if prop in step.get("args", {}) or prop in _PAGING or prop.endswith("_id"):
+                if prop in step.get("args", {}) or prop in PAGING or prop.endswith("_id"):
                     continue
                 if isinstance(schema, dict) and schema.get("type") in ("array", "object"):
                     continue
@@ -448,7 +416,7 @@ class SkillFollower:
         args = dict(step.get("args", {}))
         for fact in self._spare():
             prop = fact_argument(fact, props)
-            if prop is not None and prop not in args and prop not in _PAGING:
+            if prop is not None and prop not in args and prop not in PAGING:
                 args[prop] = {"fact": fact}
                 self.aliased.add(fact)
         return {**step, "args": args}

@@ -20,7 +20,7 @@ from toolshift.steward.catalog import Catalog, CatalogTool
 from toolshift.steward.distill import continues
 from toolshift.steward.library import Skill
 
-_PAGING = frozenset({"limit", "offset", "page", "page_size", "cursor", "sort", "order"})
+PAGING = frozenset({"limit", "offset", "page", "page_size", "cursor", "sort", "order"})
 Route = tuple[str, list[dict[str, Any]]]
 """(the phrase the user answers, the plan's steps with the route in place of the missing fact's)."""
 
@@ -80,7 +80,7 @@ def other_routes(steps: list[dict[str, Any]], fact: str, catalog: Catalog) -> li
         for search in _searches(catalog, alt.domain, parent.split("_")[-1]):
             for prop, schema in search.input_schema.get("properties", {}).items():
                 if (
-                    prop in _PAGING
+                    prop in PAGING
                     or prop.endswith("_id")
                     or (schema or {}).get("type") not in (None, "string")
                 ):
@@ -201,3 +201,51 @@ def catalog_write(
     plan = as_plan(part)
     plan.body["named"] = share  # the share of the tool's name the conversation leaves unsaid
     return plan
+
+
+def lookup_alternatives(step: dict[str, Any], fact: str, tool: Any) -> list[tuple[str, str]]:
+    """For a read step bound to a fact the user lacks: (phrase to ask, argument) for every other field its
+    tool's schema searches by (`vendor number` missing at `ap_search_vendors` → "vendor name" → `name`, …).
+    The phrase names the record as the missing fact did (its words before the argument's), else as the
+    tool's name does (`…_search_vendors` → vendor)."""
+    if tool is None or tool.effect != "read":
+        return []
+    arg = next((n for n, b in step.get("args", {}).items() if b.get("fact") == fact), None)
+    if arg is None:
+        return []
+    # a merged tool's argument is one of a part's (`step1.unit_no`): its siblings are that part's fields
+    part, _, own = arg.rpartition(".")
+    props = tool.input_schema.get("properties", {})
+    if part:
+        props = props.get(part, {}).get("properties", {}) if isinstance(props.get(part), dict) else {}
+    own_words = own.lower().split("_")
+    entity = fact.lower().split()
+    # the record's name is what precedes the argument's own words, a renamed argument's abbreviations
+    # included (`unit_no` for "vehicle unit number")
+    while entity and any(_abbreviates(a, entity[-1]) for a in own_words):
+        entity.pop()
+    if not entity:
+        last = tool.name.split("_")[-1]
+        entity = [last[:-1] if last.endswith("s") and not last.endswith("ss") else last]
+    out = []
+    for prop, schema in props.items():
+        name = f"{part}.{prop}" if part else prop
+        if prop == own or name in step.get("args", {}) or prop in PAGING:
+            continue
+        if isinstance(schema, dict) and schema.get("type") not in (None, "string", "integer", "number"):
+            continue
+        prop_words = prop.lower().split("_")
+        phrase = " ".join(prop_words if prop_words[0] == entity[-1] else [*entity, *prop_words])
+        out.append((phrase, name))
+    return out[:8]
+
+
+def _abbreviates(short: str, word: str) -> bool:
+    """Is `short` the word or an abbreviation of it: its letters in order from the same first letter
+    (`qty` quantity, `desc` description, `amt` amount), or "no" for number (the numero sign)?"""
+    if short == word or (short, word) == ("no", "number"):
+        return True
+    if len(short) < 2 or len(short) >= len(word) or short[0] != word[0]:
+        return False
+    rest = iter(word)
+    return all(c in rest for c in short)
