@@ -123,3 +123,52 @@ def test_a_merged_lookup_bound_to_the_missing_fact_is_replaced_and_its_pick_read
     ]
     assert got[2]["args"]["enrollment_id"]["step"] == 1
     assert got[2]["args"]["enrollment_id"]["path"] == ["items", "*", "enrollment_id"]
+
+
+REC = Catalog(1, {t.name: t for t in [
+    _tool("rec_search_job_openings", ["req_number", "title"], "read", []),
+    _tool("rec_list_job_opening_applications", ["opening_id"], "read", ["opening_id"]),
+    _tool("rec_search_candidates", ["email", "full_name"], "read", []),
+    _tool("rec_list_candidate_applications", ["candidate_id"], "read", ["candidate_id"]),
+    _tool("rec_advance_application", ["application_id"], "write", ["application_id"]),
+]})  # fmt: skip
+ADVANCE = Skill("plan-advance", "planning", "rec", "advance application", {
+    "facts": ["job opening req number", "application applied date"], "requests": ["advance an application"],
+    "steps": [{"tool": "rec_search_job_openings", "args": {"req_number": {"fact": "job opening req number"}}},
+              {"tool": "rec_list_job_opening_applications", "args": {"opening_id": {
+                  "step": 0, "path": ["items", "*", "opening_id"], "where": {"req_number": "job opening req number"}}}},
+              {"tool": "rec_advance_application", "args": {"application_id": {
+                  "step": 1, "path": ["items", "*", "application_id"],
+                  "where": {"applied_date": "application applied date"}}}}],
+}, ("rec_search_job_openings", "rec_list_job_opening_applications", "rec_advance_application"))  # fmt: skip
+
+
+def test_a_search_that_feeds_the_list_is_replaced_with_it_and_the_route_asked_with_the_lookups_fields():
+    """The fact the user lacks keys a search whose record feeds the list (the opening's applications);
+    the route replaces both. The user names the candidate by email in the request but none of the
+    opening's search fields, so the route's phrase is asked beside them, and taken (held-out training task
+    hr_recruiting-0036:v1)."""
+    routes = other_routes(ADVANCE.body["steps"], "job opening req number", REC)
+    assert [p for p, _ in routes] == ["candidate email", "candidate full name"]
+    assert [s["tool"] for s in routes[0][1]] == [
+        "rec_search_candidates", "rec_list_candidate_applications", "rec_advance_application",
+    ]  # fmt: skip
+    apps = [{"application_id": "APP-1", "candidate_id": "CAN-3", "applied_date": "2026-01-05"},
+            {"application_id": "APP-2", "candidate_id": "CAN-3", "applied_date": "2026-02-10"}]  # fmt: skip
+
+    def answer(name: str, args: dict) -> dict:
+        if name == "rec_search_candidates":
+            return {"items": [{"candidate_id": "CAN-3", "email": "maya@mail.example"}]}
+        if name == "rec_list_candidate_applications":
+            return {"items": apps}
+        if name == "rec_advance_application":
+            return {"application_id": args["application_id"], "stage": "interview"}
+        return {"items": []}
+
+    calls = converse(
+        Supply([ADVANCE], REC), "Hello, I'd like help to advance an application.",
+        "You want to advance the application whose applied date is 2026-02-10 of the candidate with email "
+        "maya@mail.example.", {"application applied date": "2026-02-10", "candidate email": "maya@mail.example"},
+        answer,
+    )  # fmt: skip
+    assert ("rec_advance_application", {"application_id": "APP-2"}) in calls

@@ -255,6 +255,8 @@ class SkillFollower:
         self.rounds = 0
         self.known = 0
         self.pending: str | None = None
+        self.conversation = ""
+        """The user's words the plan was chosen from."""
         self.rebinding: dict[str, tuple[int, str, str]] = {}
         self.aliased: set[str] = set()
         self.open_asked: set[str] = set()
@@ -286,6 +288,7 @@ class SkillFollower:
             assert self.episode is not None
             conversation = " ".join(m.get("content") or "" for m in users)
             offered = frozenset(t.name for t in tools) if tools else None
+            self.conversation = conversation
             view = self.episode.choose(conversation, offered)
             if view.plan is None:
                 return self._finish(SORRY, "no planning skill retrieved")
@@ -312,8 +315,8 @@ class SkillFollower:
             last = messages[-1] if messages else {}
             if self.pending is not None:
                 self.pending = None  # the user answered (or not) the step's question: bind again
-                if self.rebinding:
-                    self._rebind()
+                if self.rebinding and self._rebind():
+                    self.routes = []  # the lookup takes the field the user gave; no other route needed
                 if self.routes:
                     self._take_route()
                 return self._next_call()
@@ -450,9 +453,10 @@ class SkillFollower:
                         if self._rebind():
                             return self._next_call()
                         self.rebinding = {phrase: (self.step, exc.fact, prop) for phrase, prop in options}
-                        self.asked.update(self.rebinding)
+                        phrases = list(self.rebinding) + self._said_routes(exc.fact, tool)
+                        self.asked.update(phrases)
                         self.pending = "rebind"
-                        return _reply(ask_text(list(self.rebinding)))
+                        return _reply(ask_text(phrases))
                 if (
                     exc.fact in self.asked
                     and not self.routes_tried
@@ -556,6 +560,23 @@ class SkillFollower:
         args[prop] = {"fact": phrase}
         self.plan_steps = [*self.plan_steps[:k], {**step, "args": args}, *self.plan_steps[k + 1 :]]
         return True
+
+    def _said_routes(self, fact: str, tool: Any) -> list[str]:
+        """Asked with a lookup's other fields: the phrases of the catalog's other routes to the records
+        (D192) that the conversation says ("candidate email" when the plan lists a job opening's
+        applications): none of the lookup's own fields said, the user could give only those."""
+        if self.routes_tried or tool is None or tool.effect != "read":
+            return []
+        said = said_of(self.conversation)
+        routes = [
+            (phrase, steps)
+            for phrase, steps in other_routes(self.plan_steps, fact, self.supply.catalog)
+            if all(w in said for w in tokens(phrase))
+        ]
+        if not routes:
+            return []
+        self.routes_tried, self.routes = True, routes
+        return [p for p in dict.fromkeys(p for p, _ in routes) if p not in self.rebinding]
 
     def _take_route(self) -> bool:
         """The first route whose phrase the user gave (under that name or their own for it) replaces the

@@ -55,6 +55,17 @@ def other_routes(steps: list[dict[str, Any]], fact: str, catalog: Catalog) -> li
     lists = [k for k, t in zip(bound, tools, strict=True) if t is not None
              and (len(t.input_schema.get("required", [])) == 1 or "_then_" in t.name)
              and any("step" in b and b["step"] == k for st in steps for b in st.get("args", {}).values())]  # fmt: skip
+    if not lists and len(bound) == 1:
+        # the fact keys a search whose one record feeds the list (`rec_search_job_openings(req_number)` →
+        # `rec_list_job_opening_applications(opening_id)`): the route replaces the search and the list
+        feeds = [
+            j
+            for j, st in enumerate(steps)
+            if any(b.get("step") == bound[0] for b in st.get("args", {}).values())
+        ]
+        fed = catalog.tools.get(steps[feeds[0]]["tool"]) if len(feeds) == 1 else None
+        if fed is not None and fed.effect == "read" and len(fed.input_schema.get("required", [])) == 1:
+            lists = feeds
     if len(lists) != 1:
         return []
     j = lists[0]
@@ -62,7 +73,7 @@ def other_routes(steps: list[dict[str, Any]], fact: str, catalog: Catalog) -> li
     used = {
         b["step"]
         for k, st in enumerate(steps)
-        if k not in bound
+        if k not in bound and k != j
         for b in st.get("args", {}).values()
         if "step" in b
     }
