@@ -1,0 +1,46 @@
+"""The episode files kept beside the results pages (docs/results/episodes, D265) are what their table says.
+
+Each file is read whole by the episode store's own reader (a truncated or malformed file fails here, not
+in a later session that restores it); the command in its header is the one the table gives, the table's
+episode count is the file's, and every file is in the table and every row has its file.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from toolshift.traces.store import iter_episodes, read_header
+
+EPISODES = Path(__file__).resolve().parents[1] / "docs" / "results" / "episodes"
+ROW = re.compile(r"^\| `([^`]+)` \| `([^`]+)` \| `([^`]+)` \| (\d+) \| (\d+) \| (.+) \|$")
+
+
+def _rows() -> dict[str, tuple[str, str, int, int, str]]:
+    text = (EPISODES / "README.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in text.splitlines():
+        if m := ROW.match(line):
+            name, command, folder, count, planned, page = m.groups()
+            rows[name] = (command, folder, int(count), int(planned), page)
+    return rows
+
+
+def test_every_file_is_in_the_table_and_every_row_has_its_file():
+    files = {p.name for p in EPISODES.glob("*.episodes.jsonl.gz")}
+    assert set(_rows()) == files
+
+
+def test_each_file_reads_whole_and_matches_its_row():
+    for name, (command, folder, count, planned, page) in _rows().items():
+        path = EPISODES / name
+        header = read_header(path)
+        assert header.meta.get("command") == command, name
+        assert f"--out {folder}" in command, name
+        ids = [e.id for e in iter_episodes(path)]
+        assert len(ids) == count, f"{name}: the table says {count} episodes, the file holds {len(ids)}"
+        assert len(set(ids)) == len(ids), f"{name}: an episode recorded twice"
+        assert count <= planned, name
+        if count == planned:  # a finished run's page exists and names the file
+            target = EPISODES.parent / page.strip("`")
+            assert target.is_file(), f"{name}: page {page} missing"
