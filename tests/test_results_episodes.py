@@ -41,6 +41,6 @@ def test_each_file_reads_whole_and_matches_its_row():
         assert len(ids) == count, f"{name}: the table says {count} episodes, the file holds {len(ids)}"
         assert len(set(ids)) == len(ids), f"{name}: an episode recorded twice"
         assert count <= planned, name
-        if count == planned:  # a finished run's page exists and names the file
+        if count == planned:  # a finished run's page exists
             target = EPISODES.parent / page.strip("`")
             assert target.is_file(), f"{name}: page {page} missing"
