@@ -2,11 +2,13 @@
 
 Each file is read whole by the episode store's own reader (a truncated or malformed file fails here, not
 in a later session that restores it); the command in its header is the one the table gives, the table's
-episode count is the file's, and every file is in the table and every row has its file.
+episode count is the file's, the path it is restored to is where that command writes it, and every file is
+in the table and every row has its file.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -21,8 +23,8 @@ def _rows() -> dict[str, tuple[str, str, int, int, str]]:
     rows = {}
     for line in text.splitlines():
         if m := ROW.match(line):
-            name, command, folder, count, planned, page = m.groups()
-            rows[name] = (command, folder, int(count), int(planned), page)
+            name, command, restore_to, count, planned, page = m.groups()
+            rows[name] = (command, restore_to, int(count), int(planned), page)
     return rows
 
 
@@ -32,11 +34,11 @@ def test_every_file_is_in_the_table_and_every_row_has_its_file():
 
 
 def test_each_file_reads_whole_and_matches_its_row():
-    for name, (command, folder, count, planned, page) in _rows().items():
+    for name, (command, restore_to, count, planned, page) in _rows().items():
         path = EPISODES / name
         header = read_header(path)
         assert header.meta.get("command") == command, name
-        assert f"--out {folder}" in command, name
+        assert _writes_to(command, restore_to), f"{name}: {command} does not write {restore_to}"
         ids = [e.id for e in iter_episodes(path)]
         assert len(ids) == count, f"{name}: the table says {count} episodes, the file holds {len(ids)}"
         assert len(set(ids)) == len(ids), f"{name}: an episode recorded twice"
@@ -44,3 +46,18 @@ def test_each_file_reads_whole_and_matches_its_row():
         if count == planned:  # a finished run's page exists
             target = EPISODES.parent / page.strip("`")
             assert target.is_file(), f"{name}: page {page} missing"
+
+
+def _writes_to(command: str, restore_to: str) -> bool:
+    """Whether `command` writes its episodes to `restore_to`: `bench baseline --out OUT` to
+    OUT/AGENT.episodes.jsonl, `steward eval --run RUN --model-rows ...` to RUN/model/LABEL.episodes.jsonl."""
+    target = Path(restore_to)
+    if not target.name.endswith(".episodes.jsonl"):
+        return False
+    words = command.split()
+    flags = dict(itertools.pairwise(words))
+    if words[1:3] == ["bench", "baseline"]:
+        return flags.get("--out") == str(target.parent)
+    if words[1:3] == ["steward", "eval"]:
+        return "--model-rows" in flags and f"{flags.get('--run')}/model" == str(target.parent)
+    return False

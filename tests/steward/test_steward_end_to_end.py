@@ -339,11 +339,13 @@ def test_model_rows_name_the_seed_conditions_and_refuse_unknown_ones(run):
     """`--model-rows plan-frozen`: the handoff with the v1 library on every version, in its own file."""
     from toolshift.steward.model_agent import model_label, model_rows
     from toolshift.steward.report import _model_condition
-    from toolshift.traces.store import iter_episodes
+    from toolshift.traces.store import iter_episodes, read_header
 
     ctx, *_ = run
-    (path,) = model_rows(ctx, "embedded", ["plan-frozen"], sample=1, max_turns=1)
+    command = f"toolshift steward eval {ctx.build} --run {ctx.run} --model embedded --model-rows plan-frozen"
+    (path,) = model_rows(ctx, "embedded", ["plan-frozen"], sample=1, max_turns=1, command=command)
     assert path.name == "steward-plan-frozen-embedded.episodes.jsonl"
+    assert read_header(path).meta["command"] == command  # how to resume it, once kept (D265)
     eps = list(iter_episodes(path))
     assert len(eps) == VERSIONS and all(e.id.startswith("steward-plan-frozen-embedded:") for e in eps)
     labels = [model_label("embedded", True, True, kind) for kind in ("incremental", "full", "frozen")]

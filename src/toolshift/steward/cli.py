@@ -402,8 +402,9 @@ def eval_cmd(
             from toolshift.steward.model_agent import model_rows as run_rows
 
             model_paths = run_rows(
-                ctx, model, rows, sample=model_sample, max_turns=max_turns, workers=workers
-            )
+                ctx, model, rows, sample=model_sample, max_turns=max_turns, workers=workers,
+                command=_command(ctx_),
+            )  # fmt: skip
         job = bar.add_task("supply quality", total=None)
         quality = supply_quality(
             ctx, sample=sample, resamples=resamples, progress=lambda: bar.advance(job), dense_rows=dense

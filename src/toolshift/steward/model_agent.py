@@ -108,12 +108,13 @@ with the full-rebuild or the frozen (v1) library, and the model on its domain's 
 def model_steward(
     ctx: Context, model: str, *, sample: int, max_turns: int = 8, base_url: str | None = None,
     handoff: bool = True, tasks: set[str] | None = None, steward: bool = True, workers: int = 1,
-    library: str = "incremental",
+    library: str = "incremental", command: str = "",
 ) -> Path:  # fmt: skip
     """`model` behind Steward (the `library` kind's library of each version) on `sample` test tasks × every
     version (with `tasks`, those training tasks instead; with `steward=False`, on the domain's tools, as the
     benchmark serves them). `workers` > 1 runs the episodes in that many processes
-    (`toolshift.agents.workers`), same file."""
+    (`toolshift.agents.workers`), same file. `command`, the command line that asked for the row, goes in
+    the file's header, so a file kept beside its page says how to resume it (docs/results/episodes)."""
     from toolshift.agents.config import check_model_spec
     from toolshift.traces.episode import Episode
     from toolshift.traces.store import EpisodeWriter, iter_episodes, write_episodes
@@ -122,7 +123,7 @@ def model_steward(
     label = model_label(model, steward, handoff, library)
     folder = ctx.run / ("model" if tasks is None else "dev/model")
     path = folder / f"{label}.episodes.jsonl"
-    meta = {"ecosystem": ctx.eco_id, "steward": label, "max_turns": max_turns}
+    meta = {"ecosystem": ctx.eco_id, "steward": label, "max_turns": max_turns, "command": command}
     done = {e.id for e in iter_episodes(path, skip_bad=True)} if path.exists() else set()
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -213,30 +214,31 @@ def model_dev(
 
 
 def model_domain_tools(
-    ctx: Context, model: str, *, sample: int, max_turns: int = 8, workers: int = 1
+    ctx: Context, model: str, *, sample: int, max_turns: int = 8, workers: int = 1, command: str = ""
 ) -> Path:
     """The same model on its task's domain tools: the benchmark's baseline (`toolshift bench baseline`)."""
     from toolshift.bench.ecosystem.baselines import run_baseline
 
     return run_baseline(
         ctx.build, model, ctx.run / "model", split="test", sample=sample, seed=0, max_turns=max_turns,
-        setting="domain-tools", workers=workers,
+        setting="domain-tools", workers=workers, command=command,
     )  # fmt: skip
 
 
 def model_rows(
-    ctx: Context, model: str, rows: list[str], *, sample: int, max_turns: int = 8, workers: int = 1
-) -> list[Path]:
-    """Part 3's rows (names of `MODEL_ROWS`) on `sample` test tasks per version, one episode file each."""
+    ctx: Context, model: str, rows: list[str], *, sample: int, max_turns: int = 8, workers: int = 1,
+    command: str = "",
+) -> list[Path]:  # fmt: skip
+    """Part 3's rows (names of `MODEL_ROWS`) on `sample` test tasks per version, one episode file each,
+    each file's header holding `command`."""
     paths = []
+    common = {"sample": sample, "max_turns": max_turns, "workers": workers, "command": command}
     for name in rows:
         spec = MODEL_ROWS[name]
         if spec.get("steward", True):
-            paths.append(
-                model_steward(ctx, model, sample=sample, max_turns=max_turns, workers=workers, **spec)
-            )
+            paths.append(model_steward(ctx, model, **common, **spec))
         else:
-            paths.append(model_domain_tools(ctx, model, sample=sample, max_turns=max_turns, workers=workers))
+            paths.append(model_domain_tools(ctx, model, **common))
     return paths
 
 
