@@ -12,12 +12,15 @@ FILESYSTEM_SERVER := .cache/npm/node_modules/.bin/mcp-server-filesystem
 # (GGML_NATIVE); that build segfaulted on its first batched decode on an Intel Xeon with AVX-512 and AMX
 # (D260). A portable build (AVX2 on x86-64) runs on every machine of this kind. It is built once per clone
 # into .cache/wheels; pip's own wheel cache is bypassed, since it would hand back a native build made earlier.
+# The multimodal library (mtmd, LLAVA_BUILD) is left out: only llama-cpp-python's Llava chat handlers load it,
+# and toolshift uses none; leaving it out saves a sixth of the compile (D269).
 LLAMA_VERSION := 0.3.36
-LLAMA_WHEELS := .cache/wheels/llama-cpp-python-$(LLAMA_VERSION)-portable
+LLAMA_WHEELS := .cache/wheels/llama-cpp-python-$(LLAMA_VERSION)-portable-text
 ifeq ($(shell uname -m),x86_64)
-LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+  -DGGML_AVX512=OFF -DLLAVA_BUILD=OFF
 else
-LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 endif
 
 .PHONY: demo test lint bench clean inspector tau2-venv chromium extras
