@@ -135,6 +135,35 @@ def test_a_rerun_redoes_nothing_and_an_interrupted_run_resumes(build, two_versio
     assert [json.loads(x).get("id") for x in after] == [json.loads(x).get("id") for x in before]
 
 
+def test_workers_serve_the_same_episodes_and_learn_the_same(build, two_versions, tmp_path):
+    """`--workers 2`: each version's episodes served in two processes are the one-process run's, and the
+    learning steps after them (library, flows, evolution's children) read them alike."""
+    out, _ = two_versions
+    other = tmp_path / "w2"
+    _loop(build, other, "--versions", "1,2", "--conditions", "off,all", "--workers", "2")
+
+    def served(path: Path) -> dict:
+        eps = {}
+        for e in iter_episodes(path):
+            loop = {k: v for k, v in e.source.get("loop", {}).items() if k != "seconds"}
+            calls = [(c.name, c.arguments) for m in e.messages for c in m.tool_calls or []]
+            eps[e.id] = (calls, e.world_diff, loop, e.outcome)
+        return eps
+
+    compared = 0
+    for c in ("off", "all"):
+        for v in (1, 2):
+            for name in ("episodes.jsonl", "recordings.jsonl", "children.jsonl"):
+                one, two = out / c / f"v{v}" / name, other / c / f"v{v}" / name
+                assert one.exists() == two.exists(), (c, v, name)
+                if one.exists():
+                    assert served(two) == served(one), (c, v, name)
+                    compared += len(served(one))
+    assert compared > 0
+    learned = json.loads((out / "all" / "v1" / "learned.json").read_text())
+    assert json.loads((other / "all" / "v1" / "learned.json").read_text()) == learned
+
+
 def test_failed_tasks_seed_evolution_whose_children_are_served(build, tmp_path):
     """Versions 2 and 3: the v1 procedure fails some v2 tasks (their tools changed), which seed children."""
     out = tmp_path / "loop"

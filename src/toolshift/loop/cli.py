@@ -62,6 +62,14 @@ def loop_cmd(
             "--no-handoff lists Steward's tools for the model to ask."
         ),
     ] = True,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Processes a version's episodes are served in (the same episodes; the embedded model "
+            "decodes on one thread, so one worker per core).",
+        ),
+    ] = 1,
 ) -> None:
     """Serve the build's test tasks version by version through the gateway, learning after each version from
     its recordings; off, each part alone and all on, on the same tasks. Writes OUT/results.json."""
@@ -95,6 +103,7 @@ def loop_cmd(
         seed=seed,
         max_tokens=max_tokens,
         handoff=handoff,
+        workers=workers,
     )
     bar = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -128,6 +137,8 @@ def loop_cmd(
     args += [f"--children {children}"] if children != 4 else []
     args += [f"--seed {seed}"] if seed else []
     args += [f"--max-tokens {max_tokens}"] if max_tokens is not None else []
+    args += ["--no-handoff"] if not handoff else []
+    args += [f"--workers {workers}"] if workers != 1 else []
     args += [f"--page {page}"] if page else []
     args += [f"--with {w}" for w in with_run or []]
     command = "toolshift loop " + " ".join(args)

@@ -73,6 +73,9 @@ class LoopSpec:
     handoff: bool = True
     """With a library, the harness hands Steward's plan to the model (D196); False: the model must ask."""
     meta: dict[str, Any] = field(default_factory=dict)
+    workers: int = 1
+    """Processes a version's episodes are served in (`toolshift.agents.workers`); not part of the definition:
+    the episodes are the same, only the order they are appended in differs."""
 
     def definition(self) -> dict[str, Any]:
         from toolshift.bench.ecosystem.store import build_fingerprint
@@ -223,6 +226,7 @@ class Loop:
             else {}
         )
         shared_recs = self._done(self.vdir(first, version) / "recordings.jsonl") if shared else {}
+        to_serve = []
         for task in todo:
             eid = self._eid(kind, task, version)
             if eid in shared:
@@ -236,44 +240,65 @@ class Loop:
                 with EpisodeWriter(agent_path, append=True) as w:
                     w.write(ep)
                 self.progress(label, None)
-                continue
-            served, why_no_flow = self.served(condition, version, task.domain)
-            record = d / "gateway" / eid.replace(":", "_")
-            agent_ep, recording, seconds = asyncio.run(
-                serve_episode(
-                    self.spec.build, task, version, served, record, model=self.spec.model, episode_id=eid,
-                    max_turns=self.spec.max_turns, seed=self.spec.seed, max_tokens=self.spec.max_tokens,
-                    handoff=self.spec.handoff,
-                )
-            )  # fmt: skip
+            else:
+                to_serve.append(task)
+
+        def keep(agent_ep: Episode, recording: Episode | None) -> None:
             self.ran += 1
-            judged = judge(task, recording)
-            calls = recording.source.get("gateway", {}).get("calls", []) if recording else []
-            agent_ep.ecosystem_version = f"{self.eco_id}/v{version}"
-            agent_ep.source["loop"] = {
-                "condition": condition, "version": version, "kind": kind, "success": judged.success,
-                "strict": judged.strict, "why": judged.why, "seconds": round(seconds, 3),
-                "lookups_made": sum(len(c.get("lookups", [])) for c in calls),
-                "lookups_used": sum(1 for c in calls if c.get("answered_by") == "lookup"),
-                "steward_calls": sum(1 for m in agent_ep.messages if m.role == "assistant"
-                                     for c in m.tool_calls or [] if c.name in STEWARD_TOOLS),
-                "library": str(served.library.name) if served.library else None,
-                "flow": bool(served.flow), "flow_not_served": why_no_flow if "flows" in CONDITIONS[condition] else "",
-                "followed": agent_ep.source.get("followed"), "plan": agent_ep.source.get("plan"),
-                "handoff": agent_ep.source.get("handoff"),
-                "gateway_calls": gateway_calls(recording) if recording is not None else [],
-            }  # fmt: skip
             if recording is not None:
-                recording = recording.model_copy(update={
-                    "task_id": task.id, "id": eid, "ecosystem_version": agent_ep.ecosystem_version,
-                    "outcome": Outcome(success=judged.success, judged_by="delta-cover",
-                                       info={"strict": judged.strict})})  # fmt: skip
                 with EpisodeWriter(rec_path, append=True) as w:
                     w.write(recording)
             with EpisodeWriter(agent_path, append=True) as w:
                 w.write(agent_ep)
-            shutil.rmtree(record, ignore_errors=True)
             self.progress(label, None)
+
+        if self.spec.workers > 1 and len(to_serve) > 1:
+            from toolshift.agents.workers import run_in_workers, split_shares
+
+            shares = [(self.spec, condition, version, kind, tuple(part))
+                      for part in split_shares(to_serve, self.spec.workers)]  # fmt: skip
+            run_in_workers(_serve_share, shares, lambda text: keep(*_from_wire(text)))
+        else:
+            for task in to_serve:
+                keep(*self.serve(condition, version, task, kind))
+
+    def serve(self, condition: str, version: int, task: Task, kind: str) -> tuple[Episode, Episode | None]:
+        """One task served at `version` under `condition`: the agent's episode (with `source.loop`) and the
+        gateway's recording of it, judged, or None."""
+        eid = self._eid(kind, task, version)
+        d = self.vdir(condition, version)
+        served, why_no_flow = self.served(condition, version, task.domain)
+        record = d / "gateway" / eid.replace(":", "_")
+        agent_ep, recording, seconds = asyncio.run(
+            serve_episode(
+                self.spec.build, task, version, served, record, model=self.spec.model, episode_id=eid,
+                max_turns=self.spec.max_turns, seed=self.spec.seed, max_tokens=self.spec.max_tokens,
+                handoff=self.spec.handoff,
+            )
+        )  # fmt: skip
+        judged = judge(task, recording)
+        calls = recording.source.get("gateway", {}).get("calls", []) if recording else []
+        agent_ep.ecosystem_version = f"{self.eco_id}/v{version}"
+        agent_ep.source["loop"] = {
+            "condition": condition, "version": version, "kind": kind, "success": judged.success,
+            "strict": judged.strict, "why": judged.why, "seconds": round(seconds, 3),
+            "lookups_made": sum(len(c.get("lookups", [])) for c in calls),
+            "lookups_used": sum(1 for c in calls if c.get("answered_by") == "lookup"),
+            "steward_calls": sum(1 for m in agent_ep.messages if m.role == "assistant"
+                                 for c in m.tool_calls or [] if c.name in STEWARD_TOOLS),
+            "library": str(served.library.name) if served.library else None,
+            "flow": bool(served.flow), "flow_not_served": why_no_flow if "flows" in CONDITIONS[condition] else "",
+            "followed": agent_ep.source.get("followed"), "plan": agent_ep.source.get("plan"),
+            "handoff": agent_ep.source.get("handoff"),
+            "gateway_calls": gateway_calls(recording) if recording is not None else [],
+        }  # fmt: skip
+        if recording is not None:
+            recording = recording.model_copy(update={
+                "task_id": task.id, "id": eid, "ecosystem_version": agent_ep.ecosystem_version,
+                "outcome": Outcome(success=judged.success, judged_by="delta-cover",
+                                   info={"strict": judged.strict})})  # fmt: skip
+        shutil.rmtree(record, ignore_errors=True)
+        return agent_ep, recording
 
     @staticmethod
     def _eid(kind: str, task: Task, version: int) -> str:
@@ -291,7 +316,9 @@ class Loop:
         if mark.exists():
             return dict(read_json(mark, what="learning step"))
         parts = CONDITIONS[condition]
-        agents = self._done(d / "episodes.jsonl")
+        agents = _in_order(
+            self._done(d / "episodes.jsonl"), [self._eid("episodes", t, version) for t in self.tasks]
+        )
         recordings = self._done(d / "recordings.jsonl")
         by_id = {t.id: t for t in self.tasks}
         own: list[Episode] = []
@@ -322,7 +349,9 @@ class Loop:
                 write_tasks(tasks_path, children)
                 write_text_atomic(d / "children.counts.json", json.dumps(counts, indent=1))
             self.run_episodes(condition, version, children, "children")
-            c_agents = self._done(d / "children.jsonl")
+            c_agents = _in_order(
+                self._done(d / "children.jsonl"), [self._eid("children", t, version) for t in children]
+            )
             c_recs = self._done(d / "children.recordings.jsonl")
             solved = 0
             for eid, ep in c_agents.items():
@@ -384,3 +413,32 @@ class Loop:
                 self.run_episodes(condition, version, self.tasks, "episodes")
                 if CONDITIONS[condition] and version != self.spec.versions[-1]:
                     self.learn(condition, version)
+
+
+def _in_order(episodes: dict[str, Episode], ids: list[str]) -> dict[str, Episode]:
+    """`episodes` in the order of `ids` (the tasks' order), whatever order they were appended in, so that
+    what a learning step reads does not depend on how many workers served the version."""
+    rank = {eid: k for k, eid in enumerate(ids)}
+    return dict(sorted(episodes.items(), key=lambda item: rank.get(item[0], len(rank))))
+
+
+def _serve_share(share: tuple[LoopSpec, str, int, str, tuple[Task, ...]], emit: Any) -> None:
+    """Worker side (`toolshift.agents.workers`): the loop opened again, the share's tasks served, each agent
+    episode and its recording emitted as one JSON object."""
+    spec, condition, version, kind, tasks = share
+    loop = Loop(spec)
+    for task in tasks:
+        agent_ep, recording = loop.serve(condition, version, task, kind)
+        emit(json.dumps({
+            "agent": agent_ep.model_dump_json(),
+            "recording": recording.model_dump_json() if recording is not None else None,
+        }))  # fmt: skip
+
+
+def _from_wire(text: str) -> tuple[Episode, Episode | None]:
+    data = json.loads(text)
+    recording = data["recording"]
+    return (
+        Episode.model_validate_json(data["agent"]),
+        Episode.model_validate_json(recording) if recording is not None else None,
+    )
