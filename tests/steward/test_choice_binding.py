@@ -11,6 +11,7 @@ import struct
 import numpy as np
 import pytest
 
+from toolshift import embeddings
 from toolshift.steward import dense
 from toolshift.steward.catalog import Catalog, CatalogTool
 from toolshift.steward.distill import _same, normal, trajectory, workflow
@@ -145,7 +146,7 @@ def test_an_optional_write_field_the_user_cannot_give_is_left_out():
 
 def test_erf_and_gelu_match_the_exact_function():
     xs = np.linspace(-5, 5, 201)
-    assert np.max(np.abs(dense._erf(xs) - np.array([math.erf(x) for x in xs]))) < 2e-7
+    assert np.max(np.abs(embeddings._erf(xs) - np.array([math.erf(x) for x in xs]))) < 2e-7
 
 
 def test_safetensors_are_read_as_written(tmp_path):
@@ -155,7 +156,7 @@ def test_safetensors_are_read_as_written(tmp_path):
               "b": {"dtype": "I64", "shape": [1, 2], "data_offsets": [24, 40]}, "__metadata__": {}}  # fmt: skip
     raw = json.dumps(header).encode()
     (tmp_path / "m.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + a.tobytes() + b.tobytes())
-    got = dense.read_safetensors(tmp_path / "m.safetensors")
+    got = embeddings.read_safetensors(tmp_path / "m.safetensors")
     assert np.array_equal(got["a"], a) and np.array_equal(got["b"], b) and set(got) == {"a", "b"}
 
 

