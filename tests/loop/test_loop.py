@@ -164,6 +164,43 @@ def test_workers_serve_the_same_episodes_and_learn_the_same(build, two_versions,
     assert json.loads((other / "all" / "v1" / "learned.json").read_text()) == learned
 
 
+# What docs/results/episodes/README.md packs of a loop run folder: everything but what the learning steps
+# make again from the episodes (a condition's libraries and flows, DIR/<condition>/{libraries,flows}, and
+# the steps' marks) and the gateway's scratch folders; `*/*/` so the `flows` condition's own folder stays.
+PACK_EXCLUDES = [
+    "--exclude=*/*/libraries",
+    "--exclude=*/*/flows",
+    "--exclude=learned.json",
+    "--exclude=gateway",
+]
+
+
+def test_a_packed_run_resumes_elsewhere_serving_nothing_again_and_learning_the_same(
+    build, two_versions, tmp_path
+):
+    """The archive a session leaves of an unfinished loop run (README of docs/results/episodes): `tar` of its
+    episode stores, evolution's children and definition, unpacked into another folder, resumes there without
+    serving an episode again, and its learning steps, made again from the episodes, learn what they learned."""
+    import subprocess
+
+    out, results = two_versions
+    packed = tmp_path / "loop.tar.gz"
+    subprocess.run(["tar", "czf", str(packed), "-C", str(out.parent), *PACK_EXCLUDES, out.name], check=True)
+    (tmp_path / "restored").mkdir()
+    subprocess.run(["tar", "xzf", str(packed), "-C", str(tmp_path / "restored")], check=True)
+    restored = tmp_path / "restored" / out.name
+    assert not list(restored.rglob("*.sqlite")) and not list(restored.rglob("learned.json"))
+    stores = sorted(p.relative_to(out) for p in out.rglob("*.jsonl"))
+    again = _loop(build, restored, "--versions", "1,2")
+    assert sorted(p.relative_to(restored) for p in restored.rglob("*.jsonl")) == stores
+    for rel in stores:
+        assert (restored / rel).read_text() == (out / rel).read_text(), rel  # nothing served again
+    for mark in out.rglob("learned.json"):
+        again_mark = restored / mark.relative_to(out)
+        assert json.loads(again_mark.read_text()) == json.loads(mark.read_text()), mark
+    assert again["conditions"] == results["conditions"]
+
+
 def test_failed_tasks_seed_evolution_whose_children_are_served(build, tmp_path):
     """Versions 2 and 3: the v1 procedure fails some v2 tasks (their tools changed), which seed children."""
     out = tmp_path / "loop"

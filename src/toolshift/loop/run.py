@@ -340,7 +340,7 @@ class Loop:
         if "evolve" in parts:
             tasks_path = d / "children.tasks.jsonl"
             if tasks_path.exists():
-                children = list(read_tasks(tasks_path))
+                children = read_tasks(tasks_path, allow_empty=True)  # a step whose evolution made none
                 counts = read_json(d / "children.counts.json", what="evolution counts")
             else:
                 made, counts = evolve_children(sorted(failed, key=lambda t: t.id), seed=self.spec.seed,
