@@ -3,13 +3,17 @@
 Each file is read whole by the episode store's own reader (a truncated or malformed file fails here, not
 in a later session that restores it); the command in its header is the one the table gives, the table's
 episode count is the file's, the path it is restored to is where that command writes it, and every file is
-in the table and every row has its file.
+in the table and every row has its file. A loop run kept as a tarball of its folder (`.tar.gz`) is unpacked
+and checked the same way: every episode store in it reads whole, its definition is the command's, and it
+holds nothing its resume makes again (the README's `tar` command) nor anything outside its folder.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import re
+import tarfile
 from pathlib import Path
 
 from toolshift.traces.store import iter_episodes, read_header
@@ -29,13 +33,18 @@ def _rows() -> dict[str, tuple[str, str, int, int, str]]:
 
 
 def test_every_file_is_in_the_table_and_every_row_has_its_file():
-    files = {p.name for p in EPISODES.glob("*.episodes.jsonl.gz")}
+    files = {p.name for p in [*EPISODES.glob("*.episodes.jsonl.gz"), *EPISODES.glob("*.tar.gz")]}
     assert set(_rows()) == files
 
 
-def test_each_file_reads_whole_and_matches_its_row():
+def test_each_file_reads_whole_and_matches_its_row(tmp_path):
     for name, (command, restore_to, count, planned, page) in _rows().items():
         path = EPISODES / name
+        if name.endswith(".tar.gz"):
+            held = _kept_loop_run(path, command, restore_to, tmp_path / name)
+            assert held == count, f"{name}: the table says {count} episodes, the run holds {held}"
+            assert count <= planned, name
+            continue
         header = read_header(path)
         assert header.meta.get("command") == command, name
         assert _writes_to(command, restore_to), f"{name}: {command} does not write {restore_to}"
@@ -61,3 +70,37 @@ def _writes_to(command: str, restore_to: str) -> bool:
     if words[1:3] == ["steward", "eval"]:
         return "--model-rows" in flags and f"{flags.get('--run')}/model" == str(target.parent)
     return False
+
+
+def _kept_loop_run(path: Path, command: str, restore_to: str, into: Path) -> int:
+    """Check a loop run folder kept as a tarball (docs/results/episodes/README.md) and return how many agent
+    episodes it holds (each condition's and version's `episodes.jsonl`)."""
+    folder = Path(restore_to).name
+    words = command.split()
+    flags = dict(itertools.pairwise(words))
+    assert words[1] == "loop" and flags.get("--out") == restore_to, (
+        f"{path.name}: {command} does not write {restore_to}"
+    )
+    with tarfile.open(path) as tar:
+        for m in tar.getmembers():
+            parts = Path(m.name).parts
+            assert m.isfile() or m.isdir(), f"{path.name}: {m.name} is neither a file nor a folder"
+            assert parts[0] == folder and ".." not in parts and not m.name.startswith("/"), m.name
+            made_again = (len(parts) >= 3 and parts[2] in ("libraries", "flows")) or parts[-1] in (
+                "learned.json", "gateway",
+            )  # fmt: skip
+            assert not made_again, f"{path.name}: {m.name} is made again on resume and is not kept"
+        tar.extractall(into, filter="data")
+    run = into / folder
+    definition = json.loads((run / "loop.json").read_text())
+    assert definition["format"] == "toolshift.loop/1" and definition["model"] == flags.get("--model"), (
+        path.name
+    )
+    held = 0
+    for store in sorted(run.rglob("*.jsonl")):
+        if store.name == "children.tasks.jsonl":
+            continue
+        ids = [e.id for e in iter_episodes(store)]
+        assert len(set(ids)) == len(ids), f"{path.name}: {store}: an episode recorded twice"
+        held += len(ids) if store.name == "episodes.jsonl" else 0
+    return held
