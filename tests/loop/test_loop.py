@@ -162,6 +162,8 @@ def test_workers_serve_the_same_episodes_and_learn_the_same(build, two_versions,
     assert compared > 0
     learned = json.loads((out / "all" / "v1" / "learned.json").read_text())
     assert json.loads((other / "all" / "v1" / "learned.json").read_text()) == learned
+    flows = sorted(p.relative_to(out) for p in (out / "all" / "flows").rglob("*.flow.json"))
+    assert flows and [(other / f).read_text() for f in flows] == [(out / f).read_text() for f in flows]
 
 
 # What docs/results/episodes/README.md packs of a loop run folder: everything but what the learning steps

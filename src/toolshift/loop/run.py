@@ -316,10 +316,9 @@ class Loop:
         if mark.exists():
             return dict(read_json(mark, what="learning step"))
         parts = CONDITIONS[condition]
-        agents = _in_order(
-            self._done(d / "episodes.jsonl"), [self._eid("episodes", t, version) for t in self.tasks]
-        )
-        recordings = self._done(d / "recordings.jsonl")
+        ids = [self._eid("episodes", t, version) for t in self.tasks]
+        agents = _in_order(self._done(d / "episodes.jsonl"), ids)
+        recordings = _in_order(self._done(d / "recordings.jsonl"), ids)
         by_id = {t.id: t for t in self.tasks}
         own: list[Episode] = []
         failed: list[Task] = []
