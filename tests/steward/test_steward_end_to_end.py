@@ -77,6 +77,43 @@ def test_follower_episodes_are_scored_by_the_benchmark(run, tmp_path):
     assert f"- steward-plan-m: recorded at {code_revision()}" in text and "\nNoted here.\n" in text
 
 
+def test_model_rows_are_compared_with_the_domain_tools_row_paired_over_the_same_tasks(run, tmp_path):
+    """Part 3's SR minus the `[domain-tools]` row's: per instance, so on the same instances it is the
+    difference of the rows' SRs, with a paired interval around it; only part 3 asks for it."""
+    from toolshift.steward.report import VS_DOMAIN, frozen_v1
+
+    ctx, work, paths = run
+    base = frozen_v1(ctx, None)  # a `[domain-tools]` row: the benchmark's frozen-v1 baseline
+    scores = evaluate_follow(ctx, [*paths, base], resamples=200, paired=True)
+    (label,) = [a for a in scores if a.endswith("[domain-tools]")]
+    assert VS_DOMAIN not in scores[label]["all"]
+    differs = 0
+    for agent in ("steward-frozen", "steward-full", "steward-incremental"):
+        for v in [*(f"v{k}" for k in range(1, VERSIONS + 1)), "all"]:
+            row, b = scores[agent][v], scores[label][v]
+            assert row["SR"]["n"] == b["SR"]["n"]  # the same tasks on both sides
+            d = row[VS_DOMAIN]
+            assert d["mean"] == pytest.approx(row["SR"]["mean"] - b["SR"]["mean"])
+            assert d["low"] <= d["mean"] <= d["high"] and d["n"] == row["SR"]["n"]
+            differs += d["mean"] != 0
+    assert differs  # the instrument and the replayed v1 path do not solve the same tasks
+    assert all(VS_DOMAIN not in by_v for by_v in evaluate_follow(ctx, paths, resamples=50)["steward-full"].values()
+               if isinstance(by_v, dict))  # fmt: skip
+    md = tmp_path / "steward.md"
+    quality = supply_quality(ctx, resamples=20)
+    write_report(ctx, quality, scores, work, "toolshift steward eval X", md, train_sample=None, sample=None,
+                 models=scores, model_sample=None)  # fmt: skip
+    text = md.read_text()
+    assert "SR minus the `[domain-tools]` row's on the same tasks and versions" in text
+    inc = scores["steward-incremental"]["all"][VS_DOMAIN]
+    assert (
+        f"| steward-incremental | {100 * scores['steward-incremental']['v1'][VS_DOMAIN]['mean']:+.1f} ["
+        in text
+    )
+    assert f"{100 * inc['mean']:+.1f} [{100 * inc['low']:+.1f}, {100 * inc['high']:+.1f}] |" in text
+    assert "| agent | version | Cost-SPE | Step-IDR | Step-DAR | Cost-IDR | Cost-DAR |" in text
+
+
 def test_real_library_round_trips_through_skill_md(run, tmp_path):
     ctx, *_ = run
     with Library.open(library_path(ctx, "incremental", VERSIONS)) as lib:

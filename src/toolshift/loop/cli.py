@@ -153,7 +153,10 @@ def loop_cmd(
             if not (other / "results.json").is_file():
                 raise BadInputError("not a finished loop run (no results.json)", source=str(other))
             others.append(read_json(other / "results.json", what="loop results"))
-        full = f"toolshift loop {build} --model embedded --out runs/loop-full --sample 84 --page {page}"
+        full = (
+            f"toolshift loop {build} --model embedded --out runs/loop-full --sample 84 --max-turns 8 "
+            f"--workers 2 --page {page}"
+        )
         text = markdown(results, preface=PREFACE, others=others, full_command=full) + "\n" + NOTES
         write_text_atomic(page, text)
         console.print(f"wrote {page}")

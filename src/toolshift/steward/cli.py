@@ -410,7 +410,7 @@ def eval_cmd(
             ctx, sample=sample, resamples=resamples, progress=lambda: bar.advance(job), dense_rows=dense
         )
     scores = evaluate_follow(ctx, paths, resamples)
-    models = evaluate_follow(ctx, model_paths, resamples) if model_paths else {}
+    models = evaluate_follow(ctx, model_paths, resamples, paired=True) if model_paths else {}
     command = _command(ctx_)
     results = write_report(
         ctx, quality, scores, work, command, markdown, train_sample=train_sample, sample=sample,

@@ -6,11 +6,13 @@ from pathlib import Path
 from typing import Any
 
 from toolshift.bench.ecosystem.store import build_fingerprint
+from toolshift.fileio import write_text_atomic
 from toolshift.steward.experiment import KINDS, Context, write_results
 
 STRICT = "strict SR"
 PART2_METRICS = ("SR", STRICT, "P", "R", "F1", "Step-SPE", "Cost-SPE")
 PART2_METRICS += ("Step-IDR", "Step-DAR", "Cost-IDR", "Cost-DAR")
+VS_DOMAIN = "SR vs domain-tools"
 SEED = {
     "supply": "the seed's models: P ≈ 19%, R ≈ 77–90%, F1 ≈ 28–32% (its Table 1)",
     "steward_sr": "the seed's Steward: 39.04% SR averaged over six versions (DeepSeek-V3.2; SkillOpt 36.36%)",
@@ -32,9 +34,10 @@ def frozen_v1(ctx: Context, sample: int | None) -> Path:
     )
 
 
-def evaluate_follow(ctx: Context, paths: list[Path], resamples: int) -> dict[str, Any]:
+def evaluate_follow(ctx: Context, paths: list[Path], resamples: int, *, paired: bool = False) -> dict[str, Any]:
     """Part 2's scores by the benchmark's metrics (`toolshift bench eval`'s API), per agent and version,
-    with strict SR (no collateral write) computed here from each episode's world diff."""
+    with strict SR (no collateral write) computed here from each episode's world diff; with `paired`
+    (part 3), each row's SR minus the `[domain-tools]` row's on the same instances."""
     from toolshift.bench.ecosystem.evaluate import evaluate
 
     _, evals = evaluate(ctx.build, paths, resamples=resamples)
@@ -50,7 +53,32 @@ def evaluate_follow(ctx: Context, paths: list[Path], resamples: int) -> dict[str
             out[ev.agent].setdefault(v, {})[STRICT] = iv
         out[ev.agent]["excluded"] = dict(ev.excluded)
         out[ev.agent]["recorded_at"] = ev.recorded_at()
+    if paired:
+        _paired_against_domain_tools(out, evals, resamples)
     return out
+
+
+def _paired_against_domain_tools(out: dict[str, Any], evals: list[Any], resamples: int) -> None:
+    """Each row's SR minus the `[domain-tools]` row's (the seed's No Skill) on the same task × version
+    instances, with a paired bootstrap over tasks: the rows' own intervals overlap at this scale, and only
+    a paired interval says whether the difference is there."""
+    from toolshift.intervals import bootstrap_mean
+
+    base = next((ev for ev in evals if ev.agent.endswith("[domain-tools]")), None)
+    if base is None:
+        return
+    solved = {(s.task_id, s.version): float(s.success) for s in base.scores}
+    for ev in evals:
+        if ev is base:
+            continue
+        pairs = [(s, solved[(s.task_id, s.version)]) for s in ev.scores if (s.task_id, s.version) in solved]
+        for v in [*sorted({s.version for s, _ in pairs}), 0]:
+            here = [(s, b) for s, b in pairs if v in (0, s.version)]
+            out[ev.agent].setdefault("all" if v == 0 else f"v{v}", {})[VS_DOMAIN] = bootstrap_mean(
+                [float(s.success) - b for s, b in here],
+                groups=[s.task_id for s, _ in here],
+                resamples=resamples,
+            ).as_dict()
 
 
 def strict_sr(ctx: Context, paths: list[Path], resamples: int) -> dict[str, dict[str, dict[str, Any]]]:
@@ -87,6 +115,13 @@ def strict_sr(ctx: Context, paths: list[Path], resamples: int) -> dict[str, dict
             [x for *_, x in rows], groups=[t for t, _, _ in rows], resamples=resamples
         ).as_dict()
     return out
+
+
+def _points(d: dict[str, Any] | None) -> str:
+    """A difference of rates in percentage points with its interval, signed."""
+    if not d or not d.get("n"):
+        return "–"
+    return f"{100 * d['mean']:+.1f} [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
 
 
 def _pct(d: dict[str, Any] | None, n: bool = False) -> str:
@@ -347,6 +382,43 @@ def write_report(
                     + " | ".join(_pct(row.get(m)) for m in ("SR", STRICT, "P", "R", "F1", "Step-SPE"))
                     + " |"
                 )
+        paired = {
+            a: by_v for a, by_v in models.items() if any(VS_DOMAIN in by_v.get(v, {}) for v in versions)
+        }
+        if paired:
+            lines += [
+                "",
+                "SR minus the `[domain-tools]` row's on the same tasks and versions, percentage points [95% paired"
+                " bootstrap interval over tasks]:",
+                "",
+                "| agent | " + " | ".join([*versions, "all"]) + " |",
+                "|---|" + "---|" * (len(versions) + 1),
+            ]
+            lines += [
+                f"| {agent} | "
+                + " | ".join(_points(by_v.get(v, {}).get(VS_DOMAIN)) for v in [*versions, "all"])
+                + " |"
+                for agent, by_v in paired.items()
+            ]
+        lines += [
+            "",
+            "Cost-SPE beside IDR (on the tasks whose reference path got cheaper since the previous version: did"
+            " the agent find the better path) and DAR (on those whose path got dearer: did it adapt), seed §4;"
+            " `n` counts the tasks each rate stands on:",
+            "",
+            "| agent | version | Cost-SPE | Step-IDR | Step-DAR | Cost-IDR | Cost-DAR |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for agent, by_v in models.items():
+            for v in [*versions, "all"]:
+                row = by_v.get(v, {})
+                lines.append(
+                    f"| {agent} | {v} | {_pct(row.get('Cost-SPE'))} | "
+                    + " | ".join(
+                        _pct(row.get(m), True) for m in ("Step-IDR", "Step-DAR", "Cost-IDR", "Cost-DAR")
+                    )
+                    + " |"
+                )
         lines += ["", "Recorded (each episode keeps the commit that made it, `source.code`):", ""]
         lines += [
             f"- {agent}: recorded {by_v.get('recorded_at') or '(no episode)'}"
@@ -381,7 +453,7 @@ def write_report(
     png = plot(sup, versions, "supply F1 per version (no agent)", figures / f"{stem}_supply_f1.png")
     lines += [f"![supply F1 per version]({png.name})", ""]
     markdown.parent.mkdir(parents=True, exist_ok=True)
-    markdown.write_text("\n".join(lines), encoding="utf-8")
+    write_text_atomic(markdown, "\n".join(lines))
     return results
 
 
