@@ -34,7 +34,9 @@ def frozen_v1(ctx: Context, sample: int | None) -> Path:
     )
 
 
-def evaluate_follow(ctx: Context, paths: list[Path], resamples: int, *, paired: bool = False) -> dict[str, Any]:
+def evaluate_follow(
+    ctx: Context, paths: list[Path], resamples: int, *, paired: bool = False
+) -> dict[str, Any]:
     """Part 2's scores by the benchmark's metrics (`toolshift bench eval`'s API), per agent and version,
     with strict SR (no collateral write) computed here from each episode's world diff; with `paired`
     (part 3), each row's SR minus the `[domain-tools]` row's on the same instances."""
