@@ -33,6 +33,14 @@ class Interval:
         return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n}
 
 
+def signed_points(cell: object) -> str:
+    """An `Interval.as_dict()` of a difference of rates as signed percentage points, `+1.2 [-3.0, +5.2]`, or `–`
+    when nothing was measured."""
+    if not isinstance(cell, dict) or not cell.get("n"):
+        return "–"
+    return f"{100 * cell['mean']:+.1f} [{100 * cell['low']:+.1f}, {100 * cell['high']:+.1f}]"
+
+
 def bootstrap_mean(
     values: Sequence[float],
     *,

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from toolshift.intervals import bootstrap_mean
+from toolshift.intervals import bootstrap_mean, signed_points
 from toolshift.traces.episode import Episode
 
 RESULTS_FORMAT = "toolshift.loop-results/1"
@@ -118,12 +118,6 @@ FULL_TASKS = 84
 """Test tasks per version the issue's full run serves (docs/results/loop.md names its command)."""
 
 
-def _pp(cell: Any) -> str:
-    if not isinstance(cell, dict) or not cell.get("n"):
-        return "–"
-    return f"{100 * cell['mean']:+.1f} [{100 * cell['low']:+.1f}, {100 * cell['high']:+.1f}]"
-
-
 def scale_note(results: dict[str, Any]) -> str:
     """What scale a run is, said from its own definition."""
     from toolshift.loop.instrument import INSTRUMENT
@@ -168,7 +162,7 @@ def section(results: dict[str, Any], heading: str = "##") -> str:
             f"{h} SR minus off, percentage points [95% paired bootstrap interval over the same tasks]"
         )
         parts.append(_table(["condition", *versions],
-                            [[c, *(_pp(conds[c].get(v, {}).get("SR vs off")) for v in versions)]
+                            [[c, *(signed_points(conds[c].get(v, {}).get("SR vs off")) for v in versions)]
                              for c in conds if c != "off"]))  # fmt: skip
     parts.append(f"{h} Cost and what the loop served, per version")
     rows = []

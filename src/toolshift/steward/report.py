@@ -7,6 +7,7 @@ from typing import Any
 
 from toolshift.bench.ecosystem.store import build_fingerprint
 from toolshift.fileio import write_text_atomic
+from toolshift.intervals import signed_points
 from toolshift.steward.experiment import KINDS, Context, write_results
 
 STRICT = "strict SR"
@@ -117,13 +118,6 @@ def strict_sr(ctx: Context, paths: list[Path], resamples: int) -> dict[str, dict
             [x for *_, x in rows], groups=[t for t, _, _ in rows], resamples=resamples
         ).as_dict()
     return out
-
-
-def _points(d: dict[str, Any] | None) -> str:
-    """A difference of rates in percentage points with its interval, signed."""
-    if not d or not d.get("n"):
-        return "–"
-    return f"{100 * d['mean']:+.1f} [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
 
 
 def _pct(d: dict[str, Any] | None, n: bool = False) -> str:
@@ -398,7 +392,7 @@ def write_report(
             ]
             lines += [
                 f"| {agent} | "
-                + " | ".join(_points(by_v.get(v, {}).get(VS_DOMAIN)) for v in [*versions, "all"])
+                + " | ".join(signed_points(by_v.get(v, {}).get(VS_DOMAIN)) for v in [*versions, "all"])
                 + " |"
                 for agent, by_v in paired.items()
             ]
