@@ -117,6 +117,42 @@ def test_the_page_has_every_table(two_versions):
     for heading in ("## SR", "## strict SR", "## Cost", "## What each learning step wrote"):
         assert heading in text
     assert "toolshift loop " in text and "--versions 1,2" in text
+    out_results = json.loads((out / "results.json").read_text())
+    for by in out_results["conditions"].values():
+        for figures in by.values():  # every episode is counted under the commit that made it
+            assert sum(figures["code"].values()) == figures["tasks"]
+    assert "Episodes made at " in text
+
+
+def test_the_page_says_which_paired_differences_leave_out_zero():
+    from toolshift.loop.results import differences_from_off
+
+    def cell(mean: float, low: float, high: float) -> dict:
+        return {"mean": mean, "low": low, "high": high, "n": 84}
+
+    conds = {
+        "off": {"v2": {}},
+        "steward": {"v2": {"SR vs off": cell(-0.06, -0.119, -0.012)}},
+        "flows": {"v2": {"SR vs off": cell(0.012, 0.0, 0.036)}},  # touches 0: holds it
+        "all": {"v2": {"SR vs off": cell(0.12, 0.024, 0.226)}},
+    }
+    text = differences_from_off(conds, ["v2"])
+    assert "below `off`: `steward` at v2 (-6.0 [-11.9, -1.2])" in text
+    assert "above `off`: `all` at v2 (+12.0 [+2.4, +22.6])" in text and "`flows`" not in text
+    conds = {"off": {"v2": {}}, "flows": {"v2": {"SR vs off": cell(0.012, 0.0, 0.036)}}}
+    assert differences_from_off(conds, ["v2"]).startswith("No condition differs")
+
+
+def test_the_page_says_whether_it_holds_the_issues_full_run(two_versions):
+    from toolshift.loop.results import markdown
+
+    _, results = two_versions
+    full = "toolshift loop BUILD --model embedded --out runs/loop-full --sample 84"
+    assert "not on this page yet" in markdown(results, full_command=full)
+    made_here = markdown({**results, "command": full}, full_command=full)
+    assert "the section below that names it" in made_here and "not on this page yet" not in made_here
+    with_other = markdown({**results, "command": full + " --with runs/loop-instrument"}, full_command=full)
+    assert "the section below that names it" in with_other
 
 
 def test_a_rerun_redoes_nothing_and_an_interrupted_run_resumes(build, two_versions, tmp_path):

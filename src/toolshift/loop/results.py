@@ -11,10 +11,13 @@ Steward calls, and what the learning step after the version wrote (skills, child
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from toolshift.intervals import bootstrap_mean, signed_points
+from toolshift.provenance import UNRECORDED, describe_codes
 from toolshift.traces.episode import Episode
 
 RESULTS_FORMAT = "toolshift.loop-results/1"
@@ -53,6 +56,8 @@ def version_figures(episodes: list[Episode], resamples: int = 1000) -> dict[str,
         "steward plans followed": sum(1 for x in loops if x.get("followed") == "steward"),
         "served library": sum(1 for x in loops if x.get("library")),
         "served flow": sum(1 for x in loops if x.get("flow")),
+        # which commit made the episodes (a resumed run spans several; D237)
+        "code": dict(Counter(str(e.source.get("code") or UNRECORDED) for e in episodes)),
     }
 
 
@@ -138,6 +143,35 @@ def scale_note(results: dict[str, Any]) -> str:
     return f"Scale: {what}; {scale}; versions {', '.join(f'v{v}' for v in d['versions'])}."
 
 
+def differences_from_off(conds: dict[str, Any], versions: list[str]) -> str:
+    """One sentence on the cells of the paired table whose 95% interval leaves out 0, so the page says what
+    it shows from its own figures (an interval touching 0 counts as holding it)."""
+    above, below = [], []
+    for c, by in conds.items():
+        if c == "off":
+            continue
+        for v in versions:
+            cell = by.get(v, {}).get("SR vs off")
+            if not isinstance(cell, dict) or not cell.get("n"):
+                continue
+            text = f"`{c}` at {v} ({signed_points(cell)})"
+            if cell["low"] > 0:
+                above.append(text)
+            elif cell["high"] < 0:
+                below.append(text)
+    if not above and not below:
+        return "No condition differs from `off` at any version: every paired interval holds 0."
+    said = [
+        f"above `off`: {'; '.join(above)}" if above else "",
+        f"below `off`: {'; '.join(below)}" if below else "",
+    ]
+    return (
+        "Where the paired interval leaves out 0, "
+        + "; ".join(x for x in said if x)
+        + ". Every other cell holds 0."
+    )
+
+
 def section(results: dict[str, Any], heading: str = "##") -> str:
     """One run's tables (SR, strict SR, paired difference from off, cost and service, learning steps)."""
     d = results["definition"]
@@ -149,6 +183,14 @@ def section(results: dict[str, Any], heading: str = "##") -> str:
         f"versions {', '.join(versions)}, build `{d['build']}` (ecosystem `{results.get('ecosystem')}`), at most {d['max_turns']} turns an episode.",
         scale_note(results),
     ]
+    codes: Counter[str] = Counter()
+    for by in conds.values():
+        for figures in by.values():
+            codes.update(figures.get("code") or {})
+    if codes:
+        parts.append(
+            f"Episodes made {describe_codes(codes)} (`source.code`; a resumed run spans several commits)."
+        )
     load = results.get("load")
     if isinstance(load, dict):
         parts.append(f"Load average (1 min) when the command started / ended: {load.get('start')} / {load.get('end')} "
@@ -164,6 +206,7 @@ def section(results: dict[str, Any], heading: str = "##") -> str:
         parts.append(_table(["condition", *versions],
                             [[c, *(signed_points(conds[c].get(v, {}).get("SR vs off")) for v in versions)]
                              for c in conds if c != "off"]))  # fmt: skip
+        parts.append(differences_from_off(conds, versions))
     parts.append(f"{h} Cost and what the loop served, per version")
     rows = []
     for c, by in conds.items():
@@ -204,8 +247,11 @@ def markdown(results: dict[str, Any], *, title: str = "# The loop", preface: str
     if preface:
         parts.append(preface)
     if full_command:
+        # the run's command may name other runs (`--with`) for the page; the episodes are the same
+        made_here = any(re.sub(r" --with \S+", "", r.get("command", "")) == full_command for r in runs)
+        where = "the section below that names it" if made_here else "not on this page yet"
         parts.append(f"The issue's full run (the embedded agent on ≥ {FULL_TASKS} test tasks per version, v1→v6; "
-                     f"hours of CPU on a 2-core machine): `{full_command}`.")  # fmt: skip
+                     f"hours of CPU on a 2-core machine): `{full_command}`, {where}.")  # fmt: skip
     for r in runs:
         parts.append(f"## `{r['definition']['model']}`, {len(r['definition']['tasks'])} tasks per version")
         parts.append(section(r))
