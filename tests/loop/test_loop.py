@@ -122,6 +122,9 @@ def test_the_page_has_every_table(two_versions):
         for figures in by.values():  # every episode is counted under the commit that made it
             assert sum(figures["code"].values()) == figures["tasks"]
     assert "Episodes made at " in text
+    assert "](loop.png)" in text and (out / "loop.png").read_bytes().startswith(
+        b"\x89PNG"
+    )  # the picture beside it
 
 
 def test_the_page_says_which_paired_differences_leave_out_zero():

@@ -76,7 +76,7 @@ def loop_cmd(
     from toolshift.agents.config import check_model_spec
     from toolshift.bench.ecosystem.store import load_ecosystem
     from toolshift.loop.instrument import INSTRUMENT
-    from toolshift.loop.results import markdown, write_results
+    from toolshift.loop.results import markdown, plot_differences, write_results
     from toolshift.loop.run import Loop, LoopSpec, test_tasks
 
     if model != INSTRUMENT:
@@ -157,7 +157,10 @@ def loop_cmd(
             f"toolshift loop {build} --model embedded --out runs/loop-full --sample 84 --max-turns 8 "
             f"--workers 2 --page {page}"
         )
-        text = markdown(results, preface=PREFACE, others=others, full_command=full) + "\n" + NOTES
+        figure = plot_differences([results, *others], page.with_suffix(".png")).name
+        text = (
+            markdown(results, preface=PREFACE, others=others, full_command=full, figure=figure) + "\n" + NOTES
+        )
         write_text_atomic(page, text)
         console.print(f"wrote {page}")
 

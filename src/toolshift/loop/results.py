@@ -239,13 +239,56 @@ def section(results: dict[str, Any], heading: str = "##") -> str:
     return "\n\n".join(parts)
 
 
+def plot_differences(runs: list[dict[str, Any]], path: Path) -> Path:
+    """A PNG of each run's paired SR minus `off` per version with its 95% interval, one panel per run, so the
+    page shows at a glance which cells leave out 0. Written beside, then renamed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from toolshift.fileio import atomic_path
+
+    fig, axes = plt.subplots(1, len(runs), figsize=(5.2 * len(runs), 3.6), squeeze=False, sharey=True)
+    for ax, r in zip(axes[0], runs, strict=True):
+        versions = [f"v{v}" for v in r["definition"]["versions"]]
+        others = [c for c in r["conditions"] if c != "off"]
+        for k, c in enumerate(others):
+            xs, ys, lo, hi = [], [], [], []
+            for i, v in enumerate(versions):
+                cell = r["conditions"][c].get(v, {}).get("SR vs off")
+                if isinstance(cell, dict) and cell.get("n"):
+                    xs.append(i + (k - (len(others) - 1) / 2) * 0.12)  # side by side, not on top
+                    ys.append(100 * cell["mean"])
+                    lo.append(100 * (cell["mean"] - cell["low"]))
+                    hi.append(100 * (cell["high"] - cell["mean"]))
+            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, linestyle="none", label=c)
+        ax.axhline(0, color="grey", linewidth=0.8)
+        ax.set_xticks(range(len(versions)), versions)
+        ax.set_title(
+            f"{r['definition']['model']}, {len(r['definition']['tasks'])} tasks a version", fontsize=9
+        )
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("SR minus off, points (95% paired)")
+    axes[0][-1].legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+    return path
+
+
 def markdown(results: dict[str, Any], *, title: str = "# The loop", preface: str = "",
-             others: list[dict[str, Any]] | None = None, full_command: str = "") -> str:  # fmt: skip
-    """The page: this run's section, then each other run's (`others`, e.g. the instrument at scale)."""
+             others: list[dict[str, Any]] | None = None, full_command: str = "", figure: str = "") -> str:  # fmt: skip
+    """The page: this run's section, then each other run's (`others`, e.g. the instrument at scale);
+    `figure`, the file name of `plot_differences`' PNG beside the page."""
     runs = [results, *(others or [])]
     parts = [title]
     if preface:
         parts.append(preface)
+    if figure:
+        parts.append(f"![SR minus off per version, each run]({figure})")
     if full_command:
         # the run's command may name other runs (`--with`) for the page; the episodes are the same
         made_here = any(re.sub(r" --with \S+", "", r.get("command", "")) == full_command for r in runs)
