@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -33,10 +34,15 @@ class Interval:
         return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n}
 
 
+def measured(cell: object) -> TypeGuard[dict[str, Any]]:
+    """Whether `cell`, read from a results file, is an `Interval.as_dict()` over at least one unit."""
+    return isinstance(cell, dict) and bool(cell.get("n"))
+
+
 def signed_points(cell: object) -> str:
     """An `Interval.as_dict()` of a difference of rates as signed percentage points, `+1.2 [-3.0, +5.2]`, or `–`
     when nothing was measured."""
-    if not isinstance(cell, dict) or not cell.get("n"):
+    if not measured(cell):
         return "–"
     return f"{100 * cell['mean']:+.1f} [{100 * cell['low']:+.1f}, {100 * cell['high']:+.1f}]"
 

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from toolshift.intervals import bootstrap_mean, signed_points
+from toolshift.intervals import bootstrap_mean, measured, signed_points
 from toolshift.provenance import UNRECORDED, describe_codes
 from toolshift.traces.episode import Episode
 
@@ -109,7 +109,7 @@ def write_results(out: Path, command: str, resamples: int = 1000, load: dict[str
 
 
 def _iv(cell: Any) -> str:
-    if not isinstance(cell, dict) or not cell.get("n"):
+    if not measured(cell):
         return "–"
     return f"{100 * cell['mean']:.1f} [{100 * cell['low']:.1f}, {100 * cell['high']:.1f}]"
 
@@ -152,7 +152,7 @@ def differences_from_off(conds: dict[str, Any], versions: list[str]) -> str:
             continue
         for v in versions:
             cell = by.get(v, {}).get("SR vs off")
-            if not isinstance(cell, dict) or not cell.get("n"):
+            if not measured(cell):
                 continue
             text = f"`{c}` at {v} ({signed_points(cell)})"
             if cell["low"] > 0:
@@ -257,7 +257,7 @@ def plot_differences(runs: list[dict[str, Any]], path: Path) -> Path:
             xs, ys, lo, hi = [], [], [], []
             for i, v in enumerate(versions):
                 cell = r["conditions"][c].get(v, {}).get("SR vs off")
-                if isinstance(cell, dict) and cell.get("n"):
+                if measured(cell):
                     xs.append(i + (k - (len(others) - 1) / 2) * 0.12)  # side by side, not on top
                     ys.append(100 * cell["mean"])
                     lo.append(100 * (cell["mean"] - cell["low"]))
