@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 ENV = "TOOLSHIFT_SHARED"
@@ -29,3 +30,16 @@ def shared_root() -> Path:
         return checkout.parent / "shared"
     data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(data_home) / "toolshift" / "shared"
+
+
+def server_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of an MCP server this process starts over stdio: the `mcp` SDK's default (HOME, PATH and
+    the like, never the caller's keys), `TOOLSHIFT_SHARED` when it is set, so a toolshift world server finds
+    the data this process was pointed at, and `extra` over both. The SDK's default alone drops it, and a
+    τ² world served that way looked beside the checkout instead."""
+    from mcp.client.stdio import get_default_environment
+
+    env = get_default_environment()
+    if os.environ.get(ENV):
+        env[ENV] = os.environ[ENV]
+    return {**env, **(extra or {})}

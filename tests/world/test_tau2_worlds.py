@@ -18,6 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from toolshift.errors import BadInputError
+from toolshift.shared import ENV, server_environment
 from toolshift.world import World
 from toolshift.world.language.datasets import DataUnavailable
 from toolshift.world.language.spec import load_spec
@@ -43,7 +44,13 @@ def _toolshift(*args: str, env: dict[str, str] | None = None, timeout: float = 6
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={"COLUMNS": "200", "PATH": os.environ.get("PATH", "/usr/bin:/bin"), **(env or {})},
+        # the shared folder this run was pointed at, unless the test points it elsewhere
+        env={
+            "COLUMNS": "200",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            **({ENV: os.environ[ENV]} if os.environ.get(ENV) else {}),
+            **(env or {}),
+        },
     )
 
 
@@ -98,6 +105,22 @@ def test_a_missing_or_altered_data_file_is_named(tmp_path, monkeypatch):
         _compile_airline()
     monkeypatch.setenv("TOOLSHIFT_SHARED", str(_fake_shared(tmp_path / "c")))
     assert _compile_airline().row_counts()["reservation"] == 2000
+
+
+@pytest.mark.slow
+@pytest.mark.shared
+def test_a_world_served_over_stdio_reads_the_shared_folder_this_process_was_given(tmp_path, monkeypatch):
+    """The SDK's default child environment drops TOOLSHIFT_SHARED; the server would then read the real folder
+    beside the checkout. Pointed at a copy without users.json, the server must say that file is missing."""
+    from toolshift.traces.mcp_catalog import catalog_of_world
+
+    _need("tau2-airline")
+    dropped = files.FILES["data/tau-bench/airline/users.json"].path
+    monkeypatch.setenv(ENV, str(_fake_shared(tmp_path / "s", drop=dropped)))
+    assert server_environment()[ENV] == str(tmp_path / "s")
+    assert "OPENAI_API_KEY" not in server_environment()  # the SDK's default still keeps keys out
+    with pytest.raises(BadInputError, match=r"users\.json.*not found"):
+        anyio.run(catalog_of_world, "tau2-airline")
 
 
 @pytest.mark.shared
@@ -157,6 +180,7 @@ def test_serve_over_stdio_with_the_mcp_client():
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "toolshift", "world", "serve", "tau2-airline", "--transport", "stdio"],
+        env=server_environment(),
     )
 
     async def run():

@@ -88,7 +88,11 @@ class Backend:
             "cache": None,
         }
         if cfg.command is not None:
-            params = StdioServerParameters(command=cfg.command[0], args=cfg.command[1:], env=cfg.env or None)
+            from toolshift.shared import server_environment
+
+            params = StdioServerParameters(
+                command=cfg.command[0], args=cfg.command[1:], env=server_environment(cfg.env)
+            )
             return Client(params, **options)
         if cfg.url is not None:
             return Client(cfg.url, **options)

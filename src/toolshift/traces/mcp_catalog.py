@@ -42,7 +42,11 @@ async def catalog_of_world(domain: str) -> ToolCatalog:
     from mcp import StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "toolshift", "world", "serve", domain])
+    from toolshift.shared import server_environment
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "toolshift", "world", "serve", domain], env=server_environment()
+    )
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
         try:
             return await catalog_from_mcp_server(
