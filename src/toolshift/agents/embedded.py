@@ -43,6 +43,7 @@ from toolshift.agents.copying import (
 from toolshift.agents.decoding import CopyPrior, Generated, HeadPrior, Prior, chatml, constrained_generate
 from toolshift.agents.forcing import Forcer, patterns
 from toolshift.agents.listing import param_names, pick_tools, relevance, signature, words_of
+from toolshift.agents.skills import skill_first, with_skill_tool
 from toolshift.agents.transcript import Transcript, action_of, compact_result
 from toolshift.agents.users import END_CONVERSATION
 from toolshift.traces.spans import ConversationSpans, spans_of
@@ -294,7 +295,7 @@ class EmbeddedModel:
             choices = [c for t in tools if (c := tool_choice(t, spans, "model", narrow=False)) is not None]
             return action_grammar(choices, can_reply=True, reply_chars=self.reply_chars), tools
         if shown is None:
-            shown = pick_tools(tools, said, self.max_tools)
+            shown = with_skill_tool(pick_tools(tools, said, self.max_tools), tools)
         else:
             offered = {t.name for t in tools}
             shown = [t for t in shown if t.name in offered]
@@ -331,7 +332,8 @@ class EmbeddedModel:
         if just_answered in exposers and any(c.tool not in exposers | {END_CONVERSATION} for c in choices):
             # a tool search just listed tools it can call: call one, not search again by another span (D235)
             choices = [c for c in choices if c.tool not in exposers]
-        grammar = self._action(messages, tools, spans, choices, shown)
+        first = skill_first(choices, made, said)
+        grammar = self._action(messages, tools, spans, [first] if first else choices, shown)
         words = words_of(said)
         by_name = {t.name: t for t in tools}
         grammar.heads = {
@@ -404,16 +406,29 @@ class EmbeddedModel:
                 'Answer with JSON only: {"reply": TEXT} to answer the agent, or {"tool": NAME, "arguments": {}}.',
             ]
         else:
+            policy, _, skills = system.split("# Policy", 1)[-1].partition("\n# Skills\n")
             lines = [  # wording and order chosen by trying variants on the demo tasks
                 "You are a customer-service agent. Call a tool with the values the customer gave you; "
                 "ask the customer for what you still need; tell them when their request is done.",
-                "Policy: " + _clip(" ".join(system.split("# Policy", 1)[-1].split()), self.policy_chars),
+                "Policy: " + _clip(" ".join(policy.split()), self.policy_chars),
+                *self._skills_line(skills),
                 "Tools:",
                 *(signature(t, short=self.prompts == "grow") for t in tools),
                 'Answer with JSON only: {"tool": NAME, "arguments": {...}} to call a tool, '
                 'or {"reply": TEXT} to talk to the customer.',
             ]
         return "\n".join(lines)
+
+    def _skills_line(self, section: str) -> list[str]:
+        """The Agent Skills a `# Skills` section offers (`toolshift.agents.skills`), on one line within `policy_chars`:
+        a prompt without the section reads as before."""
+        listed = [line[2:].strip() for line in section.splitlines() if line.startswith("- ")]
+        if not listed:
+            return []
+        return [
+            "Skills (read one with read_skill before using it): "
+            + _clip("; ".join(listed), self.policy_chars)
+        ]
 
     def _follow(self, messages: list[dict[str, Any]], tools: list[ToolDef], llm: Any) -> list[ToolDef]:
         """Extend this episode's transcript with the messages since the last turn (or start it); its tools."""
@@ -432,7 +447,9 @@ class EmbeddedModel:
         if t is None or not t.follows(messages):
             said = " ".join(m.get("content") or "" for m in messages if m["role"] == "user")
             shown = (
-                tools if self.role == "user" else callable_now(pick_tools(tools, said, self.max_tools), said)
+                tools
+                if self.role == "user"
+                else with_skill_tool(callable_now(pick_tools(tools, said, self.max_tools), said), tools)
             )
             t = Transcript(self._system(messages, shown), list(shown), known={x.name for x in tools})
             t.rebuilds = 0 if self.transcript is None else self.transcript.rebuilds + 1

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from toolshift.agents.chat import ChatModel, ModelConfigError, ModelReply, ProposedCall, ToolDef
+from toolshift.agents.skills import SkillShelf
 from toolshift.agents.toolbox import McpToolbox, ToolOutcome
 from toolshift.agents.users import END_CONVERSATION, END_TOOL, UserSimulator, UserSimulatorError, UserTurn
 from toolshift.agents.worlds import toolbox_for
@@ -288,9 +289,12 @@ async def run_episode(
     agent_name: str | None = None,
     harness: str = "toolshift.agents/1",
     source: dict[str, Any] | None = None,
+    skills: SkillShelf | None = None,
 ) -> Episode:
-    """Run one episode to its end and return it judged: success = Δgold ⊆ Δagent."""
+    """Run one episode to its end and return it judged: success = Δgold ⊆ Δagent. `skills`: Agent Skills offered
+    by name and description and opened through `read_skill` (`toolshift.agents.skills`), recorded in `source.skills`."""
     limits = limits or EpisodeLimits()
+    shelf = skills.session() if skills is not None else None
     conv = _Conversation()
     started, clock = _now(), time.perf_counter()
     diff: list[RowChange] | None = None
@@ -303,7 +307,10 @@ async def run_episode(
             served = getattr(world, "served", None)
             # A task judged by its own benchmark gets that benchmark's harness: arguments go to the world as written.
             toolbox = toolbox_for(world, tool_timeout=limits.tool_timeout, check_schemas=task.judge is None)
-            conv.system(system_prompt(world.title, world.policy))
+            prompt = system_prompt(world.title, world.policy)
+            if shelf is not None and shelf.shelf.skills:
+                toolbox, prompt = shelf.wrap(toolbox), f"{prompt}\n\n{shelf.shelf.section()}"  # type: ignore[assignment]
+            conv.system(prompt)
             try:
                 async with asyncio.timeout(limits.episode_timeout):
                     arrivals = {name: i for i, turn in enumerate(task.turns) for name in turn.new_tools}
@@ -326,6 +333,8 @@ async def run_episode(
     recorded.setdefault("code", code_revision())  # which commit made it (resumed files span several)
     if exposed is not None:  # the tools whose definitions the agent was given (tool retrieval's exposed set)
         recorded["exposed_tools"] = exposed
+    if shelf is not None:
+        recorded["skills"] = shelf.record()
     if served:
         recorded["setting"] = served.get("setting")
         if served.get("task") is not None:
