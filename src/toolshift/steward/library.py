@@ -11,16 +11,20 @@ Schema `toolshift.steward-library/1` (docs/formats.md, "Steward libraries"):
                             seconds, model tokens
 
 The checksum is an unkeyed SHA-256 over the canonical JSON of every skill, edit and work row, and
-`Library.open` also refuses a schema (tables, indexes, triggers, views) that is not exactly `_SCHEMA`. Both
+`Library.open` opens the file defensively and refuses a schema (every table, index, view and trigger, whatever
+its name, `sqlite_*` included) that is not exactly what `_SCHEMA` creates (`toolshift.sqlitefile`, D300). Both
 protect against accidents — a torn copy, a disk error, a hand edit made without Steward — not against
 someone who can write the file: they can recompute an unkeyed hash. Where a library crosses a trust
 boundary, sign it with a key the user holds: with `TOOLSHIFT_STEWARD_KEY` naming a key file, every
 library Steward writes carries `meta.signature` (HMAC-SHA256 over the checksum, the schema and the meta
 rows), and every library it opens must carry a valid one.
+The signature covers the whole schema, so a library signed before D300 (whose signature left `sqlite_*` rows
+out) is refused until it is signed again (`toolshift steward sign`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -33,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from toolshift import sqlitefile
 from toolshift.errors import BadInputError
 
 LIBRARY_FORMAT = "toolshift.steward-library/1"
@@ -88,25 +93,15 @@ def library_key() -> bytes | None:
     return key
 
 
-def _schema_rows(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
-    rows = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
-    return {(str(t), str(n)): " ".join(str(sql or "").split()) for t, n, sql in rows}
-
-
-def _expected_schema() -> dict[tuple[str, str], str]:
-    conn = sqlite3.connect(":memory:")
-    try:
-        conn.executescript(_SCHEMA)
-        return _schema_rows(conn)
-    finally:
-        conn.close()
+@functools.cache
+def expected_schema() -> tuple[sqlitefile.SchemaObject, ...]:
+    """The schema `_SCHEMA` creates (tables, `sqlite_sequence`, automatic indexes): a library has exactly this."""
+    return tuple(sqlitefile.created_schema(s for s in _SCHEMA.split(";") if s.strip()))
 
 
 def schema_problems(conn: sqlite3.Connection) -> list[str]:
     """How a library's schema differs from `_SCHEMA` (an added trigger, a changed table): [] when it does not."""
-    from toolshift.world.state.world import compare_schemas
-
-    return compare_schemas(_schema_rows(conn), _expected_schema())
+    return sqlitefile.schema_difference(sqlitefile.schema_objects(conn), expected_schema())
 
 
 def skill_name(prefix: str, text: str, key: str) -> str:
@@ -197,6 +192,7 @@ class Library:
                 stale.unlink()
         conn = sqlite3.connect(p)
         conn.executescript(_SCHEMA)
+        sqlitefile.harden(conn)
         conn.executemany(
             "INSERT INTO meta VALUES (?, ?)",
             [("format", LIBRARY_FORMAT), ("name", name), ("catalog_version", "0")],
@@ -212,27 +208,31 @@ class Library:
         that does not match, and (with `TOOLSHIFT_STEWARD_KEY` set, unless `check_signature` is off) a
         signature that is missing or not this key's."""
         p = Path(path)
-        if not p.is_file():
+        if not p.exists():
             raise BadInputError("no library here (toolshift steward build makes one)", source=str(p))
+        conn = sqlitefile.connect(p, writable=True, what="steward library")
         try:
-            conn = sqlite3.connect(f"file:{p}?mode=rw", uri=True)
+            sqlitefile.require_schema(
+                conn,
+                expected_schema(),
+                source=str(p),
+                expected="a steward library's",
+                what="steward library",
+                field="schema",
+            )
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         except sqlite3.DatabaseError as exc:
+            conn.close()
             raise BadInputError(f"not a steward library: {exc}", source=str(p)) from None
+        except BadInputError:
+            conn.close()
+            raise
         if meta.get("format") != LIBRARY_FORMAT:
             conn.close()
             raise BadInputError(
                 f"unknown library format {meta.get('format')!r} (this reads {LIBRARY_FORMAT!r})",
                 source=str(p),
                 field="format",
-            )
-        problems = schema_problems(conn)
-        if problems:
-            conn.close()
-            raise BadInputError(
-                "its schema is not a steward library's (data never runs code): " + "; ".join(problems[:4]),
-                source=str(p),
-                field="schema",
             )
         try:
             lib = cls(p, conn)
@@ -329,8 +329,8 @@ class Library:
         checksum and signature themselves: what an unkeyed checksum cannot vouch for."""
         h = hmac.new(key, digestmod=hashlib.sha256)
         h.update(self.checksum().encode())
-        for (kind, name), sql in sorted(_schema_rows(self._conn).items()):
-            h.update(_canon(["schema", kind, name, sql]).encode() + b"\n")
+        for obj in sqlitefile.schema_objects(self._conn):
+            h.update(_canon(["schema", obj.type, obj.name, obj.table, obj.sql]).encode() + b"\n")
         for k, v in self._conn.execute(
             "SELECT key, value FROM meta WHERE key NOT IN ('checksum', 'signature') ORDER BY key"
         ):

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from toolshift import sqlitefile
 from toolshift.errors import BadInputError
 from toolshift.fileio import atomic_path, loads_json
 from toolshift.models import RowChange
@@ -78,31 +79,6 @@ class Snapshot:
 
     def close(self) -> None:
         self.conn.close()
-
-
-def _schema(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
-    rows = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
-    return {(str(t), str(n)): " ".join(str(sql or "").split()) for t, n, sql in rows}
-
-
-def schema_difference(
-    saved: sqlite3.Connection, compiled: sqlite3.Connection, *, shown: int = 4
-) -> list[str]:
-    """How a saved world's schema (tables, indexes, triggers, views) differs from the compiled one: [] when equal."""
-    out = compare_schemas(_schema(saved), _schema(compiled))
-    return out[:shown] + ([f"and {len(out) - shown} more"] if len(out) > shown else [])
-
-
-def compare_schemas(have: dict[tuple[str, str], str], want: dict[tuple[str, str], str]) -> list[str]:
-    """How one SQLite schema ((type, name) → normalised SQL) differs from another, one line per object."""
-    out = [f"extra {t} {n!r}" for t, n in sorted(have.keys() - want.keys())]
-    out += [f"missing {t} {n!r}" for t, n in sorted(want.keys() - have.keys())]
-    out += [
-        f"{t} {n!r} defined differently"
-        for t, n in sorted(have.keys() & want.keys())
-        if have[t, n] != want[t, n]
-    ]
-    return out
 
 
 _epochs = itertools.count()
@@ -185,18 +161,21 @@ class World:
     def open(cls, path: str | Path) -> World:
         """A world whose state is a compiled or saved SQLite file (the spec is read from its `_ts_meta`).
 
-        A file whose schema (tables, indexes, triggers, views) is not exactly what its spec compiles to is
-        refused, naming what differs: a trigger or view in a world file would be code the data runs.
+        The file is opened defensively and read only after its schema holds no trigger or view; then its whole
+        schema (every table, index, view and trigger, whatever its name, `sqlite_*` included, and each one's
+        SQL) must be exactly what its spec compiles to, or it is refused naming what differs
+        (`toolshift.sqlitefile`, D300): a trigger or view in a world file would be code the data runs.
         """
         from toolshift.world.language.spec import parse_spec
         from toolshift.world.state.compiler import compile_domain
         from toolshift.world.state.schema import WORLD_FORMAT
 
         path = Path(path)
-        if not path.is_file():
-            raise BadInputError("no such world file", source=str(path))
-        src = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        src = sqlitefile.connect(path, what="toolshift world file", check_same_thread=False)
         try:
+            sqlitefile.require_schema(
+                src, None, source=str(path), expected="a world's", what="toolshift world file"
+            )  # before any read
             meta = dict(src.execute("SELECT key, value FROM _ts_meta").fetchall())
             if meta.get("format") != WORLD_FORMAT:
                 raise BadInputError(
@@ -209,14 +188,10 @@ class World:
             )
             domain = compile_domain(spec, str(path), with_data=False)
             with domain.lock:
-                differs = schema_difference(src, domain.template)
-            if differs:
-                raise BadInputError(
-                    "its schema is not what its spec compiles to (data never runs code): "
-                    + "; ".join(differs),
-                    source=str(path),
-                    field="sqlite_master",
-                )
+                want = sqlitefile.schema_objects(domain.template)
+            sqlitefile.require_schema(
+                src, want, source=str(path), expected="what its spec compiles to", what="toolshift world file"
+            )
             return cls(domain, state=src)
         except (sqlite3.DatabaseError, KeyError, ValueError) as exc:  # ValueError: JSON, UTF-8 damage
             reason = " ".join(str(exc).split())[:300]
