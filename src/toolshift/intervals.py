@@ -33,6 +33,19 @@ class Interval:
     def as_dict(self) -> dict[str, float | int]:
         return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n}
 
+    def known(self, missing: int, why: str, digits: int = 1) -> str:
+        """`percent()`, or over nothing `— (43 strict unknown)`: a figure nothing could be counted for is never a
+        number, and says how many episodes could not be counted (D321)."""
+        if self.n == 0:
+            return "—" + (f" ({missing} {why})" if missing else "")
+        return self.percent(digits)
+
+    def as_json(self) -> dict[str, float | int | None]:
+        """`as_dict()`, with null (not NaN, which is not JSON) for a mean over nothing."""
+        if self.n == 0:
+            return {"mean": None, "low": None, "high": None, "n": 0}
+        return self.as_dict()
+
 
 def measured(cell: object) -> TypeGuard[dict[str, Any]]:
     """Whether `cell`, read from a results file, is an `Interval.as_dict()` over at least one unit."""

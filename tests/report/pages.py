@@ -69,3 +69,29 @@ def in_viewport(page, selector: str) -> bool:
         selector,
         "e => { const r = e.getBoundingClientRect(); return ON_SCREEN; }".replace("ON_SCREEN", ON_SCREEN),
     )
+
+
+def runs_table(html: str) -> list[dict[str, str]]:
+    """The report's runs table as one dict a row: its header's names (a column holding one value throughout is
+    said once above the table, and is then read from there) and `run`, the heading of the run it is under."""
+    import re
+
+    part = html.split("By run, condition and agent")[1].split("By domain")[0]
+    before = html.split("By run, condition and agent")[0].rsplit("<h2>Runs</h2>", 1)[-1]
+    constant = {}
+    said = re.search(r"In every row: ([^<]*)\.</p>", before)
+    for item in said.group(1).split("; ") if said else ():
+        for name in ("model", "harness", "strict unknown", "unjudged"):
+            if item.startswith(name + " "):
+                constant[name] = item[len(name) + 1 :]
+    header = re.findall(r"<th[^>]*>([^<]*)</th>", part.split("</thead>")[0])
+    out, run = [], ""
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", part.split("</thead>")[1], re.S):
+        heading = re.findall(r'<th class="l" colspan="\d+">([^<]*)</th>', row)
+        if heading:
+            run = heading[0]
+            continue
+        cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+        if cells:
+            out.append({**constant, **dict(zip(header, cells, strict=True)), "run": run})
+    return out

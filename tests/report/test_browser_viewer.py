@@ -7,7 +7,6 @@ scan of the episode files, so a page that drew the wrong thing fails.
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import shlex
@@ -20,7 +19,7 @@ from toolshift.agents.results import summarize
 from toolshift.bench.build import load_tasks
 from toolshift.bench.ecosystem.paths import load_references
 from toolshift.report.inputs import discover
-from toolshift.report.sections.runs import _row
+from toolshift.report.sections.runs import figures_row
 from toolshift.report.view.export import export, parse_select
 from toolshift.report.view.server import Viewer, serving
 from toolshift.traces.episode import Episode
@@ -148,11 +147,10 @@ def test_figures_of_the_filtered_set_are_agents_results_and_the_reports(browser,
     assert figure(page, "pass^2") == expected.pass_k[2].percent()
     # SR, strict SR and pass^k as the report's runs section computes them for the same rows.
     rows_ = np.nonzero(rs.codes["agent"] == rs.lookup["agent"]["gpt-4o"])[0]
-    seeded = {"seed": 0} if "seed" in inspect.signature(_row).parameters else {}  # the viewer's seed, 0
-    cells, iv = _row(rs, rows_, rs.numeric("turns"), rs.numeric("calls"), 1000, **seeded)
-    assert figure(page, "SR") == iv.percent() == cells[3]
-    assert figure(page, "strict SR") == cells[4]
-    assert cells[5] == f"pass^2 {figure(page, 'pass^2')}"
+    cells, figures = figures_row(rs, rows_, 1000, seed=0)  # the viewer's seed, 0
+    assert figure(page, "SR") == figures["success"]["text"] == cells[2]
+    assert figure(page, "strict SR") == cells[3]
+    assert cells[4] == f"pass^2 {figure(page, 'pass^2')}"
     assert f"{len(gpt)} episodes" in page.text_content("#aggregate .agg-counts")
     # The figures follow the filters: the successes alone succeed, all of them.
     page.select_option("#f-outcome", "success")

@@ -118,7 +118,7 @@ def test_report_of_benchmark_runs_has_tables_curves_and_drift(tmp_path, eco_runs
     build, runs = eco_runs
     out = tmp_path / "report.html"
     report = build_report([build, runs], out, options=FAST)
-    assert report.sections == ["inputs", "runs", "benchmark-1"]
+    assert report.sections == ["runs", "benchmark-1", "inputs"]  # results first, the inputs folded last
     page = parse(out)
     text = " ".join(page.text)
     assert "oracle" in text and "frozen-v1" in text
@@ -146,7 +146,8 @@ def test_report_of_published_runs_with_flows_and_a_bad_file(tmp_path, tau_runs, 
     bad = add_corrupt_files(tmp_path / "bad")
     out = tmp_path / "report.html"
     report = build_report([tau_runs, workbench_runs, tau2_results, bad["headless"]], out, options=FAST)
-    assert report.sections[:2] == ["inputs", "runs"]
+    assert report.sections[0] == "runs" and report.sections[-1] == "inputs"
+    assert "1 file(s) with problems" in out.read_text(encoding="utf-8").split("<main>")[0]  # named up top
     flows = [s for s in report.sections if s.startswith("flows-")]
     assert len(flows) >= 3  # τ-bench airline, WorkBench email, τ²-bench airline
     page = parse(out)
@@ -205,10 +206,9 @@ def test_demo_step_reports_the_runs_the_demo_kept(tmp_path, eco_runs):
     assert {"inputs", "runs", "benchmark-1"} <= set(ids)
     html = path.read_text(encoding="utf-8")
     assert "airline_results.json" in html  # the τ²-bench example is in it
-    # the demo's runs by world: the baselines on their ecosystem, the τ²-bench example on its own row
-    part = html.split("By world and agent")[1].split("By domain and agent")[0]
-    worlds = {re.findall(r"<td[^>]*>([^<]*)</td>", row)[0] for row in re.findall(r"<tr>(.*?)</tr>", part, re.S)
-              if "<td" in row}  # fmt: skip
+    # the demo's runs: the baselines on their ecosystem, the τ²-bench example a run of its own
+    part = html.split("By run, condition and agent")[1].split("By domain")[0]
+    worlds = {h.split(" · ")[1] for h in re.findall(r'<th class="l" colspan="\d+">([^<]*)</th>', part)}
     assert "tau2 (converted)" in worlds and any(w.startswith("ecosystem eco-") for w in worlds), worlds
     subtitle = re.search(r"<header>.*?</header>", html, re.S).group(0)
     assert "1 τ²-bench result" in subtitle and not re.search(

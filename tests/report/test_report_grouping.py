@@ -1,5 +1,6 @@
-"""The report on several runs at once: one flows section per distinct catalog, rows by world as well as agent,
-a run's interval the same whatever else the report holds, and the subtitle's counts in their number."""
+"""The report on several runs at once: one flows section per distinct catalog, rows by run (never pooling two
+runs, nor two worlds), a run's interval the same whatever else the report holds, and the subtitle's counts in
+their number."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from toolshift.report.sections import Options
 from toolshift.traces.store import write_episodes
 
 from .episodes import make_episode
+from .pages import runs_table
 
 RUNNER = CliRunner()
 FAST = Options(resamples=200)
@@ -45,12 +47,6 @@ def oracle_runs(tmp_path_factory):
     return runs
 
 
-def _by_world_rows(html: str) -> list[list[str]]:
-    part = html.split("By world and agent")[1].split("By domain and agent")[0]
-    rows = [re.findall(r"<td[^>]*>([^<]*)</td>", r) for r in re.findall(r"<tr>(.*?)</tr>", part, re.S)]
-    return [r for r in rows if r]
-
-
 def test_evolve_seeds_domain_makes_a_task_file_run_takes(oracle_runs):
     for folder in ("a", "b", "c"):
         assert len(list((oracle_runs / folder).glob("run-*.episodes.jsonl"))) == 1
@@ -70,9 +66,12 @@ def test_copies_of_one_catalog_make_one_flows_section_and_worlds_are_not_pooled(
     assert html.count("<h2>Flows: clinic</h2>") == 1 and html.count("<h2>Flows: library</h2>") == 1
     assert "(and 1 more with the same tools)" in html
     assert len([s for s in report.sections if s.startswith("flows-")]) == 2
-    rows = _by_world_rows(html)
-    # the oracle on clinic (both runs: same world, agent, model, harness) and on library: two rows
-    assert sorted((r[0], r[1], r[5]) for r in rows) == [("clinic", "oracle", "6"), ("library", "oracle", "4")]
+    rows = runs_table(html)
+    # the oracle on clinic in two runs (two configurations: same world, agent, model, harness) and on library:
+    # three rows, one a run, each run's heading naming its world
+    found = sorted((r["run"].split(" · ")[1], r["agent"], r["episodes"]) for r in rows)
+    assert found == [("clinic", "oracle", "3"), ("clinic", "oracle", "3"), ("library", "oracle", "4")]
+    assert len({r["run"] for r in rows}) == 3
     # the subtitle counts each kind in its number
     subtitle = re.search(r"<header>.*?</header>", html, re.S).group(0)
     assert "3 episode stores" in subtitle and "3 catalogs" in subtitle and "1 episodes" not in subtitle
@@ -114,11 +113,15 @@ def test_a_runs_interval_does_not_change_with_what_else_is_in_the_report(tmp_pat
     def clinic_row(*paths):
         out = tmp_path / f"r{len(paths)}.html"
         build_report(list(paths), out, options=FAST)
-        rows = {(r[0], r[1]): r for r in _by_world_rows(out.read_text(encoding="utf-8"))}
-        return rows[("clinic", "greedy")]
+        rows = {
+            (r["run"].split(" · ")[1], r["agent"]): r for r in runs_table(out.read_text(encoding="utf-8"))
+        }
+        row = rows[("clinic", "greedy")]
+        return {k: v for k, v in row.items() if k != "run"}  # the run's number depends on what else is there
 
     alone = clinic_row(clinic)
-    assert alone[8].startswith("66.7 [") and alone[8] != "66.7 [66.7, 66.7]"
+    success = alone["success % (95% CI)"]
+    assert success.startswith("66.7 [") and success != "66.7 [66.7, 66.7]"
     assert clinic_row(clinic, other) == alone == clinic_row(third, other, clinic)
 
 

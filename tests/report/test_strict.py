@@ -5,7 +5,6 @@ before the strict verdict existed, and one that does nothing."""
 from __future__ import annotations
 
 import asyncio
-import re
 
 import httpx
 import pytest
@@ -22,6 +21,8 @@ from toolshift.report.sections import Options
 from toolshift.report.view.server import Viewer, serving
 from toolshift.traces.store import write_episodes
 
+from .pages import runs_table
+
 
 @pytest.fixture(scope="module")
 def clinic_episodes():
@@ -34,7 +35,9 @@ def clinic_episodes():
     return [
         cancel_episode(greedy=False, episode_id="careful"),
         cancel_episode(greedy=True, episode_id="greedy"),
-        without_verdict_fields(cancel_episode(greedy=True, episode_id="old-greedy")),
+        without_verdict_fields(cancel_episode(greedy=True, episode_id="old-greedy")).model_copy(
+            update={"trial": 1}
+        ),
         idle,
     ]
 
@@ -60,19 +63,16 @@ def test_the_runs_section_shows_strict_success_beside_success(store, tmp_path):
     assert "strict success % (95% CI)" in html and "strict unknown" in html and "collateral / episode" in html
     # by agent: greedy (its two episodes, one recorded before the verdict) succeeds in both, strict in
     # neither known one, one unknown, one collateral change over the one that records it; careful is clean
-    rows = re.findall(r"<tr>(.*?)</tr>", html.split("By world and agent")[1].split("By domain")[0])
-    cells = {r[1]: r for r in ([c for c in re.findall(r"<td[^>]*>([^<]*)</td>", row)] for row in rows) if r}
-    head = ["world", "agent", "model", "harness", "domains", "episodes", "tasks", "judged", "success % (95% CI)",
-            "strict success % (95% CI)", "pass^k % (95% CI)", "strict unknown", "collateral / episode"]  # fmt: skip
-    greedy = dict(zip(head, cells["greedy"], strict=False))
+    cells = {r["agent"]: r for r in runs_table(html)}
+    greedy = cells["greedy"]
     assert greedy["episodes"] == "2" and greedy["success % (95% CI)"] == "100.0 [100.0, 100.0]"
     assert greedy["strict success % (95% CI)"] == "0.0 [0.0, 0.0]" and greedy["strict unknown"] == "1"
     assert greedy["collateral / episode"] == "1.00 (n=1)"
     assert greedy["pass^k % (95% CI)"] == "pass^2 100.0 [100.0, 100.0]"  # its two trials of one task
-    careful = dict(zip(head, cells["careful"], strict=False))
+    careful = cells["careful"]
     assert careful["strict success % (95% CI)"] == "100.0 [100.0, 100.0]"
     assert careful["collateral / episode"] == "0.00 (n=1)"
-    idle = dict(zip(head, cells["idle"], strict=False))
+    idle = cells["idle"]
     assert idle["success % (95% CI)"] == idle["strict success % (95% CI)"] == "0.0 [0.0, 0.0]"
 
 

@@ -108,9 +108,9 @@ class RunResults:
             "judged_tasks": self.judged_tasks,
             "episodes": self.episodes,
             "trials": self.trials,
-            "success": self.success.as_dict(),
-            "pass_k": {str(k): v.as_dict() for k, v in self.pass_k.items()},
-            "flip_share": self.flip_share.as_dict(),
+            "success": self.success.as_json(),
+            "pass_k": {str(k): v.as_json() for k, v in self.pass_k.items()},
+            "flip_share": self.flip_share.as_json(),
             "invalid_tasks": self.invalid_tasks,
             "not_charged": self.not_charged,
             "terminations": dict(self.terminations),
@@ -120,8 +120,8 @@ class RunResults:
             "mean_tokens": self.mean_tokens,
             "cost": self.cost,
             "mean_seconds": self.mean_seconds,
-            "strict_success": self.strict_success.as_dict(),
-            "strict_pass_k": {str(k): v.as_dict() for k, v in self.strict_pass_k.items()},
+            "strict_success": self.strict_success.as_json(),
+            "strict_pass_k": {str(k): v.as_json() for k, v in self.strict_pass_k.items()},
             "strict_unknown": self.strict_unknown,
             "mean_collateral": self.mean_collateral,
             "collateral_episodes": self.collateral_episodes,
@@ -206,13 +206,17 @@ def results_table(title: str, results: RunResults) -> Table:
     table.add_column("value", justify="right")
     table.add_row("tasks judged / in file", f"{results.judged_tasks} / {results.tasks}")
     table.add_row("episodes", str(results.episodes))
-    table.add_row("success % [95% CI over tasks]", results.success.percent())
-    table.add_row("strict success % (no collateral write)", results.strict_success.percent())
+    table.add_row("success % [95% CI over tasks]", results.success.known(results.not_charged, "unjudged"))
+    table.add_row(
+        "strict success % (no collateral write)",
+        results.strict_success.known(results.strict_unknown, "strict unknown"),
+    )
     for k, interval in results.pass_k.items():
         if k > 1:
-            table.add_row(f"pass^{k} %", interval.percent())
+            table.add_row(f"pass^{k} %", interval.known(0, ""))
             strict = results.strict_pass_k.get(k)
-            table.add_row(f"strict pass^{k} %", strict.percent() if strict is not None else "–")
+            unknown = results.strict_unknown
+            table.add_row(f"strict pass^{k} %", strict.known(unknown, "strict unknown") if strict else "—")
     if results.strict_unknown:
         table.add_row("strict verdict unknown (episodes)", str(results.strict_unknown))
     table.add_row(

@@ -36,6 +36,11 @@ def build_report(
     ctx = Context(inputs, options or Options(), progress=lambda m: say(f"section {m}"))
     sections = render_all(ctx)
     subtitle = f"{', '.join(str(p) for p in paths)}: {describe_kinds(inputs.files)}"
-    text = page(title, subtitle, sections)
+    bad = inputs.bad
+    banner = ""
+    if bad:
+        banner = (f'<div class="problems banner"><b class="bad">{len(bad)} file(s) with problems</b>, named in '
+                  '<a href="#bad-files">Inputs</a>; everything else is shown.</div>')  # fmt: skip
+    text = page(title, subtitle, sections, banner)
     write_text_atomic(Path(out), text)
     return Report(Path(out), inputs, [s.id for s in sections], len(text.encode()))

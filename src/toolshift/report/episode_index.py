@@ -38,16 +38,27 @@ from toolshift.fileio import NotJsonError, atomic_path, jsonl_lines, loads_json
 from toolshift.traces.episode import EPISODE_FORMAT, Episode
 from toolshift.traces.store import read_header
 
-INDEX_FORMAT: Final = "toolshift.episode-index/2"
+INDEX_FORMAT: Final = "toolshift.episode-index/3"
 MAX_ERRORS = 20
 """Bad lines whose reason an index keeps (all are counted)."""
-CATEGORIES = ("domain", "agent", "model", "harness", "version", "outcome", "strict", "termination")
+CATEGORIES = ("domain", "agent", "model", "harness", "version", "outcome", "strict", "termination", "kind",
+              "condition", "shared")  # fmt: skip
 """Columns stored as codes into a list of values: few distinct values, filtered by equality."""
+RECORDING_HARNESS = "toolshift-gateway"
+"""The harness of a gateway's recording (`toolshift.gateway.record`): the calls an agent made through the
+gateway, not an agent's episode; shown as a recording, never counted as an episode (D320)."""
+KINDS = ("episode", "recording")
+TRIAL_KEY = ("run", "condition", "kind", "harness", "agent", "model", "domain", "task_id", "version")
+"""What identifies a task's trials (D320): the run that made them (`run_of`), the condition and harness they
+ran under, the agent and model, the task and the ecosystem version. Rows that share all of these are trials
+of one task in one run; pass^k is computed over them and nothing wider."""
 NUMBERS = ("offset", "length", "line", "trial", "turns", "calls", "collateral")
 OUTCOMES = ("success", "failure", "unjudged")
 STRICT = ("strict", "collateral", "failure", "unknown", "unjudged")
-"""The strict verdict: a success with no collateral write, a success with one, a failure (never strict),
-a success recorded without the strict fields, an unjudged episode. `collateral` is -1 when unknown."""
+"""The strict verdict: a success with no collateral write, a success with one, a failure (never strict) whose
+judge recorded the strict verdict, a judged episode recorded without it (τ²-bench's and converted runs':
+its judge never looked at collateral writes, so it is unknown, never 0; D321), an unjudged episode.
+`collateral` is -1 when unknown."""
 
 
 class _Outcome(BaseModel):
@@ -72,6 +83,7 @@ class _IndexedFields(BaseModel):
     termination_reason: str | None = None
     outcome: _Outcome | None = None
     messages: list[Any] = []
+    source: dict[str, Any] = {}
 
 
 def default_cache_dir() -> Path:
@@ -108,11 +120,61 @@ def strict_of(outcome: Any) -> tuple[str, int]:
     info = outcome.info if isinstance(getattr(outcome, "info", None), dict) else {}
     strict, changes = info.get("strict_success"), info.get("collateral_changes")
     count = changes if isinstance(changes, int) and not isinstance(changes, bool) and changes >= 0 else -1
+    if not isinstance(strict, bool):
+        return "unknown", count  # a judge that never looked at collateral writes: not a failure of strictness
     if verdict == "failure":
         return "failure", count
-    if not isinstance(strict, bool):
-        return "unknown", count
     return ("strict" if strict else "collateral"), count
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def condition_of(source: dict[str, Any], meta: dict[str, Any]) -> str:
+    """The condition an episode ran under, from its own `source` (`condition`, the loop's `loop.condition`,
+    a baseline's `setting`), else its file's header (`condition`, the loop's `loop`, `setting`); "" if none."""
+    loop = source.get("loop") if isinstance(source.get("loop"), dict) else {}
+    for value in (source.get("condition"), loop.get("condition"), source.get("setting"), meta.get("condition"),
+                  meta.get("loop"), meta.get("setting")):  # fmt: skip
+        if _text(value):
+            return str(value)
+    return ""
+
+
+def shared_of(source: dict[str, Any]) -> str:
+    """The condition an episode was copied from ("" for none): the loop serves its first version once and
+    each other condition keeps a copy (`source.loop.shared_from`), counted once when conditions are pooled."""
+    loop = source.get("loop") if isinstance(source.get("loop"), dict) else {}
+    return _text(loop.get("shared_from"))
+
+
+def kind_of(harness: str | None) -> str:
+    """`recording` for a gateway's recording of a session, else `episode`."""
+    return "recording" if harness == RECORDING_HARNESS else "episode"
+
+
+RUN_ROOT_FILES = ("loop.json",)
+"""A folder holding one of these is a run whose episode files sit in folders below it (`toolshift loop`)."""
+STORE_SUFFIXES = (".episodes.jsonl.gz", ".episodes.jsonl", ".jsonl.gz", ".jsonl", ".json")
+
+
+def run_of(source: Path, meta: dict[str, Any]) -> str:
+    """The run an episode file belongs to (D320): its header's `run`, else the command that wrote it (its
+    header's `command`, as `bench baseline` and `steward eval` record), else the run folder above it (one
+    holding `loop.json`, within three levels), else the file itself without its suffix."""
+    if _text(meta.get("run")):
+        return str(meta["run"])
+    if _text(meta.get("command")):
+        return str(meta["command"]).removeprefix("toolshift ")
+    for folder in list(source.parents)[:3]:
+        if any((folder / name).is_file() for name in RUN_ROOT_FILES):
+            return str(folder)
+    name = str(source)
+    for suffix in STORE_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 @dataclass
@@ -275,7 +337,8 @@ def scan(source: Path, read_from: Path) -> FileIndex:
             ids += f.id.encode("utf-8")
             ends.append(len(ids))
             cats = (f.domain, f.agent or "", f.model or "", f.harness or "", f.ecosystem_version or "",
-                    outcome_of(f.outcome), strict, f.termination_reason or "", f.task_id)  # fmt: skip
+                    outcome_of(f.outcome), strict, f.termination_reason or "", kind_of(f.harness),
+                    condition_of(f.source, index.meta), shared_of(f.source), f.task_id)  # fmt: skip
             for (col, table), v in zip(code_cols, cats, strict=True):
                 code = table.get(v)
                 if code is None:
@@ -325,6 +388,11 @@ def index_file(source: Path, *, read_from: Path | None = None, cache: Path | Non
     return index
 
 
+FACETS = ("run", "condition", "harness", "kind", "domain", "agent", "model", "version", "outcome", "strict",
+          "file", "task_id")  # fmt: skip
+"""The columns a list of episodes is faceted by: values with counts under the other filters."""
+
+
 @dataclass
 class RunSet:
     """Several indexed files seen as one table: a global row number for every episode, and filters over them."""
@@ -341,12 +409,13 @@ class RunSet:
         self.file_of = np.repeat(np.arange(len(self.files), dtype=np.int32), sizes)
         self.row_of = np.concatenate([np.arange(n, dtype=np.int64) for n in sizes] or [np.zeros(0, np.int64)])
         self.values, self.codes = {}, {}
-        for name in (*CATEGORIES, "task_id", "file"):
+        for name in (*CATEGORIES, "task_id", "file", "run"):
             table: dict[str, int] = {}
             parts = []
             for f in self.files:
-                if name == "file":
-                    local_values, local_codes = [str(f.source)], np.zeros(f.episodes, dtype=np.int32)
+                if name in ("file", "run"):
+                    label = str(f.source) if name == "file" else run_of(f.source, f.meta)
+                    local_values, local_codes = [label], np.zeros(f.episodes, dtype=np.int32)
                 else:
                     local_values, local_codes = f.values[name], f.columns[name]
                 remap = np.array(
@@ -389,9 +458,7 @@ class RunSet:
     def facets(self, filters: dict[str, str], text: str = "", limit: int = 200) -> dict[str, list[list[Any]]]:
         """For each filterable column, its values and how many rows each would keep under the other filters."""
         out: dict[str, list[list[Any]]] = {}
-        for name in (*CATEGORIES, "file", "task_id"):
-            if name in ("termination", "harness"):
-                continue
+        for name in FACETS:
             keep = self.mask(filters, without=name, text=text)
             counts = np.bincount(self.codes[name][keep], minlength=len(self.values[name]))
             order = np.argsort(-counts, kind="stable")[:limit] if name == "task_id" else range(len(counts))
@@ -420,4 +487,5 @@ class RunSet:
             out[name] = int(f.columns[name][r])
         for name in (*CATEGORIES, "task_id"):
             out[name] = f.value(name, r)
+        out["run"] = self.values["run"][int(self.codes["run"][row])]
         return out

@@ -32,6 +32,14 @@ figcaption{font-size:12px;color:#5b6475}
 .problems{background:#fff4f4;border:1px solid #f0c5c7;padding:8px 12px;border-radius:4px}
 .problems li{font-family:ui-monospace,monospace;font-size:12px;word-break:break-all}
 code{font-family:ui-monospace,monospace;font-size:12px;background:#f3f5f8;padding:1px 3px}
+tr.group th{background:#e9edf3;text-align:left;font-weight:600;white-space:normal}
+details>summary{cursor:pointer;color:#2a4d8f}
+.banner{margin:14px 28px 0;max-width:1400px}
+@media (prefers-color-scheme:dark){
+body{color:#dfe4ee;background:#14171d}nav{background:#1c2129;border-color:#2c3340}nav a{color:#8fb4ff}
+section{background:#1a1e25;border-color:#2c3340}th{background:#222833}th,td{border-color:#2c3340}
+tr.group th{background:#283040}.note,figcaption{color:#9aa4b5}code{background:#222833}
+figure img{background:#fff}.problems{background:#3a1d20;border-color:#6b2d33}details>summary{color:#8fb4ff}}
 """
 
 
@@ -108,8 +116,9 @@ class Section:
         return f'<section id="{esc(self.id)}"><h2>{esc(self.title)}</h2>{probs}{self.body}</section>'
 
 
-def page(title: str, subtitle: str, sections: Sequence[Section]) -> str:
-    """The whole report. Nothing in it is fetched: styles inline, images as data URIs, no scripts."""
+def page(title: str, subtitle: str, sections: Sequence[Section], banner: str = "") -> str:
+    """The whole report. Nothing in it is fetched: styles inline, images as data URIs, no scripts. `banner`
+    (HTML) stands above the first section: what the reader must know before the results (files left out)."""
     nav = "".join(f'<a href="#{esc(s.id)}">{esc(s.title)}</a>' for s in sections)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = "".join(s.html() for s in sections)
@@ -121,5 +130,5 @@ def page(title: str, subtitle: str, sections: Sequence[Section]) -> str:
         "style-src 'unsafe-inline'\">"
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
         f"<header><h1>{esc(title)}</h1><p>{esc(subtitle)} · written {stamp}</p></header>"
-        f"<nav>{nav}</nav><main>{body}</main></body></html>\n"
+        f"<nav>{nav}</nav>{banner}<main>{body}</main></body></html>\n"
     )

@@ -45,13 +45,15 @@ def renderers() -> list[Renderer]:
     from toolshift.report.sections import benchmark, capabilities, files, flows, loop, runs
 
     return [
-        Renderer("files", (), files.render),
         Renderer("runs", ("episodes", "tau2-results"), runs.render),
         Renderer("benchmark", ("bench-build",), benchmark.render),
         Renderer("flows", ("catalog", "decision-log"), flows.render),
         Renderer("steward", ("steward-results",), capabilities.render_steward),
         Renderer("evolve", ("evolve-run",), capabilities.render_evolve),
         Renderer("loop", ("loop-results",), loop.render_loop),
+        Renderer(
+            "files", (), files.render
+        ),  # the inputs come last, folded: the page leads with results (D323)
     ]
 
 

@@ -1,4 +1,5 @@
-"""The inputs section: every file the report was given, its kind, and each bad one named with its reason."""
+"""The inputs section, last on the page: every file the report was given, its kind, and each bad one named with
+its reason; the file list folded (a few hundred files must not stand before the results, D323)."""
 
 from __future__ import annotations
 
@@ -34,9 +35,8 @@ def render(ctx: Context) -> list[Section]:
         episodes = f.index.episodes if f.index is not None and not f.error else ""
         rows.append([str(f.path), KIND_LABELS.get(f.kind or "", "—"), episodes, status])
     problems = [p for f in ctx.inputs.bad for p in f.problems()]
-    body = f'<p class="note">{esc(describe_kinds(files))}.</p>' + table(
-        ["file", "kind", "episodes", "status"], rows, left=4
-    )
+    listing = table(["file", "kind", "episodes", "status"], rows, left=4)
+    body = f"<details><summary>{esc(describe_kinds(files))}: the {len(files)} file(s), one a row</summary>{listing}</details>"
     if problems:
         items = "".join(f"<li>{esc(p)}</li>" for p in problems)
         bad = len(ctx.inputs.bad)

@@ -1,37 +1,35 @@
-"""The runs section: per agent and per domain × agent, episodes, success with intervals, turns and endings.
+"""The runs section: per run, condition and agent, and per domain, episodes, success with intervals, turns, endings.
 
 Drawn from the episode index alone (no episode is parsed again), so it costs the same for 100 or
-100,000 episodes once the files are indexed. Success is each episode's own verdict (`outcome.success`,
-else a reward of 1); unjudged episodes (WorkBench's, or those charged to the harness) are counted apart
-and left out of the rate. Beside it, strict success (success and no collateral write, from the episode's
-`outcome.info.strict_success`; a failure is never strict; a success recorded without the field is counted
-as unknown and left out of that rate, never taken as clean) and the mean collateral changes per episode
-where known. pass^k (k = 2 up to the most trials a task has) is `toolshift agents results`' own: per task
-(and ecosystem version) τ-bench's chance that k of its trials drawn without replacement all succeed,
-averaged over the tasks with at least k judged trials. Rows are by world (an agent run's world, a
-baseline's ecosystem, a converter: the file header's) and agent, never pooling worlds. Intervals are 95%
-percentile bootstraps over tasks (`toolshift.intervals`), seeded by the row's key, so a run's interval does
-not depend on what else the report holds.
+100,000 episodes once the files are indexed. Every figure is the viewer's (`toolshift.report.view.aggregate`,
+the estimators of `toolshift agents results`): success is each episode's own verdict, unjudged episodes
+counted apart; strict success (success and no collateral write) over the episodes whose judge recorded it,
+the others counted as unknown and never taken as a number (D321); pass^k only over the repeated trials of
+one run (D320). Rows are by run (the command or folder that made the episodes, `episode_index.run_of`), the
+condition they ran under, the agent, model and harness, never pooling two runs; a gateway's recordings of
+sessions are listed apart, never counted as episodes. Intervals are 95% percentile bootstraps over tasks
+(`toolshift.intervals`), seeded by the row's key, so a run's interval does not depend on what else the
+report holds.
 """
 
 from __future__ import annotations
 
+import textwrap
 import zlib
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
-from toolshift.agents.results import pass_hat_k
-from toolshift.intervals import Interval, bootstrap_mean
 from toolshift.report.episode_index import RunSet
-from toolshift.report.page import Section, esc, figure, figure_png, pyplot, table
+from toolshift.report.page import Section, esc, figure, figure_png, pyplot
 from toolshift.report.sections import Context
+from toolshift.report.view.aggregate import aggregate, column, counted
 
 MAX_ROWS = 200
 HEADER = [
     "episodes",
     "tasks",
-    "judged",
     "success % (95% CI)",
     "strict success % (95% CI)",
     "pass^k % (95% CI)",
@@ -42,6 +40,7 @@ HEADER = [
     "mean calls",
     "ended by",
 ]
+DOMAIN_HEADER = ["episodes", "success % (95% CI)", "strict success % (95% CI)", "mean turns"]
 
 
 def world_of(meta: dict) -> str:
@@ -58,157 +57,195 @@ def world_of(meta: dict) -> str:
     return "—"
 
 
-def _worlds(rs: RunSet) -> tuple[list[str], np.ndarray]:
-    """The world label of every row, as (values, codes), like a RunSet's category columns."""
-    labels = [world_of(f.meta) for f in rs.files]
-    values = sorted(set(labels))
-    per_file = np.array([values.index(w) for w in labels] or [0], dtype=np.int32)
-    return values, per_file[rs.file_of] if rs.size else np.zeros(0, np.int32)
-
-
-def _groups(
-    rs: RunSet, keys: tuple[str, ...], extra: dict[str, tuple[list[str], np.ndarray]] | None = None
-) -> dict[tuple[str, ...], np.ndarray]:
-    """Rows by the values of `keys` (RunSet columns, or `extra`'s (values, codes) columns), in key order."""
-    columns = {k: (rs.values[k], rs.codes[k]) for k in keys if k in rs.codes} | (extra or {})
-    combo = np.zeros(rs.size, dtype=np.int64)
-    for name in keys:
-        values, codes = columns[name]
-        combo = combo * (len(values) + 1) + codes
-    out: dict[tuple[str, ...], np.ndarray] = {}
-    for value in np.unique(combo):
-        rows = np.nonzero(combo == value)[0]
-        first = rows[0]
-        out[tuple(columns[k][0][columns[k][1][first]] for k in keys)] = rows
-    return dict(sorted(out.items()))
+def groups(rs: RunSet, rows: np.ndarray, keys: tuple[str, ...]) -> dict[tuple[str, ...], np.ndarray]:
+    """`rows` by the values of the category columns `keys`, in key order."""
+    out: dict[tuple[str, ...], list[int]] = {}
+    values = [column(rs, k, rows).tolist() for k in keys]
+    for i, row in enumerate(rows.tolist()):
+        out.setdefault(tuple(v[i] for v in values), []).append(row)
+    return {k: np.asarray(v, dtype=np.int64) for k, v in sorted(out.items())}
 
 
 def row_seed(key: tuple[str, ...]) -> int:
-    """The bootstrap seed of one table row, from what the row is (its world, agent, model …): a run's interval
-    is a function of its own episodes, the same whatever else the report holds."""
+    """The bootstrap seed of one table row, from what the row is (its run, condition, agent, model …): a run's
+    interval is a function of its own episodes, the same whatever else the report holds."""
     return zlib.crc32("\0".join(key).encode())
 
 
-def pass_k_cell(task_successes: dict[str, list[bool]], resamples: int, seed: int = 0) -> str:
-    """`pass^2 40.0 [20.0, 60.0]; pass^3 …` over the tasks with at least k trials, or a dash for one trial."""
-    trials = max((len(v) for v in task_successes.values()), default=0)
-    parts = []
-    for k in range(2, trials + 1):
-        values = [pass_hat_k(sum(v), len(v), k) for v in task_successes.values() if len(v) >= k]
-        parts.append(f"pass^{k} {bootstrap_mean(values, resamples=resamples, seed=seed).percent()}")
+def pass_k_cell(figures: dict) -> str:
+    """`pass^2 40.0 [20.0, 60.0]; pass^3 …` over the run's repeated trials, or a dash for one trial a task."""
+    parts = [f"pass^{k} {iv['text']}" for k, iv in figures["pass_k"].items()]
     return "; ".join(parts) if parts else "– (1 trial)"
 
 
-def _row(
-    rs: RunSet, rows: np.ndarray, turns: np.ndarray, calls: np.ndarray, resamples: int, seed: int
-) -> tuple[list, Interval]:
-    outcome = np.asarray(rs.values["outcome"], dtype=object)[rs.codes["outcome"][rows]]
-    judged = outcome != "unjudged"
-    tasks = [
-        f"{rs.values['domain'][d]}\0{rs.values['task_id'][t]}"
-        for d, t in zip(rs.codes["domain"][rows], rs.codes["task_id"][rows], strict=True)
-    ]
-    success = (outcome[judged] == "success").astype(float)
-    iv = bootstrap_mean(
-        success, groups=[t for t, j in zip(tasks, judged, strict=True) if j], resamples=resamples, seed=seed
-    )
-    verdicts = np.asarray(rs.values["strict"], dtype=object)[rs.codes["strict"][rows]]
-    known = (verdicts == "strict") | (verdicts == "collateral") | (verdicts == "failure")
-    strict_iv = bootstrap_mean(
-        (verdicts[known] == "strict").astype(float),
-        groups=[t for t, k in zip(tasks, known, strict=True) if k],
-        resamples=resamples,
-        seed=seed,
-    )
-    versions = [rs.values["version"][v] or "" for v in rs.codes["version"][rows]]
-    trials: dict[str, list[bool]] = {}
-    for task, version, j, o in zip(tasks, versions, judged, outcome, strict=True):
-        if j:
-            trials.setdefault(f"{task}\0{version}", []).append(o == "success")
-    collateral = rs.numeric("collateral")[rows][judged]
-    counted = collateral[collateral >= 0]
-    ends = Counter(rs.values["termination"][c] or "—" for c in rs.codes["termination"][rows])
-    ended = ", ".join(f"{k} {n}" for k, n in ends.most_common(3))
+def figures_row(rs: RunSet, rows: np.ndarray, resamples: int, seed: int) -> tuple[list, dict]:
+    """The table cells of a group of rows (HEADER's), and its figures (`aggregate`'s)."""
+    figures = aggregate(rs, rows, resamples, seed)
+    kept, _ = counted(rs, rows)
+    turns, calls = rs.numeric("turns")[kept], rs.numeric("calls")[kept]
+    ends = Counter(v or "—" for v in column(rs, "termination", kept).tolist())
+    collateral = figures["collateral_per_episode"]
     cells = [
-        len(rows),
-        len(set(tasks)),
-        int(judged.sum()),
-        iv.percent(),
-        strict_iv.percent(),
-        pass_k_cell(trials, resamples, seed),
-        int((verdicts == "unknown").sum()),
-        f"{counted.mean():.2f} (n={counted.size})" if counted.size else "unknown",
-        int((~judged).sum()),
-        f"{turns[rows].mean():.1f}",
-        f"{calls[rows].mean():.1f}",
-        ended,
+        figures["episodes"],
+        figures["tasks"],
+        figures["success"]["text"],
+        figures["strict_success"]["text"],
+        pass_k_cell(figures),
+        figures["strict_unknown"],
+        "unknown" if collateral is None else f"{collateral:.2f} (n={figures['collateral_known']})",
+        figures["unjudged"],
+        f"{turns.mean():.1f}" if kept.size else "—",
+        f"{calls.mean():.1f}" if kept.size else "—",
+        ", ".join(f"{k} {n}" for k, n in ends.most_common(3)),
     ]
-    return cells, iv
+    return cells, figures
 
 
-def _chart(labels: list[str], ivs: list[Interval]) -> bytes:
+def chart(labels: list[str], figures: list[dict]) -> Any:
+    """Success per row with its interval, as a matplotlib figure: long labels wrapped, so the axes keep their
+    width and the axis label fits under them (it was cut at "interval over ta", D323)."""
     plt = pyplot()
-    height = max(2.0, 0.35 * len(labels) + 1)
-    fig, ax = plt.subplots(figsize=(8, height))
+    labels = [textwrap.fill(label, 36) for label in labels]
+    lines = sum(label.count("\n") + 1 for label in labels)
+    fig, ax = plt.subplots(figsize=(9, max(2.4, 0.2 * lines + 0.12 * len(labels) + 1.3)))
     ys = np.arange(len(labels))
-    means = [100 * iv.mean for iv in ivs]
-    err = [[100 * (iv.mean - iv.low) for iv in ivs], [100 * (iv.high - iv.mean) for iv in ivs]]
+    means = [100 * f["mean"] for f in figures]
+    err = [[100 * (f["mean"] - f["low"]) for f in figures], [100 * (f["high"] - f["mean"]) for f in figures]]
     ax.barh(ys, means, xerr=err, color="#4c78a8", ecolor="#1d2330", capsize=3)
-    ax.set_yticks(ys, labels, fontsize=8)
+    ax.set_yticks(ys, labels, fontsize=9)
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
-    ax.set_xlabel("success % (95% bootstrap interval over tasks)")
+    ax.set_xlabel("success % (95% bootstrap interval over tasks)", fontsize=10)
     fig.tight_layout()
-    return figure_png(fig)
+    return fig
+
+
+def grouped_table(header: list[str], rows: list[tuple[str, list[list]]], left: int) -> str:
+    """A table whose rows come in groups, each under a full-width heading row (a run)."""
+    head = "".join(f"<th{' class=l' if k < left else ''}>{esc(h)}</th>" for k, h in enumerate(header))
+    body = []
+    for title, group in rows:
+        body.append(f'<tr class="group"><th class="l" colspan="{len(header)}">{esc(title)}</th></tr>')
+        for row in group:
+            body.append("<tr>" + "".join(
+                f'<td{" class=l" if k < left else ""}>{esc(v)}</td>' for k, v in enumerate(row)) + "</tr>")  # fmt: skip
+    return f'<div class="table-scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+
+
+FOLDABLE = ("model", "harness", "strict unknown", "unjudged")
+"""Columns that, holding one value in every row, are said once above the table instead of repeated."""
+
+
+def fold_constant(
+    header: list[str], groups_: list[tuple[str, list[list]]]
+) -> tuple[list[str], list, list[str]]:
+    """The header and rows without the FOLDABLE columns that hold one value throughout, and `name value` for each."""
+    rows = [r for _, g in groups_ for r in g]
+    drop = [k for k, h in enumerate(header) if h in FOLDABLE and rows and len({str(r[k]) for r in rows}) == 1]
+    said = [f"{header[k]} {rows[0][k]}" for k in drop]
+    keep = [k for k in range(len(header)) if k not in drop]
+    return ([header[k] for k in keep], [(t, [[r[k] for k in keep] for r in g]) for t, g in groups_], said)
 
 
 def render(ctx: Context) -> list[Section]:
     rs = ctx.inputs.runset()
     if rs.size == 0:
         return [Section("runs", "Runs", '<p class="note">No episode could be read from the inputs.</p>')]
-    turns, calls = rs.numeric("turns"), rs.numeric("calls")
     resamples = ctx.options.resamples
-    worlds = {"world": _worlds(rs)}
-    by_agent = _groups(rs, ("world", "agent", "model", "harness"), worlds)
-    rows, labels, ivs = [], [], []
-    for key, idx in by_agent.items():
-        world, agent, model, harness = key
-        cells, iv = _row(rs, idx, turns, calls, resamples, row_seed(key))
-        domains = len(set(rs.codes["domain"][idx].tolist()))
-        rows.append([world, agent or "—", model or "—", harness or "—", domains, *cells])
-        if iv.n:
-            name = agent if agent == model or not model else f"{agent} ({model})"
-            labels.append(f"{name} · {world}" if len(worlds["world"][0]) > 1 else name)
-            ivs.append(iv)
+    every = np.arange(rs.size, dtype=np.int64)
+    kinds = column(rs, "kind", every)
+    episodes, recordings = every[kinds != "recording"], every[kinds == "recording"]
+    worlds = {}
+    for f in rs.files:
+        worlds.setdefault(str(f.source), world_of(f.meta))
+    runs = groups(rs, episodes, ("run",))
+    numbers = {run: k + 1 for k, (run,) in enumerate(runs)}
+    table_rows: list[tuple[str, list[list]]] = []
+    labels, charted = [], []
+    for (run,), idx in runs.items():
+        files = sorted(set(column(rs, "file", idx).tolist()))
+        where = sorted({worlds[f] for f in files})
+        title = f"run {numbers[run]}: {run} · {', '.join(where)} · {len(files)} file(s)"
+        group = []
+        for key, rows in groups(rs, idx, ("condition", "agent", "model", "harness")).items():
+            condition, agent, model, harness = key
+            cells, figs = figures_row(rs, rows, resamples, row_seed((run, *key)))
+            domains = len(set(column(rs, "domain", rows).tolist()))
+            group.append([condition or "—", agent or "—", model or "—", harness or "—", domains, *cells])
+            if figs["success"]["n"]:
+                name = agent if agent == model or not model else f"{agent} ({model})"
+                labels.append(f"{numbers[run]} · {condition + ' · ' if condition else ''}{name}")
+                charted.append(figs["success"])
+        table_rows.append((title, group))
+    left = aggregate(rs, episodes, resamples)
+    notes = []
+    if left["copies"]:
+        notes.append(f"{left['copies']} episodes are the loop's shared first version, copied into each condition: "
+                     "each condition's row counts its copy, and a figure over several conditions counts it once")  # fmt: skip
+    if left["repeats"]:
+        notes.append(f"{left['repeats']} episodes repeat a trial of their run (one task, trial number and run): "
+                     "each trial is counted once, its last line")  # fmt: skip
     body = [
-        f'<p class="note">{rs.size} episodes in {len(rs.files)} files. Success is the episode\'s own verdict; '
-        "unjudged episodes are left out of the rate. Strict success is success with no collateral write (no "
-        "change outside Δgold under the judge's renaming); successes recorded without that verdict are "
-        "counted as strict unknown and left out of its rate. Collateral / episode: mean collateral changes "
-        "over the judged episodes that record them. pass^k: the chance that k trials of a task (and version) "
-        "all succeed, as `toolshift agents results` computes it, over tasks with at least k judged trials. "
-        "Rows are by world (an agent run's world, a baseline's ecosystem, the converter of published runs) as "
-        "well as agent, so runs on different worlds are never pooled. Intervals: 95% percentile bootstrap over "
-        "tasks, seeded by the row (its world, agent, model, harness), so a run's interval is the same whatever "
-        "else the report holds.</p>",
-        "<h3>By world and agent</h3>",
-        table(["world", "agent", "model", "harness", "domains", *HEADER], rows, left=4),
+        f'<p class="note">{len(episodes)} episodes in {len(runs)} run(s), {len(rs.files)} files'
+        + (f"; {len(recordings)} gateway recordings listed apart" if recordings.size else "")
+        + ". Success is the episode's own verdict; unjudged episodes are left out of the rate. Strict success is "
+        "success with no collateral write (no change outside Δgold under the judge's renaming), over the episodes "
+        "whose judge recorded it; the others are counted as strict unknown, and a rate over none of them is "
+        "— , never 0. pass^k: the chance that k trials of a task (and version) all succeed, as `toolshift agents "
+        "results` computes it, over the repeated trials of one run only. Rows are by run, then condition, agent, "
+        "model and harness: two runs are never pooled. Intervals: 95% percentile bootstrap over tasks, seeded by "
+        "the row, so a run's interval is the same whatever else the report holds.</p>",
+        *(f'<p class="note">{esc(n)}.</p>' for n in notes),
     ]
-    if ivs and len(ivs) <= 40:
-        body.append(
-            figure(
-                _chart(labels, ivs), "Success per agent with 95% intervals over tasks", "success per agent"
-            )
-        )
-    by_domain = _groups(rs, ("world", "domain", "agent"), worlds)
-    drows = []
-    for key, idx in list(by_domain.items())[:MAX_ROWS]:
-        world, domain, agent = key
-        cells, _ = _row(rs, idx, turns, calls, resamples, row_seed(key))
-        drows.append([world, domain, agent or "—", *cells])
-    body += ["<h3>By domain and agent</h3>", table(["world", "domain", "agent", *HEADER], drows, left=3)]
-    if len(by_domain) > MAX_ROWS:
-        body.append(f'<p class="note">{len(by_domain) - MAX_ROWS} more domain × agent groups not shown.</p>')
+    header, table_rows, said = fold_constant(
+        ["condition", "agent", "model", "harness", "domains", *HEADER], table_rows
+    )
+    if said:
+        body.append(f'<p class="note">In every row: {esc("; ".join(said))}.</p>')
+    body += [
+        "<h3>By run, condition and agent</h3>",
+        grouped_table(
+            header, table_rows, left=sum(h in ("condition", "agent", "model", "harness") for h in header)
+        ),
+    ]
+    if charted and len(charted) <= 40:
+        body.append(figure(figure_png(chart(labels, charted)), "Success per run, condition and agent with 95% intervals "
+                           "over tasks (the number is the run's, as in the table)", "success per agent"))  # fmt: skip
+    domain_rows: list[tuple[str, list[list]]] = []
+    shown = 0
+    for (run,), idx in runs.items():
+        group = []
+        for key, rows in groups(rs, idx, ("domain", "condition", "agent")).items():
+            if shown >= MAX_ROWS:
+                break
+            domain, condition, agent = key
+            figs = aggregate(rs, rows, resamples, row_seed((run, *key)))
+            kept, _ = counted(rs, rows)
+            turns = rs.numeric("turns")[kept]
+            group.append([domain, condition or "—", agent or "—", figs["episodes"], figs["success"]["text"],
+                          figs["strict_success"]["text"], f"{turns.mean():.1f}" if kept.size else "—"])  # fmt: skip
+            shown += 1
+        if group:
+            domain_rows.append((f"run {numbers[run]}", group))
+    body += [
+        "<h3>By domain</h3>",
+        grouped_table(["domain", "condition", "agent", *DOMAIN_HEADER], domain_rows, 3),
+    ]
+    total = sum(len(groups(rs, idx, ("domain", "condition", "agent"))) for idx in runs.values())
+    if total > MAX_ROWS:
+        body.append(f'<p class="note">{total - MAX_ROWS} more domain groups not shown.</p>')
+    if recordings.size:
+        rec_rows = []
+        for (run, domain), rows in groups(rs, recordings, ("run", "domain")).items():
+            rec_rows.append([run, domain, rows.size, int(rs.numeric("calls")[rows].sum())])
+        body += [
+            "<h3>Gateway recordings</h3>",
+            '<p class="note">What a gateway recorded of each client session (its calls and results): a '
+            "record of episodes counted above or of sessions outside them, never counted as episodes here.</p>",
+            grouped_table(["run", "domain", "sessions", "calls"], [("", rec_rows)], 2).replace(
+                '<tr class="group"><th class="l" colspan="4"></th></tr>', ""
+            ),
+        ]
     versions = [v for v in rs.values["version"] if v]
     if versions:
         body.append(f'<p class="note">Ecosystem versions seen: {esc(", ".join(sorted(versions)))}.</p>')

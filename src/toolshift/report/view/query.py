@@ -17,11 +17,12 @@ import numpy as np
 
 from toolshift.errors import BadInputError
 from toolshift.fileio import loads_json
-from toolshift.report.episode_index import FileIndex, RunSet
+from toolshift.report.episode_index import FACETS, FileIndex, RunSet
 
 SORTS = {"id": "id", "task": "task_id", "agent": "agent", "version": "version", "outcome": "outcome",
          "collateral": "collateral", "turns": "turns", "calls": "calls", "domain": "domain",
-         "trial": "trial", "strict": "strict"}  # fmt: skip
+         "trial": "trial", "strict": "strict", "run": "run", "condition": "condition", "harness": "harness",
+         "kind": "kind"}  # fmt: skip
 """Sort keys the list accepts, by the name the page sends, and the column each reads."""
 
 _TEXTS: dict[str, tuple[np.ndarray, list[str]]] = {}
@@ -114,7 +115,7 @@ def facets(rs: RunSet, filters: dict[str, str], text: str, limit: int = 200) -> 
     if not text.strip():
         return rs.facets(filters, limit=limit)
     out: dict[str, list[list[Any]]] = {}
-    for name in ("domain", "agent", "model", "version", "outcome", "strict", "file", "task_id"):
+    for name in FACETS:
         keep = search_mask(rs, filters, text, without=name)
         counts = np.bincount(rs.codes[name][keep], minlength=len(rs.values[name]))
         order = np.argsort(-counts, kind="stable")[:limit] if name == "task_id" else range(len(counts))

@@ -62,7 +62,8 @@ TYPES = {
     ".css": "text/css; charset=utf-8",
 }
 FILTERS = {"domain": "domain", "agent": "agent", "model": "model", "version": "version", "outcome": "outcome",
-           "strict": "strict", "task": "task_id", "file": "file"}  # fmt: skip
+           "strict": "strict", "task": "task_id", "file": "file", "run": "run", "condition": "condition",
+           "harness": "harness", "kind": "kind"}  # fmt: skip
 MAX_LIMIT = 500
 
 
