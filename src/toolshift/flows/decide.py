@@ -473,7 +473,9 @@ class DecisionSession:
 
     def after_call(self, tool: str, arguments: Mapping[str, Any], output_text: str | None) -> list[Lookup]:
         """Live use: the agent called `tool` and got `output_text`; which lookups to make now."""
-        output = decode_output(output_text) if tool in self.decider._decoded else None
+        output = (
+            decode_output(output_text, self.decider.flow.results) if tool in self.decider._decoded else None
+        )
         return self.after_call_value(tool, arguments, output)
 
     def after_call_value(self, tool: str, arguments: Mapping[str, Any], output: Any) -> list[Lookup]:
@@ -487,7 +489,10 @@ class DecisionSession:
     def after_lookup(self, lookup: Lookup, output_text: str | None) -> list[Lookup]:
         """Live use: a lookup returned `output_text`; which further lookups to make now (a chain)."""
         self.observe_lookup(
-            lookup, decode_output(output_text) if lookup.tool in self.decider._decoded else None
+            lookup,
+            decode_output(output_text, self.decider.flow.results)
+            if lookup.tool in self.decider._decoded
+            else None,
         )
         return self.propose(lookup.tool, prior=lookup.model_score, depth=lookup.depth + 1)
 

@@ -591,6 +591,7 @@ def learn_flow(
         ints=ints,
         domain=catalog.domain,
         catalog=catalog.fingerprint(),
+        results=catalog.results,
         learned_from=LearnedFrom(
             episodes=len(chosen),
             tasks=len({t.task_id for t in chosen}),

@@ -27,6 +27,7 @@ from toolshift.errors import BadInputError
 from toolshift.fileio import read_json, write_text_atomic
 from toolshift.flows.timeline import Catalog
 from toolshift.flows.values import VALUE_PATH
+from toolshift.traces.result_values import ResultForm
 
 FLOW_KIND = "toolshift.flow"
 KNOWN_FORMATS = (1, 2, 3, 4, 5, 6, 7)
@@ -353,6 +354,9 @@ class Flow(BaseModel):
     tools: dict[str, ToolFlow]
     asks: dict[str, Ask] = Field(default_factory=dict)
     """Format 6: per read, the user's words that ask for it (decided after each user message)."""
+    results: ResultForm = "json"
+    """How the results it learned from were printed (`ToolCatalog.results`): a live decider reads results so,
+    since its bindings' paths are paths of that reading. Written only when not `json`."""
 
     def check_catalog(self, catalog: Catalog, *, source: str = "flow") -> None:
         """Refuse to serve this flow against another domain's or another version's catalog."""
@@ -381,6 +385,8 @@ def save_flow(flow: Flow, path: Path) -> Path:
         raw.pop("ints", None)
     if not raw.get("asks"):
         raw.pop("asks", None)
+    if raw.get("results") == "json":
+        raw.pop("results", None)
     for tool in raw["tools"].values():
         for group in (tool.get("bindings", {}), tool.get("lists", {})):
             for b in group.values():

@@ -15,6 +15,7 @@ from typing import Any
 from toolshift.flows.values import call_key, decode_output
 from toolshift.models import Effect
 from toolshift.traces.episode import Episode, Message, paired_calls
+from toolshift.traces.result_values import ResultForm
 
 CHARS_PER_TOKEN = 4
 
@@ -32,6 +33,8 @@ class Catalog:
     effects: Mapping[str, Effect]
     absent: frozenset[str] = frozenset()
     """Names listed as not existing: tools some run called that the harness never offered."""
+    results: ResultForm = "json"
+    """How the tools print their results (`ToolCatalog.results`): what `build_timeline` reads them as."""
 
     @classmethod
     def of(cls, catalog: Any) -> Catalog:
@@ -39,7 +42,8 @@ class Catalog:
         if isinstance(catalog, Catalog):
             return catalog
         absent = frozenset(t.name for t in getattr(catalog, "tools", ()) if not getattr(t, "exists", True))
-        return cls(domain=catalog.domain, effects=dict(catalog.effects()), absent=absent)
+        results = getattr(catalog, "results", "json")
+        return cls(domain=catalog.domain, effects=dict(catalog.effects()), absent=absent, results=results)
 
     def fingerprint(self) -> str:
         """A digest of the domain and its real tools' effects: a flow is only served against the same one.
@@ -230,7 +234,8 @@ def build_timeline(episode: Episode, catalog: Catalog) -> Timeline:
     for index, (text, error) in outputs.items():
         c = calls[index]
         calls[index] = Call(
-            c.index, c.turn, c.tool, c.arguments, c.key, c.effect, c.by_agent, text, decode_output(text), error,
+            c.index, c.turn, c.tool, c.arguments, c.key, c.effect, c.by_agent, text,
+            decode_output(text, catalog.results), error,
             len(text or "") / CHARS_PER_TOKEN,
         )  # fmt: skip
     timeline = Timeline(

@@ -6,26 +6,17 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from toolshift.errors import BadInputError
-from toolshift.fileio import loads_json
+from toolshift.traces.result_values import ResultForm, read_result
 
-JSON_START = frozenset('{["-0123456789tfn')
 VALUE_PATH = r"^\$(?:\.[^\[\]]+?|\[\*\])*$"
 """The paths `string_paths` writes: `$`, then `.key` (not empty, no `[` or `]`) or `[*]` per step."""
 
 
-def decode_output(text: str | None) -> Any:
-    """A tool result as data: JSON when it parses within the bounds of `toolshift.fileio` (depth, size),
-    else the text itself (None for no result)."""
-    if text is None:
-        return None
-    stripped = text.strip()
-    if stripped and stripped[0] in JSON_START:
-        try:
-            return loads_json(stripped)
-        except BadInputError:
-            return text
-    return text
+def decode_output(text: str | None, form: ResultForm = "json") -> Any:
+    """A tool result as data, read as its catalog says it is printed (`toolshift.traces.result_values`): with
+    `json`, JSON when it parses within the bounds of `toolshift.fileio` (depth, size), else the text itself
+    (None for no result)."""
+    return read_result(text, form)
 
 
 def is_value(node: Any, ints: bool = False) -> bool:

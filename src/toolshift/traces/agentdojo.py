@@ -178,5 +178,8 @@ def _catalog(episode: Episode, conv: Conversion) -> ToolCatalog:
         effect, note = label_by_verb(name) or ("write", "no verb rule: assumed to write")
         tools.append(CatalogTool(name=name, effect=effect, origin="verb-rule", note=note))
     return ToolCatalog(
-        domain=episode.domain, tools=tools, source="tools called in AgentDojo logs (agentdojo not installed)"
+        domain=episode.domain,
+        tools=tools,
+        source="tools called in AgentDojo logs (agentdojo not installed)",
+        results="yaml",
     )

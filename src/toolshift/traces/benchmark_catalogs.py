@@ -112,6 +112,7 @@ def bfcl_catalog(domain: str, called: Iterable[str]) -> ToolCatalog | None:
         domain=domain,
         tools=sorted(tools, key=lambda t: t.name),
         source=f"bfcl-eval {_version('bfcl-eval')} multi_turn_func_doc",
+        results="python",
     )
     return _with_made_up(catalog, called, "not a BFCL function: BFCL's executor fails the call")
 
@@ -150,6 +151,9 @@ def agentdojo_catalog(domain: str, suite: str, version: str, called: Iterable[st
         for n in names
     ]
     catalog = ToolCatalog(
-        domain=domain, tools=tools, source=f"agentdojo {_version('agentdojo')} suite {suite} {read_version}"
+        domain=domain,
+        tools=tools,
+        source=f"agentdojo {_version('agentdojo')} suite {suite} {read_version}",
+        results="yaml",
     )
     return _with_made_up(catalog, called, f"not an AgentDojo {suite} function: its runtime refuses the call")

@@ -213,5 +213,8 @@ def _catalog(conv: Conversion) -> ToolCatalog:
         effect, note = labelled or ("write", "no verb rule: assumed to write")
         tools.append(CatalogTool(name=name, effect=effect, origin="verb-rule", note=note))
     return ToolCatalog(
-        domain=DOMAIN, tools=tools, source="tools called in BFCL result files (bfcl-eval not installed)"
+        domain=DOMAIN,
+        tools=tools,
+        source="tools called in BFCL result files (bfcl-eval not installed)",
+        results="python",
     )

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from toolshift.errors import BadInputError
 from toolshift.fileio import read_json, write_text_atomic
 from toolshift.models import Effect
+from toolshift.traces.result_values import ResultForm
 
 CATALOG_FORMAT: Final = "toolshift.catalog/1"
 CATALOG_SUFFIX = ".catalog.json"
@@ -51,6 +52,10 @@ class ToolCatalog(BaseModel):
     tools: list[CatalogTool] = Field(default_factory=list)
     source: str = ""
     """Where the labels came from (benchmark and revision, MCP server), free text."""
+    results: ResultForm = "json"
+    """How the tools print their results (`toolshift.traces.result_values`): `json` (MCP servers, τ²-bench),
+    `python` (JSON or Python literals: BFCL), `yaml` (YAML, Python literals and label listings: AgentDojo).
+    Written only when not `json`."""
 
     def effects(self) -> dict[str, Effect]:
         return {t.name: t.effect for t in self.tools}
@@ -196,7 +201,8 @@ def catalog_path(directory: Path, domain: str) -> Path:
 
 def save_catalog(catalog: ToolCatalog, path: Path) -> Path:
     """Write atomically (temp file + rename), so a failed write leaves the old file intact."""
-    return write_text_atomic(path, catalog.model_dump_json(indent=2) + "\n")
+    exclude = {"results"} if catalog.results == "json" else None
+    return write_text_atomic(path, catalog.model_dump_json(indent=2, exclude=exclude) + "\n")
 
 
 def load_catalog(path: Path) -> ToolCatalog:
