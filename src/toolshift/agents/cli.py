@@ -166,14 +166,14 @@ def run(
 
     from toolshift.agents.chat import ModelConfigError
     from toolshift.agents.config import RunConfig, resolve_endpoints
+    from toolshift.agents.executor import Executor
     from toolshift.agents.results import results_table, summarize
     from toolshift.agents.runner import check_models, find_invalid_tasks, plan_run, run_local, write_catalog
     from toolshift.agents.worlds import world_opener
     from toolshift.fileio import write_text_atomic
     from toolshift.taskfile import read_tasks
 
-    if executor not in ("local", "ray"):
-        raise BadInputError(f"unknown executor {executor!r}: use local or ray", field="executor")
+    Executor.choose(executor, 1, ray_address)  # an unknown executor, or an address without Ray: exit 2
     if model == "replay" and replay_from is None:
         raise BadInputError("--model replay needs --replay-from EPISODES_FILE", field="replay_from")
     endpoints = resolve_endpoints(model, user, base_url)
@@ -270,9 +270,11 @@ def run(
 
         try:
             if plan.todo and executor == "ray":
+                from toolshift.agents.executor import NodeBars
                 from toolshift.agents.ray_executor import run_ray
 
-                run_ray(plan, concurrency=concurrency, address=ray_address, on_episode=finished)
+                run_ray(plan, concurrency=concurrency, address=ray_address, on_episode=finished,
+                        progress=NodeBars(progress))  # fmt: skip
             elif plan.todo:
                 asyncio.run(run_local(plan, concurrency=concurrency, on_episode=finished))
         except ModelConfigError:

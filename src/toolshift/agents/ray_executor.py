@@ -1,10 +1,17 @@
-"""Run a plan's episodes as Ray tasks: same episodes, same file, same resume; the driver does all writing.
+"""Run a command's episodes on a Ray cluster: the driver places each item on a live node, writes every result
+itself, and tries an item whose worker process or node died again elsewhere.
 
-Each Ray task runs one episode with `asyncio.run` in a worker process and returns it as JSON; the
-driver keeps at most `concurrency` in flight, appends each episode durably as it arrives, and
-narrows the window when workers report rate limits. Workers import toolshift: on a real cluster
-install the same version on every node (or pass a `runtime_env`); see docs/formats.md. A local cluster
-is owned by a watchdog process that stops all of it when the driver exits or is killed (`LocalCluster`).
+`run_on_ray` is `toolshift.agents.executor.Executor.run` on Ray: one Ray task per item (named after it in
+Ray's dashboard), pinned by the driver to a node that has a CPU free (as many at once per node as its
+`--num-cpus`), so the driver always knows what runs where (the per-node progress lines) and new nodes are
+used as they join. A worker process opens the job once (`Job.open`) and keeps it for the job's other
+items; it refuses to run when its toolshift code differs from the driver's (`code_digest`). The files a
+job reads travel as `Asset`s, put in the object store once and fetched once per node. A task that fails
+because its worker process or node died (Ray's system errors) is tried again on another node up to
+`Executor.retries` times, then reported lost; an exception of the job itself stops the run, as it does
+locally. `run_ray` runs `toolshift run`'s plan this way. Workers import toolshift: on a real cluster
+install the same version on every node. A local cluster is owned by a watchdog process that stops all of
+it when the driver exits or is killed (`LocalCluster`).
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import json
 import os
 import secrets
 import signal
@@ -19,75 +27,65 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolshift.agents.assets import Asset, pack
+from toolshift.agents.executor import Executor, Job, Lost, NodeCount, NodeProgress, code_digest, lost_episode
 from toolshift.agents.loop import hung_episode
 from toolshift.agents.runner import HUNG_GRACE, DurableLog, EpisodeListener, RunPlan, done_key, episode_id
 from toolshift.errors import ToolshiftError
+from toolshift.models import Task
 from toolshift.traces.episode import Episode
 
-_recorded_cache: dict[str, Any] = {}
-
-
-def episode_in_worker(
-    config_json: dict[str, Any], task_json: dict[str, Any], trial: int, key: str
-) -> tuple[str, int]:
-    """Worker side: run one episode; returns (episode JSON, rate limits seen)."""
-    from toolshift.agents.config import RunConfig, load_recorded, make_agent, make_user
-    from toolshift.agents.loop import run_episode
-    from toolshift.agents.worlds import world_opener
-    from toolshift.models import Task
-
-    config = RunConfig.model_validate(config_json)
-    task = Task.model_validate(task_json)
-    rate_limits = 0
-
-    def saw_rate_limit() -> None:
-        nonlocal rate_limits
-        rate_limits += 1
-
-    recorded = None
-    if config.model == "replay" and config.replay_from:
-        if config.replay_from not in _recorded_cache:
-            _recorded_cache[config.replay_from] = load_recorded(config.replay_from)
-        recorded = _recorded_cache[config.replay_from]
-    agent = make_agent(config, task, trial, recorded=recorded, on_rate_limit=saw_rate_limit)
-    user = make_user(config, task, trial, on_rate_limit=saw_rate_limit)
-    episode = asyncio.run(
-        run_episode(
-            task,
-            agent,
-            user,
-            world_opener(config.world),
-            episode_id=episode_id(key, task.id, trial),
-            trial=trial,
-            limits=config.limits(),
-            source={"run": key, "executor": "ray"},
-        )
-    )
-    return episode.model_dump_json(exclude_none=True), rate_limits
+NODE_REFRESH = 2.0
+"""Seconds between readings of the cluster's live nodes while items run."""
+NO_NODE_WAIT = 300.0
+"""Seconds a run waits for a live node with a CPU before it stops, saying so."""
+OPENED_KEPT = 4
+"""Jobs a worker process keeps open (the loop sends one per version and condition)."""
 
 
 class LocalCluster:
-    """A local Ray cluster owned by a watchdog process (`ray_watchdog.py`) in a session of its own.
+    """A local Ray node owned by a watchdog process (`ray_watchdog.py`) in a session of its own: a head, or
+    with `join` (another `LocalCluster`) a node that joins that head.
 
-    The watchdog starts the cluster and stops every process of it, the dashboard and runtime-env agents
+    The watchdog starts the node and stops every process of it, the dashboard and runtime-env agents
     included, when this driver closes its pipe or dies in any way (SIGKILL included): a killed run
-    leaves nothing behind.
+    leaves nothing behind. `resources` are the node's custom resources; `env` more environment for its
+    processes (a node's own model endpoint, `TOOLSHIFT_NODE_BASE_URL`).
     """
 
-    def __init__(self, num_cpus: int | None = None) -> None:
+    def __init__(
+        self,
+        num_cpus: int | None = None,
+        *,
+        join: LocalCluster | None = None,
+        resources: dict[str, float] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        import json
+
         src = str(Path(__file__).resolve().parents[2])
         # Token authentication with a token of this cluster's own, passed to its processes and this driver by
         # environment (Ray would otherwise read or write ~/.ray/auth_token, shared with every other cluster).
-        self.auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+        self.auth = (
+            join.auth
+            if join is not None
+            else {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+        )
         path = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)
-        env = {**os.environ, **self.auth, "PYTHONPATH": path}
+        env = {**os.environ, **(env or {}), **self.auth, "PYTHONPATH": path}
         command = [sys.executable, str(Path(__file__).with_name("ray_watchdog.py"))]
         if num_cpus is not None:
             command.append(f"--num-cpus={num_cpus}")
+        if join is not None:
+            command.append(f"--address={join.address}")
+        if resources:
+            command.append(f"--resources={json.dumps(resources)}")
         self.watchdog = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True, text=True
         )
@@ -177,6 +175,232 @@ def shutdown() -> None:
         ray.shutdown()
 
 
+def ship(path: str | Path, address: str | None = None) -> Asset:
+    """`path` packed and put in the cluster's object store once; nodes fetch it by digest when a job opens."""
+    ray = connect(address)
+    digest, data = pack(path)
+    return Asset(str(path), digest, ray.put(data))
+
+
+_opened: OrderedDict[str, tuple[Job, Any]] = OrderedDict()
+
+
+def _ray_item(job_box: list[Any], token: str, code: str, item: Any) -> str:
+    """Worker side: the job opened once per process (kept for its next items), then one item run."""
+    import ray
+
+    if code != code_digest():
+        node = ray.get_runtime_context().get_node_id()[:8]
+        raise ToolshiftError(
+            f"node {node} runs other toolshift code (digest {code_digest()}) than the driver ({code}): "
+            "install the same toolshift on every node"
+        )
+    if token not in _opened:
+        job = ray.get(job_box[0])
+        _opened[token] = (job, job.open(job.spec))
+        while len(_opened) > OPENED_KEPT:
+            _opened.popitem(last=False)
+    job, opened = _opened[token]
+    _opened.move_to_end(token)
+    return job.run(opened, item)
+
+
+@dataclass
+class _Node:
+    label: str
+    cpus: int
+
+
+def live_nodes(ray: Any) -> dict[str, _Node]:
+    """The cluster's live nodes with a CPU, by node id: `head 1a2b3c4d`, `node 5e6f7a8b (gpu_box)` (its own
+    resources named)."""
+    out = {}
+    for n in ray.nodes():
+        res = n.get("Resources", {})
+        if not n.get("Alive") or res.get("CPU", 0) < 1:
+            continue
+        own = sorted(k for k in res if k not in ("CPU", "GPU", "memory", "object_store_memory")
+                     and not k.startswith(("node:", "accelerator_type:")))  # fmt: skip
+        kind = "head" if "node:__internal_head__" in res else "node"
+        label = f"{kind} {n['NodeID'][:8]}" + (f" ({', '.join(own)})" if own else "")
+        out[n["NodeID"]] = _Node(label, int(res["CPU"]))
+    return out
+
+
+def run_on_ray(
+    executor: Executor,
+    job: Job,
+    items: Sequence[Any],
+    *,
+    key: Callable[[Any], str],
+    on_result: Callable[[Any, str], None],
+    on_lost: Callable[[Any, Lost], None] | None = None,
+    progress: NodeProgress | None = None,
+    deadline: float | None = None,
+    throttle: Callable[[str], bool] | None = None,
+) -> None:
+    """`Executor.run` on Ray (see the module's docstring)."""
+    ray = connect(executor.address)
+    from ray.exceptions import RayError, RayTaskError
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    remote = ray.remote(num_cpus=1, max_retries=0)(_ray_item)
+    box, token, code = [ray.put(job)], secrets.token_hex(8), code_digest()
+    names = [key(item) for item in items]
+    pending = deque(range(len(items)))
+    tries: Counter[int] = Counter()
+    avoid: dict[int, str] = {}
+    in_flight: dict[Any, tuple[int, str, float]] = {}
+    accepted: set[str] = set()
+    cap = executor.max_in_flight or len(items)
+    window = cap
+    nodes = live_nodes(ray)
+    labels = {nid: n.label for nid, n in nodes.items()}
+    counts: dict[str, NodeCount] = {n.label: NodeCount() for n in nodes.values()}
+    refreshed = nodeless = time.monotonic()
+
+    def report() -> None:
+        if progress is not None:
+            progress(counts)
+
+    def lose(index: int, lost: Lost) -> None:
+        if on_lost is None:
+            raise ToolshiftError(f"{job.name} {names[index]} could not be run: {lost.reason}")
+        on_lost(items[index], lost)
+
+    report()
+    try:
+        while pending or in_flight:
+            now = time.monotonic()
+            if now - refreshed > NODE_REFRESH:
+                nodes, refreshed = live_nodes(ray), now
+                for nid, n in nodes.items():
+                    labels.setdefault(nid, n.label)
+                    counts.setdefault(n.label, NodeCount())
+            busy = Counter(node for _, node, _ in in_flight.values())
+            while pending and len(in_flight) < window:
+                free = [nid for nid, n in nodes.items() if busy[nid] < n.cpus]
+                if not free:
+                    break
+                index = pending.popleft()
+                choice = [nid for nid in free if nid != avoid.get(index)] or free
+                node = min(choice, key=lambda nid: (busy[nid] / nodes[nid].cpus, nid))
+                ref = remote.options(
+                    name=f"{job.name} {names[index]}",
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
+                ).remote(box, token, code, items[index])
+                in_flight[ref] = (index, node, now)
+                busy[node] += 1
+                counts[labels[node]].in_flight += 1
+                report()
+            if not in_flight:
+                if time.monotonic() - nodeless > NO_NODE_WAIT:
+                    raise ToolshiftError(f"no live Ray node with a free CPU for {NO_NODE_WAIT:g} s")
+                time.sleep(0.5)
+                refreshed = 0.0
+                continue
+            nodeless = time.monotonic()
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
+            if not ready:
+                if deadline is not None:
+                    for ref, (index, node, started) in list(in_flight.items()):
+                        if now - started > deadline:  # the worker stopped answering: kill it, report the item
+                            ray.cancel(ref, force=True)
+                            del in_flight[ref]
+                            counts[labels[node]].in_flight -= 1
+                            counts[labels[node]].lost += 1
+                            lose(index, Lost(f"did not finish within {deadline:g} s on {labels[node]}",
+                                             tries[index] + 1, now - started, hung=True))  # fmt: skip
+                            report()
+                continue
+            for ref in ready:
+                index, node, started = in_flight.pop(ref)
+                count = counts[labels[node]]
+                count.in_flight -= 1
+                try:
+                    text = ray.get(ref)
+                except RayTaskError as exc:  # the job's own exception: the run stops, as a local one does
+                    raise ToolshiftError(
+                        f"{job.name} {names[index]} failed on {labels[node]}:\n{exc}"
+                    ) from None
+                except RayError as exc:  # its worker process or node died, or its result was lost with it
+                    tries[index] += 1
+                    reason = f"{type(exc).__name__} on {labels[node]}"
+                    if tries[index] > executor.retries:
+                        count.lost += 1
+                        lose(index, Lost(f"{reason} (tried {tries[index]} times)", tries[index],
+                                         time.monotonic() - started))  # fmt: skip
+                    else:
+                        count.retried += 1
+                        avoid[index] = node
+                        pending.appendleft(index)
+                    refreshed = 0.0
+                    report()
+                    continue
+                if names[index] in accepted:  # never expected: one result per item, whatever happened
+                    continue
+                accepted.add(names[index])
+                on_result(items[index], text)
+                count.done += 1
+                if throttle is not None and throttle(text):
+                    window = max(1, window // 2)
+                elif window < cap:
+                    window += 1
+                report()
+    finally:
+        # Interrupted: a local cluster goes with its watchdog. On a remote one, ask the tasks to stop;
+        # force-cancelling tasks that are finishing at that moment aborts this driver (Ray 2.60).
+        if in_flight and _local is None:
+            for ref in in_flight:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref)
+
+
+# --- `toolshift run` on Ray ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _RunSpec:
+    config: dict[str, Any]
+    key: str
+    world: Asset | None
+    replay: Asset | None
+
+
+def _open_run(spec: _RunSpec) -> tuple[Any, Any, Any]:
+    from toolshift.agents.config import RunConfig, load_recorded
+    from toolshift.agents.worlds import world_opener
+
+    config = RunConfig.model_validate(spec.config)
+    recorded = load_recorded(str(spec.replay.local())) if spec.replay is not None else None
+    world = str(spec.world.local()) if spec.world is not None else config.world
+    return config, recorded, world_opener(world)
+
+
+def _run_one(opened: tuple[Any, Any, Any], item: tuple[Task, int, str]) -> str:
+    """One episode of `toolshift run` (its rate limits beside it, for the driver's window)."""
+    from toolshift.agents.config import make_agent, make_user
+    from toolshift.agents.loop import run_episode
+
+    config, recorded, opener = opened
+    task, trial, key = item
+    rate_limits = 0
+
+    def saw_rate_limit() -> None:
+        nonlocal rate_limits
+        rate_limits += 1
+
+    agent = make_agent(config, task, trial, recorded=recorded, on_rate_limit=saw_rate_limit)
+    user = make_user(config, task, trial, on_rate_limit=saw_rate_limit)
+    episode = asyncio.run(
+        run_episode(
+            task, agent, user, opener, episode_id=episode_id(key, task.id, trial), trial=trial,
+            limits=config.limits(), source={"run": key, "executor": "ray"},
+        )
+    )  # fmt: skip
+    return json.dumps({"episode": episode.model_dump_json(exclude_none=True), "rate_limits": rate_limits})
+
+
 def run_ray(
     plan: RunPlan,
     *,
@@ -184,18 +408,20 @@ def run_ray(
     address: str | None = None,
     num_cpus: int | None = None,
     on_episode: EpisodeListener | None = None,
+    progress: NodeProgress | None = None,
 ) -> list[Episode]:
     """Run the plan's missing episodes on Ray; returns them in the order they finished."""
-    ray = connect(address, num_cpus=num_cpus)
-    remote = ray.remote(num_cpus=1, max_retries=2)(episode_in_worker)
-    config_json = plan.config.model_dump(mode="json")
+    connect(address, num_cpus=num_cpus)
+    executor = Executor("ray", address=address, max_in_flight=max(1, concurrency))
+    config = plan.config
+    world = Path(config.world)
+    spec = _RunSpec(
+        config.model_dump(mode="json"), plan.files.key,
+        executor.asset(world) if world.is_file() else None,
+        executor.asset(config.replay_from) if config.model == "replay" and config.replay_from else None,
+    )  # fmt: skip
     key = plan.files.key
-    pending = list(plan.todo)
-    window = max(1, concurrency)
-    in_flight: dict[Any, tuple[Any, int, float]] = {}
     done: list[Episode] = []
-    meta = {"run": key, **config_json}
-    deadline = plan.config.episode_timeout + HUNG_GRACE
 
     def record(episode: Episode, log: DurableLog) -> None:
         log.write(episode)
@@ -204,44 +430,28 @@ def run_ray(
         if on_episode is not None:
             on_episode(episode)
 
-    with DurableLog(plan.files.episodes, meta) as log:
-        try:
-            while pending or in_flight:
-                while pending and len(in_flight) < window:
-                    task, trial = pending.pop(0)
-                    ref = remote.remote(config_json, task.model_dump(mode="json"), trial, key)
-                    in_flight[ref] = (task, trial, time.monotonic())
-                ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
-                if not ready:
-                    now = time.monotonic()
-                    for ref, (task, trial, started) in list(in_flight.items()):
-                        if now - started > deadline:  # the worker stopped answering: kill it, record the hang
-                            ray.cancel(ref, force=True)
-                            del in_flight[ref]
-                            hung = hung_episode(
-                                task,
-                                episode_id=episode_id(key, task.id, trial),
-                                trial=trial,
-                                agent_name=plan.config.model,
-                                reason=f"the Ray task did not finish within {deadline:g} s",
-                                seconds=now - started,
-                            )
-                            hung.source.update({"run": key, "executor": "ray"})
-                            record(hung, log)
-                    continue
-                ref = ready[0]
-                del in_flight[ref]
-                text, rate_limits = ray.get(ref)
-                if rate_limits:
-                    window = max(1, window // 2)
-                elif window < concurrency:
-                    window += 1
-                record(Episode.model_validate_json(text), log)
-        finally:
-            # Interrupted: a local cluster goes with its watchdog. On a remote one, ask the tasks to stop;
-            # force-cancelling tasks that are finishing at that moment aborts this driver (Ray 2.60).
-            if in_flight and _local is None:
-                for ref in in_flight:
-                    with contextlib.suppress(Exception):
-                        ray.cancel(ref)
+    def lost(item: tuple[Task, int, str], why: Lost, log: DurableLog) -> None:
+        task, trial, _ = item
+        eid = episode_id(key, task.id, trial)
+        if why.hung:
+            episode = hung_episode(task, episode_id=eid, trial=trial, agent_name=config.model,
+                                   reason=f"the Ray task {why.reason}", seconds=why.seconds)  # fmt: skip
+        else:
+            episode = lost_episode(task, episode_id=eid, trial=trial, agent_name=config.model, lost=why)
+        episode.source.update({"run": key, "executor": "ray"})
+        record(episode, log)
+
+    with DurableLog(plan.files.episodes, {"run": key, **spec.config}) as log:
+        executor.run(
+            Job(_open_run, _run_one, spec, name=f"run {key}"),
+            [(task, trial, key) for task, trial in plan.todo],
+            key=lambda item: f"{item[0].id}:{item[1]}",
+            on_result=lambda _item, text: record(
+                Episode.model_validate_json(json.loads(text)["episode"]), log
+            ),
+            on_lost=lambda item, why: lost(item, why, log),
+            progress=progress,
+            deadline=config.episode_timeout + HUNG_GRACE,
+            throttle=lambda text: json.loads(text)["rate_limits"] > 0,
+        )
     return done

@@ -1,11 +1,13 @@
-"""Own a local Ray cluster and leave nothing of it behind; run as a script by `toolshift.agents.ray_executor`.
+"""Own a local Ray node and leave nothing of it behind; run as a script by `toolshift.agents.ray_executor`.
 
-The driver starts this script in a session of its own with a pipe on its stdin. It starts the cluster with
-`ray start --head` (so every process of the cluster, the dashboard and runtime-env agents and the workers
-included, belongs to this session), prints `ready <address>` and waits. When the pipe closes (the driver
-finished, or died in any way: SIGTERM, SIGINT, SIGKILL) it stops every other process of its session,
-SIGTERM first and SIGKILL after a grace, removes the cluster's temp folder and exits. Only the standard
-library is imported: it starts fast and holds a few MB while it waits.
+The driver starts this script in a session of its own with a pipe on its stdin. It starts a head node with
+`ray start --head` (or, with `--address`, a node that joins that head), so every process of the node, the
+dashboard and runtime-env agents and the workers included, belongs to this session; it prints
+`ready <address>` (the head's) and waits. When the pipe closes (the driver finished, or died in any way:
+SIGTERM, SIGINT, SIGKILL) it stops every other process of its session, SIGTERM first and SIGKILL after a
+grace, removes the node's temp folder and exits. Only the standard library is imported: it starts fast and
+holds a few MB while it waits. Two of them, a head and a node joining it, make a two-node cluster on one
+machine (each node with its own CPUs and resources): the tests' and bench/'s cluster.
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ def stop_session(grace: float = GRACE_SECONDS) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--num-cpus", type=int, default=None)
+    parser.add_argument("--address", default=None, help="join the head at this address (default: be a head)")
+    parser.add_argument("--resources", default=None, help="the node's custom resources, as JSON")
     args = parser.parse_args()
     if os.getsid(0) != os.getpid():
         os.setsid()  # normally done by the driver (start_new_session); never share a session with it
@@ -102,12 +106,17 @@ def main() -> int:
     signal.signal(signal.SIGINT, stop)
     for attempt in range(1, START_ATTEMPTS + 1):
         port, agent_port = free_ports(2)
-        command = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", f"--port={port}",
-                   "--node-ip-address=127.0.0.1",
-                   f"--dashboard-agent-listen-port={agent_port}", "--include-dashboard=false",
-                   "--disable-usage-stats", f"--temp-dir={temp_dir}"]  # fmt: skip
+        command = [sys.executable, "-m", "ray.scripts.scripts", "start", "--node-ip-address=127.0.0.1",
+                   f"--dashboard-agent-listen-port={agent_port}", "--disable-usage-stats",
+                   f"--temp-dir={temp_dir}"]  # fmt: skip
+        if args.address is None:
+            command += ["--head", f"--port={port}", "--include-dashboard=false"]
+        else:
+            command.append(f"--address={args.address}")
         if args.num_cpus is not None:
             command.append(f"--num-cpus={args.num_cpus}")
+        if args.resources is not None:
+            command.append(f"--resources={args.resources}")
         started = subprocess.run(
             command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL
         )
@@ -120,7 +129,7 @@ def main() -> int:
         tail = " | ".join(output.splitlines()[-3:])
         print(f"failed ray start exited {started.returncode}: {tail}", flush=True)
         stop()
-    print(f"ready 127.0.0.1:{port}", flush=True)
+    print(f"ready {args.address or f'127.0.0.1:{port}'}", flush=True)
     with contextlib.suppress(OSError):
         sys.stdin.buffer.read()  # returns at EOF: the driver closed the pipe or died
     stop()

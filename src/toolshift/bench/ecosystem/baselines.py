@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolshift.agents.assets import Asset
 from toolshift.agents.chat import ModelReply, ToolDef
 from toolshift.agents.config import resolve_endpoints
+from toolshift.agents.executor import Executor, Job, Lost, NodeProgress, lost_episode
 from toolshift.agents.policies import ScriptedCall, ScriptedPolicy
 from toolshift.bench.ecosystem.paths import ReferenceRecord, load_references
 from toolshift.bench.ecosystem.server import Served, opener
@@ -176,19 +178,27 @@ class VersionCatalogs:
         return self._eco
 
 
-async def _run_all(
-    planned: list[PlannedEpisode],
-    baseline: Baseline,
-    worlds: VersionWorlds,
-    eco_id: str,
-    domains: list[str],
-    run: RunSetting,
-    *,
-    on_episode: Callable[[Episode], None],
-) -> None:
-    from toolshift.agents.config import RunConfig, make_model, make_user
-    from toolshift.agents.policies import oracle
+@dataclass
+class _Opened:
+    """A baseline run opened in a process (the driver's or a worker's): its planned episodes by key, the
+    worlds of the build, and the model client an API agent shares across episodes."""
 
+    baseline: str
+    eco_id: str
+    worlds: VersionWorlds
+    versions: VersionCatalogs
+    run: RunSetting
+    planned: dict[str, PlannedEpisode]
+    config: Any
+    shared: Any
+
+
+def _open(spec: _BaselineSpec) -> _Opened:
+    """`Job.open`: plan the run again from the build (the same seeded sample) in this process."""
+    from toolshift.agents.config import RunConfig, make_model
+
+    eco, worlds, planned = _plan_run(spec.build.local(), spec.baseline, spec.split, spec.sample, spec.seed)
+    run, baseline = spec.run, spec.baseline
     config = RunConfig(
         world=str(worlds.build),
         model=baseline if baseline not in SCRIPTED else "oracle",
@@ -199,25 +209,36 @@ async def _run_all(
     shared = None
     if baseline not in SCRIPTED and baseline != "embedded":  # an API client holds no per-episode state
         shared = make_model(baseline, config, seed=0)
-    versions = VersionCatalogs(worlds, domains)
-    for p in sorted(planned, key=lambda p: p.version):  # one version's whole catalog at a time
-        key = episode_key(baseline, p)
-        seed = zlib.crc32(key.encode())
-        if baseline in SCRIPTED:
-            calls = p.calls or []
-            script = with_searches(calls) if run.setting == "standard" else calls
-            if baseline == "frozen-v1":
-                agent: Any = FrozenProcedure("frozen-v1", [ScriptedCall(n, a) for n, a in script])
-            else:
-                agent = oracle(p.task, _as_gold(script))
-        elif shared is not None:
-            agent = shared
-        else:  # the embedded model samples per turn: seeded by the episode, the same whether resumed or not
-            agent = make_model(baseline, config, seed=seed)
-        # a model user is seeded by the episode too (make_user adds one to the seed it derives)
-        user = make_user(config.model_copy(update={"seed": seed}), p.task, 0)
-        ep = await run_planned(p, agent, user, worlds, eco_id, versions, run, baseline)
-        on_episode(ep)
+    return _Opened(
+        baseline, eco.id, worlds, VersionCatalogs(worlds, list(eco.domains)), run,
+        {episode_key(baseline, p): p for p in planned}, config, shared,
+    )  # fmt: skip
+
+
+def _run_one(opened: _Opened, key: str) -> str:
+    """`Job.run`: the planned episode `key`, as JSON."""
+    from toolshift.agents.config import make_model, make_user
+    from toolshift.agents.policies import oracle
+
+    p, baseline, run = opened.planned[key], opened.baseline, opened.run
+    seed = zlib.crc32(key.encode())
+    if baseline in SCRIPTED:
+        calls = p.calls or []
+        script = with_searches(calls) if run.setting == "standard" else calls
+        if baseline == "frozen-v1":
+            agent: Any = FrozenProcedure("frozen-v1", [ScriptedCall(n, a) for n, a in script])
+        else:
+            agent = oracle(p.task, _as_gold(script))
+    elif opened.shared is not None:
+        agent = opened.shared
+    else:  # the embedded model samples per turn: seeded by the episode, the same whether resumed or not
+        agent = make_model(baseline, opened.config, seed=seed)
+    # a model user is seeded by the episode too (make_user adds one to the seed it derives)
+    user = make_user(opened.config.model_copy(update={"seed": seed}), p.task, 0)
+    ep = asyncio.run(
+        run_planned(p, agent, user, opened.worlds, opened.eco_id, opened.versions, run, baseline)
+    )
+    return ep.model_dump_json()
 
 
 async def run_planned(
@@ -271,13 +292,17 @@ def run_baseline(
     setting: str = "standard",
     user: str = "scripted",
     workers: int = 1,
+    executor: Executor | None = None,
+    nodes: NodeProgress | None = None,
 ) -> Path:
     """Run one baseline on the evolved build in one setting with one user simulator, appending its episodes
     to `out/<baseline>[.<setting>][.user-<user>].episodes.jsonl`.
 
     Resumable: episodes already in the file (by id) are not run again; a file of another ecosystem or
-    another setting is refused. `workers` > 1 runs the episodes in that many processes
-    (`toolshift.agents.workers`): the same episodes, written by this process to the same file.
+    another setting is refused. The episodes run where `executor` says (`toolshift.agents.executor`: this
+    process, `workers` local processes, or a Ray cluster, the build shipped to each node once); this
+    process alone writes them, the same episodes to the same file whichever runs them. `nodes` gets each
+    node's counts as they change.
     """
     from toolshift.agents.config import check_model_spec
 
@@ -294,11 +319,10 @@ def run_baseline(
             raise BadInputError(f"{baseline!r} cannot run as an ecosystem baseline", field="agent")
     if sample is not None and sample < 1:
         raise BadInputError("--sample must be at least 1", field="sample")
-    if workers < 1:
-        raise BadInputError("--workers must be at least 1", field="workers")
+    executor = executor or Executor.choose("local", workers)
     if Path(out).exists() and not Path(out).is_dir():
         raise BadInputError("--out must be a folder, and this is a file", source=str(out), field="out")
-    eco, worlds, planned = _plan_run(build, baseline, split, sample, seed)
+    eco, _, planned = _plan_run(build, baseline, split, sample, seed)
     path = Path(out) / baseline_file(baseline, setting, user)
     turns = max_turns or (40 if baseline in SCRIPTED else 10 if baseline == "embedded" else 30)
     # The endpoint as `toolshift run` resolves it (--base-url, TOOLSHIFT_BASE_URL, OPENAI_BASE_URL), so the
@@ -329,7 +353,8 @@ def run_baseline(
     else:
         Path(out).mkdir(parents=True, exist_ok=True)
         write_episodes(path, [], meta=meta)
-    todo = [p for p in planned if episode_key(baseline, p) not in done]
+    todo = sorted((p for p in planned if episode_key(baseline, p) not in done), key=lambda p: p.version)
+    by_key = {episode_key(baseline, p): p for p in todo}
     if progress_total:
         progress_total(len(todo))
     with EpisodeWriter(path, meta=meta, append=True) as writer:
@@ -339,17 +364,20 @@ def run_baseline(
             if progress:
                 progress()
 
-        if workers > 1 and len(todo) > 1:
-            from toolshift.agents.workers import run_in_workers, split_shares
+        def lost(key: str, why: Lost) -> None:
+            p = by_key[key]
+            ep = lost_episode(p.task, episode_id=key, trial=0, agent_name=baseline, lost=why)
+            ep.ecosystem_version = f"{eco.id}/v{p.version}"
+            ep.source.update({"baseline": baseline, "criterion": p.criterion, "setting": setting})
+            keep(ep)
 
-            keys = [episode_key(baseline, p) for p in sorted(todo, key=lambda p: p.version)]
-            shares = [
-                _Share(str(build), baseline, split, sample, seed, run, tuple(part))
-                for part in split_shares(keys, workers)
-            ]
-            run_in_workers(_run_share, shares, lambda text: keep(Episode.model_validate_json(text)))
-        else:
-            asyncio.run(_run_all(todo, baseline, worlds, eco.id, list(eco.domains), run, on_episode=keep))
+        if todo:  # one version's whole catalog at a time: each process builds each version's catalog once
+            spec = _BaselineSpec(executor.asset(build), baseline, split, sample, seed, run)
+            executor.run(
+                Job(_open, _run_one, spec, name=f"bench {baseline}"), list(by_key), key=str,
+                on_result=lambda _key, text: keep(Episode.model_validate_json(text)), on_lost=lost,
+                progress=nodes,
+            )  # fmt: skip
     return path
 
 
@@ -365,29 +393,16 @@ def _plan_run(
 
 
 @dataclass(frozen=True)
-class _Share:
-    """One worker's part of a baseline run: what it needs to plan the run again, and its episodes' keys."""
+class _BaselineSpec:
+    """What a worker needs to plan a baseline run again: the build (shipped to Ray nodes) and the run's
+    settings; each item is an episode's key."""
 
-    build: str
+    build: Asset
     baseline: str
     split: str | None
     sample: int | None
     seed: int
     run: RunSetting
-    keys: tuple[str, ...]
-
-
-def _run_share(share: _Share, emit: Callable[[str], None]) -> None:
-    """Worker side: plan the run as the parent did and run the share's episodes, emitting each as JSON."""
-    eco, worlds, planned = _plan_run(share.build, share.baseline, share.split, share.sample, share.seed)
-    keys = set(share.keys)
-    mine = [p for p in planned if episode_key(share.baseline, p) in keys]
-    asyncio.run(
-        _run_all(
-            mine, share.baseline, worlds, eco.id, list(eco.domains), share.run,
-            on_episode=lambda ep: emit(ep.model_dump_json()),
-        )
-    )  # fmt: skip
 
 
 def baseline_file(baseline: str, setting: str = "standard", user: str = "scripted") -> str:

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from toolshift import terminal
+from toolshift.agents.executor import EXECUTOR_HELP, RAY_ADDRESS_HELP
 from toolshift.errors import BadInputError
 from toolshift.fileio import write_bytes_atomic, write_text_atomic
 
@@ -221,12 +222,16 @@ def baseline(
             "the same episodes and file as one."
         ),
     ] = 1,
+    executor: Annotated[str, typer.Option(help=EXECUTOR_HELP)] = "local",
+    ray_address: Annotated[str | None, typer.Option(help=RAY_ADDRESS_HELP)] = None,
 ) -> None:
     """Run a baseline or a model on every version over MCP in one setting and record its episodes (resumable)."""
+    from toolshift.agents.executor import Executor, NodeBars
     from toolshift.bench.ecosystem.baselines import run_baseline
 
     if split not in ("test", "train", "all"):
         raise BadInputError(f"unknown split {split!r} (test, train or all)", field="split")
+    chosen = Executor.choose(executor, workers, ray_address)
     with _progress() as bar:
         task = bar.add_task(f"{agent} episodes", total=None)
         path = run_baseline(
@@ -243,7 +248,8 @@ def baseline(
             base_url=base_url,
             setting=setting,
             user=user,
-            workers=workers,
+            executor=chosen,
+            nodes=NodeBars(bar) if chosen.is_ray else None,
         )
     console.print(f"wrote {path}")
 
