@@ -274,7 +274,7 @@ def run(
                 from toolshift.agents.ray_executor import run_ray
 
                 run_ray(plan, concurrency=concurrency, address=ray_address, on_episode=finished,
-                        progress=NodeBars(progress))  # fmt: skip
+                        progress=NodeBars(progress, ok="-"))  # fmt: skip
             elif plan.todo:
                 asyncio.run(run_local(plan, concurrency=concurrency, on_episode=finished))
         except ModelConfigError:

@@ -242,16 +242,20 @@ def node_lines(counts: dict[str, NodeCount]) -> dict[str, str]:
 
 
 class NodeBars:
-    """Draws a run's `NodeProgress` on a command's rich `Progress`: one line per node under its own bar."""
+    """Draws a run's `NodeProgress` on a command's rich `Progress`: one line per node under its own bar
+    (`fields`: the values the command's own columns read, for the node lines)."""
 
-    def __init__(self, bar: Any) -> None:
+    def __init__(self, bar: Any, **fields: Any) -> None:
         self.bar = bar
+        self.fields = fields
         self.rows: dict[str, Any] = {}
 
     def __call__(self, counts: dict[str, NodeCount]) -> None:
         for label, text in node_lines(counts).items():
             if label not in self.rows:
-                self.rows[label] = self.bar.add_task(text, total=None, completed=counts[label].done)
+                self.rows[label] = self.bar.add_task(
+                    text, total=None, completed=counts[label].done, **self.fields
+                )
             else:
                 self.bar.update(self.rows[label], description=text, completed=counts[label].done)
 
