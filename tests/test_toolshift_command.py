@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -45,7 +46,6 @@ def test_bad_input_is_one_line_naming_the_thing(tmp_path):
 
 def test_version_prints_the_package_version():
     import tomllib
-    from pathlib import Path
 
     from toolshift import __version__
 
@@ -117,3 +117,71 @@ def test_json_is_one_flag_everywhere(command):
     for writes in (("flows", "replay"), ("bench", "eval")):
         text = CliRunner().invoke(app, [*writes, "--help"], env={"COLUMNS": "200"}).output
         assert "--json-out" in text and "--json " not in text.replace("--json-out", "")
+
+
+LISTING = """
+import sys
+sys.argv = ["toolshift", *sys.argv[1:]]
+from toolshift import cli
+try:
+    cli.main()
+except SystemExit:
+    pass
+mine = sorted(m for m in sys.modules if m.startswith("toolshift") or m == "mcp" or m.startswith("mcp."))
+print("MODULES", " ".join(mine))
+"""
+
+
+@pytest.mark.parametrize("args", [("--help",), ()])
+def test_the_root_help_lists_every_command_without_importing_one(args):
+    """D322: `toolshift --help` (and a bare `toolshift`) import no capability (the `mcp` SDK cost ≈ 1 s of it)."""
+    done = subprocess.run([sys.executable, "-c", LISTING, *args], capture_output=True, text=True, timeout=300)
+    modules = done.stdout.split("MODULES")[-1].split()
+    assert set(modules) <= {"toolshift", "toolshift.cli", "toolshift.terminal", "toolshift.errors"}, modules
+    from toolshift.cli import COMMANDS, SUBAPPS
+
+    for name, (_, _, help_text) in {**COMMANDS, **SUBAPPS}.items():
+        assert name in done.stdout and help_text.split("\n")[0][:40] in " ".join(done.stdout.split())
+
+
+def test_help_takes_the_width_it_is_given_and_folds_what_does_not_fit():
+    """Piped, help is as wide as $COLUMNS (160 without it), never typer's 80; at 80 columns a long word folds
+    onto the next line, never cut with an ellipsis (D322)."""
+    wide = subprocess.run([sys.executable, "-m", "toolshift", "run", "--help"], capture_output=True, text=True,
+                          timeout=300, env={**_env(), "COLUMNS": "200"})  # fmt: skip
+    assert max(len(line) for line in wide.stdout.splitlines()) == 200
+    default = subprocess.run([sys.executable, "-m", "toolshift", "run", "--help"], capture_output=True,
+                             text=True, timeout=300, env=_env())  # fmt: skip
+    assert max(len(line) for line in default.stdout.splitlines()) == 160
+    narrow = subprocess.run([sys.executable, "-m", "toolshift", "run", "--help"], capture_output=True,
+                            text=True, timeout=300, env={**_env(), "COLUMNS": "80"})  # fmt: skip
+    assert "…" not in narrow.stdout and "TOOLSHIFT_BASE_UR" in narrow.stdout
+    text = "".join(line.strip("│ ") for line in narrow.stdout.splitlines())
+    assert "TOOLSHIFT_BASE_URL" in text.replace(" ", "")
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TERMINAL_WIDTH")}
+
+
+def test_report_help_shows_the_documented_command_as_a_new_shell_types_it(tmp_path):
+    """Help's examples and usage name `toolshift` as this shell would run it: the script's path where the PATH
+    does not find it (D322)."""
+    script = Path(sys.executable).parent / "toolshift"
+    done = subprocess.run([str(script), "report", "--help"], capture_output=True, text=True, timeout=300,
+                          env={**_env(), "PATH": "/usr/bin:/bin", "COLUMNS": "250"}, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"{script} report runs/ --out report.html" in done.stdout
+    assert f"Usage: {script} report [OPTIONS] RUNS... --out report.html | COMMAND" in done.stdout  # one line
+    on_path = subprocess.run(["toolshift", "report", "--help"], capture_output=True, text=True, timeout=300,
+                             env={**_env(), "PATH": f"{script.parent}:/usr/bin:/bin", "COLUMNS": "250"})  # fmt: skip
+    assert " toolshift report runs/ --out report.html" in on_path.stdout
+
+
+@pytest.mark.parametrize("command", [("view",), ("report",), ("report", "html")])
+def test_view_and_report_errors_are_one_line_and_nothing_else(command, tmp_path):
+    done = _toolshift(*command, str(tmp_path / "nowhere"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"error: {tmp_path / 'nowhere'}: no such file or folder\n"

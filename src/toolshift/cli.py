@@ -33,8 +33,38 @@ def _flags_show_no_type() -> None:
     option.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
+def _help_fits_the_terminal() -> None:
+    """Help as wide as the terminal (rich measures it), or when piped as wide as `terminal.piped_width` says
+    (typer's own help console is 80 columns there); a word longer than its column folds onto the next line
+    instead of being cut with an ellipsis ("TOOLSHIFT_BASE_UR…" in an 80-column terminal, D322)."""
+    import typer.rich_utils as rich_utils
+
+    if rich_utils.MAX_WIDTH is None:
+        rich_utils.MAX_WIDTH = terminal.piped_width(sys.stdout)
+    make = rich_utils._make_rich_text
+    if getattr(make, "_toolshift", False):
+        return
+
+    def make_folding(*args: object, **kwargs: object) -> object:
+        text = make(*args, **kwargs)  # type: ignore[arg-type]
+        if hasattr(text, "overflow"):
+            text.overflow = "fold"
+        return text
+
+    make_folding._toolshift = True  # type: ignore[attr-defined]
+    rich_utils._make_rich_text = make_folding  # type: ignore[assignment]
+
+
+def _help_width() -> int:
+    """The columns help may use: the terminal's, or piped `terminal.piped_width`'s (click wraps usage at 80)."""
+    import shutil
+
+    return terminal.piped_width(sys.stdout) or shutil.get_terminal_size().columns
+
+
 _flags_show_no_type()
 _app = typer.Typer(
+    context_settings={"max_content_width": _help_width(), "terminal_width": _help_width()},
     name="toolshift",
     help="Tool-using LLM agents in tool ecosystems that keep changing.",
     no_args_is_help=True,
@@ -78,7 +108,13 @@ SUBAPPS: dict[str, tuple[str, str, str]] = {
         "app",
         "Steward: skill libraries kept in step with the catalog, and supply.",
     ),
-    "report": ("toolshift.report.cli", "app", "Results pages drawn from several capabilities."),
+    "report": (
+        "toolshift.report.cli",
+        "app",
+        "Results pages drawn from several capabilities.\n\n"
+        "{toolshift} report runs/ --out report.html: one self-contained HTML page of every result under runs/ "
+        "(the html command, which a path as the first word runs).",
+    ),
 }
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "view": (
@@ -95,6 +131,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("toolshift.demo", "run", "The main job on embedded defaults: no API key, no network."),
 }
 _attached: set[str] = set()
+
+
+def _help(text: str) -> str:
+    """A command's help with `{toolshift}` spelt as a new shell types it (`terminal.toolshift_command`)."""
+    return text.replace("{toolshift}", terminal.toolshift_command()) if "{toolshift}" in text else text
 
 
 def _print_version(value: bool) -> None:
@@ -121,6 +162,24 @@ def _root(
     """Tool-using LLM agents in tool ecosystems that keep changing."""
 
 
+def _listing() -> typer.Typer:
+    """The app as its own help lists it: every sub-app and command by name and help, none of them imported.
+
+    `toolshift --help` (and a bare `toolshift`) need only the names and one line each; importing every
+    capability for them took 2–4 s (the `mcp` SDK alone ≈ 1 s, D322). An empty sub-app stands for each group
+    and a command without options for each command: only the listing ever sees them, since a first word that
+    names one attaches the real one (`main`)."""
+    for name, (_, _, help_text) in {**COMMANDS, **SUBAPPS}.items():
+        if name in _attached:
+            continue
+        if name in SUBAPPS:
+            _app.add_typer(typer.Typer(help=_help(help_text)), name=name, help=_help(help_text))
+        else:
+            _app.command(name, help=_help(help_text))(lambda: None)
+        _attached.add(name)
+    return _app
+
+
 def _attach(names: list[str] | None = None) -> typer.Typer:
     """Attach the named sub-apps and commands (all of them by default), each once, and return the app."""
     for name in names if names is not None else [*SUBAPPS, *COMMANDS]:
@@ -128,10 +187,10 @@ def _attach(names: list[str] | None = None) -> typer.Typer:
             continue
         if name in SUBAPPS:
             module, attr, help_text = SUBAPPS[name]
-            _app.add_typer(getattr(importlib.import_module(module), attr), name=name, help=help_text)
+            _app.add_typer(getattr(importlib.import_module(module), attr), name=name, help=_help(help_text))
         else:
             module, attr, help_text = COMMANDS[name]
-            _app.command(name, help=help_text)(getattr(importlib.import_module(module), attr))
+            _app.command(name, help=_help(help_text))(getattr(importlib.import_module(module), attr))
         _attached.add(name)
     return _app
 
@@ -199,10 +258,13 @@ def main() -> None:
     group or not, and the process exits even if a worker thread is still blocked reading.
     """
     signal.signal(signal.SIGTERM, _terminated)
+    _help_fits_the_terminal()
     try:
         named = _command_named(sys.argv[1:])
-        app = _attach([named] if named else None)
-        code = app(standalone_mode=False)
+        app = _attach([named]) if named else _listing()
+        # Usage lines and examples in help name the command as a new shell types it (`.venv/bin/toolshift` where
+        # the PATH does not find it), so what help prints runs as printed (D322).
+        code = app(prog_name=terminal.toolshift_command(), standalone_mode=False)
     except ToolshiftError as exc:
         # The message is text, not markup: rich would eat `[bfcl]` in a path or a `pip install` hint.
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)

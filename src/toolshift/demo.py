@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -54,22 +52,9 @@ def run(
     console.print(closing_line(), highlight=False, soft_wrap=True)
 
 
-def toolshift_command() -> str:
-    """How to type `toolshift` in a new shell: the bare name when the PATH finds this install's script,
-    else the script's path (relative to the working folder when under it, as `.venv/bin/toolshift`)."""
-    script = Path(sys.executable).parent / "toolshift"
-    found = shutil.which("toolshift")
-    if found is not None and Path(found).resolve() == script.resolve():
-        return "toolshift"
-    try:
-        return str(script.relative_to(Path.cwd()))
-    except ValueError:
-        return str(script)
-
-
 def closing_line() -> str:
     """The demo's last line: what to run next, spelt so a new shell finds it."""
-    command = toolshift_command()
+    command = terminal.toolshift_command()
     if command == "toolshift":
         return "next: toolshift --help"
     where = os.path.abspath(os.path.dirname(command) or ".")

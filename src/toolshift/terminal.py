@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from rich.console import Console
 
@@ -41,3 +43,17 @@ def print_json(value: object) -> None:
     """`value` as indented JSON on stdout, not through rich (no highlighting, no wrapping at any width)."""
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
     sys.stdout.flush()
+
+
+def toolshift_command() -> str:
+    """How to type `toolshift` in a new shell: the bare name when the PATH finds this install's script, else the
+    script's path (relative to the working folder when under it, as `.venv/bin/toolshift`). Help and the demo
+    print commands with it, so what they print runs as printed (D322)."""
+    script = Path(sys.executable).parent / "toolshift"
+    found = shutil.which("toolshift")
+    if found is not None and Path(found).resolve() == script.resolve():
+        return "toolshift"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)

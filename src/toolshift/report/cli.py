@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from typer.core import TyperGroup
 
+from toolshift import terminal
 from toolshift.errors import BadInputError, report_file_errors
 
 
@@ -26,9 +26,12 @@ class _DefaultToHtml(TyperGroup):
 
 
 app = typer.Typer(
-    cls=_DefaultToHtml, no_args_is_help=True, help="Results pages drawn from several capabilities."
+    cls=_DefaultToHtml,
+    no_args_is_help=True,
+    help="Results pages drawn from several capabilities.",
+    subcommand_metavar="RUNS... --out report.html | COMMAND [ARGS]...",
 )
-console = Console()
+console = terminal.console()
 
 RunsArg = Annotated[
     list[Path],
@@ -47,8 +50,9 @@ CacheOpt = Annotated[
 def _progress() -> Any:
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    # Drawn on a terminal only: piped, a transient bar leaves a blank line behind it, even before an error.
     return Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
-                    transient=True)  # fmt: skip
+                    transient=True, disable=not console.is_terminal)  # fmt: skip
 
 
 @app.command()
