@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 from paired import Sample, interleave
-
 from toolshift.report.benchlog import record
 
 SCRIPT = Path(sys.executable).parent / "toolshift"
