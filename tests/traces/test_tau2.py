@@ -113,11 +113,15 @@ def test_converter_catalogs_and_counts():
     assert effects["get_flight_status"] == "read" and effects["cancel_reservation"] == "write"
     assert effects["think"] == "neither" and not conv.unknown_tools
     telecom = convert_tau2(TELECOM).catalogs["telecom"]
-    assert {t.name: (t.effect, t.origin) for t in telecom.tools} == {
-        "check_status_bar": ("read", "verb-rule"),
-        "get_customer_by_phone": ("read", "verb-rule"),
-        "toggle_airplane_mode": ("write", "verb-rule"),
+    labels = {t.name: (t.effect, t.origin) for t in telecom.tools}
+    # τ²'s own telecom table: the agent's tools and the user's phone tools, as τ² marks them (ToolType)
+    assert {n: labels[n] for n in ("check_status_bar", "get_customer_by_phone", "toggle_airplane_mode")} == {
+        "check_status_bar": ("read", "source"),
+        "get_customer_by_phone": ("read", "source"),
+        "toggle_airplane_mode": ("write", "source"),
     }
+    assert len(labels) == 43 and labels["run_speed_test"] == ("read", "source")
+    assert labels["refuel_data"] == ("write", "source")
 
 
 def _broken(tmp_path: Path, mutate) -> Path:

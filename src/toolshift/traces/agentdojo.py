@@ -11,7 +11,8 @@ strings in older logs), `error`, `utility`, `security`, `duration`, `benchmark_v
   `harness` = `agentdojo/<benchmark version>`, id `agentdojo.<pipeline>.<suite>.<user task>`;
 - `termination_reason`: `agent_error` when the run logged an error, else `agent_stop`;
 - `outcome`: `success` = AgentDojo's `utility`, `reward` 1/0, `judged_by` = `agentdojo-utility`, `info` with
-  `security`, `duration`, `error`, `benchmark_version`;
+  `security`, `duration`, `error`, `benchmark_version`; a log whose `utility` is null (never judged: some of
+  the Mixtral pipeline's) keeps no verdict (`success` and `reward` null), and the conversion's notes count them;
 - a tool call that is not a named call with an object of `args` is kept, `malformed` (see `read_call`);
 - catalog: the suite's own functions where agentdojo is installed (`benchmark_catalogs.agentdojo_catalog`),
   the same for every pipeline's logs; else the calls seen, labelled by verb (noted);
@@ -65,6 +66,8 @@ def convert_agentdojo(path: Path, *, skip_bad: bool = False) -> Conversion:
         conv.skip_bad(exc, skip_bad=skip_bad)
         return conv
     conv.episodes.append(episode)
+    if episode.outcome is not None and episode.outcome.success is None:
+        conv.notes.append(f"{path}: no utility verdict (null): kept without one")
     conv.catalogs[episode.domain] = _catalog(episode, conv)
     conv.note_unknown_tools()
     return conv
@@ -95,8 +98,8 @@ def _episode(raw: dict[str, Any], path: Path) -> Episode:
 
     suite, task, pipeline = field("suite_name"), field("user_task_id"), field("pipeline_name")
     utility = raw.get("utility")
-    if not isinstance(utility, bool):
-        raise BadInputError("must be true or false", source=str(path), field="utility")
+    if utility is not None and not isinstance(utility, bool):
+        raise BadInputError("must be true, false or null (not judged)", source=str(path), field="utility")
     items = raw.get("messages")
     if not isinstance(items, list):
         raise BadInputError("must be a list", source=str(path), field="messages")
@@ -150,7 +153,7 @@ def _episode(raw: dict[str, Any], path: Path) -> Episode:
         messages=messages,
         termination_reason="agent_error" if raw.get("error") else "agent_stop",
         outcome=Outcome(
-            reward=float(utility),
+            reward=None if utility is None else float(utility),
             success=utility,
             judged_by=JUDGE,
             info={"security": raw.get("security"), "error": raw.get("error"), "benchmark_version": version},

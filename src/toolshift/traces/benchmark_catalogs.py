@@ -137,6 +137,16 @@ def agentdojo_catalog(domain: str, suite: str, version: str, called: Iterable[st
     """An AgentDojo suite's functions, plus the names a log made up; None without agentdojo or the suite."""
     if not agentdojo_available():
         return None
+    catalog = _agentdojo_suite_catalog(domain, suite, version)
+    if catalog is None:
+        return None
+    return _with_made_up(catalog, called, f"not an AgentDojo {suite} function: its runtime refuses the call")
+
+
+@functools.cache
+def _agentdojo_suite_catalog(domain: str, suite: str, version: str) -> ToolCatalog | None:
+    """The suite's own functions as a catalog, built once per (domain, suite, version): every log of a suite
+    shares it (`_with_made_up` copies it before adding a log's made-up names)."""
     found = agentdojo_functions(suite, version)
     if found is None:
         return None
@@ -150,10 +160,9 @@ def agentdojo_catalog(domain: str, suite: str, version: str, called: Iterable[st
         )
         for n in names
     ]
-    catalog = ToolCatalog(
+    return ToolCatalog(
         domain=domain,
         tools=tools,
         source=f"agentdojo {_version('agentdojo')} suite {suite} {read_version}",
         results="yaml",
     )
-    return _with_made_up(catalog, called, f"not an AgentDojo {suite} function: its runtime refuses the call")

@@ -5,8 +5,8 @@ models a list of `{function name: arguments as JSON text}`, else text), token co
 and step, and `inference_log` (per turn the user's `begin_of_turn_query`, per step the assistant's response,
 handler notes and the `tool` execution results; `state_info` entries between turns). One entry → one episode:
 
-- messages: per turn the user's message (from the log; without a log, an empty user message marks the
-  turn), per step an assistant message — calls when the response is a list of `{name: arguments}` (JSON
+- messages: per turn the user's message (from the log, its text or the text blocks of its content; without a
+  log, an empty user message marks the turn), per step an assistant message — calls when the response is a list of `{name: arguments}` (JSON
   text parsed, never evaluated), else its text — followed by one tool message per call, holding the
   execution result the log recorded (`error` when it starts `Error during execution`);
 - a call the model wrote that is not a call — argument text that is not a JSON object, a name BFCL does not
@@ -24,7 +24,9 @@ handler notes and the `tool` execution results; `state_info` entries between tur
 - catalog: BFCL's own function docs where bfcl-eval is installed (`benchmark_catalogs.bfcl_catalog`), so
   every model's run has the same catalog identity; else the calls seen, labelled by verb (noted).
 
-Only BFCL's own "Error during inference" entries (`result` is that text, not turns) are skipped, by reason.
+Only BFCL's own "Error during inference" entries (`result` is that text, not turns) are skipped, by reason. An
+entry whose turns are the model's text (a prompting model's output, not decoded into steps) with no
+`inference_log` is refused, naming the record: it recorded no call's result and no user message.
 """
 
 from __future__ import annotations
@@ -107,12 +109,22 @@ def _episode(raw: Any, path: Path, index: int, model: str) -> Episode | None:
     turn_logs = [t for t in log if isinstance(t, dict)] if isinstance(log, list) else []
     messages: list[Message] = []
     forced = False
+    if not turn_logs and any(isinstance(turn, str) for turn in result):
+        raise bad(
+            "result",
+            "each turn is the model's text, not decoded steps, and there is no inference_log: no call's "
+            "result and no user message was recorded to convert",
+        )
     for t, turn in enumerate(result):
         if not isinstance(turn, list):
             raise bad(f"result[{t}]", "a turn must be a list of steps")
         turn_log = turn_logs[t] if t < len(turn_logs) else {}
         query = turn_log.get("begin_of_turn_query")
-        texts = [m.get("content") for m in query if isinstance(m, dict)] if isinstance(query, list) else []
+        texts = (
+            [_query_text(m.get("content")) for m in query if isinstance(m, dict)]
+            if isinstance(query, list)
+            else []
+        )
         if any(not isinstance(x, str) for x in texts):
             raise bad(f"inference_log[{t}].begin_of_turn_query", "messages must have text content")
         messages.append(Message(role="user", content="\n".join(texts), requestor="user"))
@@ -149,6 +161,17 @@ def _episode(raw: Any, path: Path, index: int, model: str) -> Episode | None:
             **{k: raw[k] for k in ("input_token_count", "output_token_count", "latency") if k in raw},
         },
     )
+
+
+def _query_text(content: Any) -> Any:
+    """A user message's text: a string as it is, or the text blocks of a list of content blocks joined
+    (Anthropic's models log `[{"type": "text", "text": …}]`); anything else as it is (refused by the caller)."""
+    if not isinstance(content, list):
+        return content
+    if not content or not all(isinstance(b, dict) and b.get("type") == "text" for b in content):
+        return None
+    texts = [b.get("text") for b in content]
+    return "\n".join(texts) if all(isinstance(x, str) for x in texts) else None
 
 
 def _step(

@@ -32,7 +32,7 @@ def _convert(kind: str, inputs: list[Path], domain: str | None, skip_bad: bool) 
 
     from toolshift.traces.agentdojo import agentdojo_files, convert_agentdojo
     from toolshift.traces.bfcl import bfcl_files, convert_bfcl
-    from toolshift.traces.tau2 import convert_tau2
+    from toolshift.traces.tau2 import convert_tau2, tau2_files
     from toolshift.traces.taubench import convert_taubench_v1
     from toolshift.traces.workbench import convert_workbench_csv, workbench_files
 
@@ -46,6 +46,8 @@ def _convert(kind: str, inputs: list[Path], domain: str | None, skip_bad: bool) 
         inputs = [f for path in inputs for f in bfcl_files(path)]
     elif kind == "agentdojo":
         inputs = [f for path in inputs for f in agentdojo_files(path)]
+    elif kind == "tau2":
+        inputs = [f for path in inputs for f in tau2_files(path)]
     total_conv = Conversion(converter=kind)
     for path in track(inputs, description=f"converting {kind}", console=console, transient=True):
         if kind == "taubench-v1":
@@ -57,7 +59,7 @@ def _convert(kind: str, inputs: list[Path], domain: str | None, skip_bad: bool) 
         elif kind == "agentdojo":
             total_conv.extend(convert_agentdojo(path, skip_bad=skip_bad))
         else:
-            total_conv.extend(convert_tau2(path, skip_bad=skip_bad))
+            total_conv.extend(convert_tau2(path, skip_bad=skip_bad, domain=domain))
     total_conv.note_unknown_tools()
     return total_conv
 
@@ -66,13 +68,19 @@ def _convert(kind: str, inputs: list[Path], domain: str | None, skip_bad: bool) 
 def convert(
     kind: Annotated[str, typer.Argument(help="taubench-v1 | workbench | tau2 | bfcl | agentdojo")],
     inputs: Annotated[
-        list[Path], typer.Argument(help="Files (or, for workbench, bfcl and agentdojo, results folders).")
+        list[Path],
+        typer.Argument(
+            help="Files or folders (tau2: a results file or folder, a leaderboard submission, a folder of runs)."
+        ),
     ],
     out: Annotated[
         Path, typer.Option("--out", help="Folder for <domain>.episodes.jsonl and <domain>.catalog.json.")
     ],
     domain: Annotated[
-        str | None, typer.Option(help="taubench-v1 only: the domain, if the file name lacks it.")
+        str | None,
+        typer.Option(
+            help="taubench-v1, and tau2's bare simulation lists: the domain, if the file name lacks it."
+        ),
     ] = None,
     skip_bad: Annotated[
         bool, typer.Option("--skip-bad", help="Skip malformed records and count them.")

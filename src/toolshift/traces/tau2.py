@@ -6,6 +6,15 @@ Choices (also in docs/formats.md):
   a JSON file with a sibling `simulations/` folder (dir, whatever the file's name, as τ² reads it),
   else one JSON file (`Results` with `simulations` inline). A `format_version` key is dropped. The
   dir layout's simulations are read in the order of its `simulation_index`, else of their file names.
+  Also as τ²'s tooling and leaderboard hold them (`tau2_files`): a bare JSON list of simulations and a
+  single simulation (τ²'s `*_simulation.json`), whose domain is `--domain` or the one τ² domain the file
+  name holds, whose agent is the file's stem; a leaderboard submission folder (`submission.json` and its
+  `trajectories/`), each trajectory file as its own run; a folder of any of these. A `results.json` with a
+  `simulation_index` and no simulations (a voice submission's metadata) is refused in one line: it holds
+  no conversation. Tool messages without an `id` (the leaderboard's trimmed files) pair with their calls
+  by order, as every tool message does; a result the trimmer cut short keeps its text, counted in a note.
+- A partial run (fewer simulations than `info.num_trials` × the tasks its `tasks` list) converts, and
+  a note says how much of the configured run it holds.
 - One `SimulationRun` → one Episode: `id`, `task_id` (always a string), `trial`, `termination_reason`,
   `start_time`, `end_time`, `duration`, `agent_cost`, `user_cost` map to the same fields. `domain` is
   `info.environment_info.domain_name`; `agent` = `info.agent_info.implementation`, `model` =
@@ -26,12 +35,13 @@ Choices (also in docs/formats.md):
 - Skipped, by reason: full-duplex simulations (`ticks` instead of `messages`) and simulations
   without messages. Malformed simulations raise BadInputError (file, simulation index, field), or
   are counted with `skip_bad`; a malformed `info`, `tasks` or `simulation_index` is always an error.
-- Catalog: τ²'s airline / retail tool tables (`toolshift.traces.tau_tools`, origin `source`); any
-  other domain (telecom) is labelled by the verb rule, and names no rule labels are left unknown.
+- Catalog: τ²'s airline / retail / telecom tool tables (`toolshift.traces.tau_tools`, origin `source`); any
+  other domain is labelled by the verb rule, and names no rule labels are left unknown.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -43,11 +53,16 @@ from toolshift.fileio import read_json
 from toolshift.traces.catalog import CatalogTool, ToolCatalog, catalog_by_verb
 from toolshift.traces.conversion import Conversion, read_call
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
-from toolshift.traces.tau_tools import TAU2_TOOLS, tau_catalog
+from toolshift.traces.tau_tools import tau2_table, tau_catalog
 
 CONVERTER = "tau2"
 HARNESS = "tau2"
-Layout = Literal["json", "dir"]
+Layout = Literal["json", "dir", "list", "simulation"]
+"""How a run was read: τ²'s two `Results` layouts, a bare list of simulations, one simulation."""
+DOMAINS = ("airline", "retail", "telecom", "mock", "banking_knowledge")
+"""τ²-bench's domains: a bare simulation file's domain is the one of these its name holds."""
+TRIMMED = re.compile(r"\[\.\.\. [\d,]+ characters trimmed for size \.\.\.\]")
+"""The mark τ²'s leaderboard trimmer (`trim_trajectories`) leaves where it cut a long message short."""
 
 SIM_MODELLED = (
     "id", "task_id", "trial", "start_time", "end_time", "duration", "termination_reason",
@@ -93,11 +108,19 @@ def _locate(path: Path) -> tuple[Path, Path | None]:
 
 
 def _records(path: Path) -> tuple[dict[str, Any], list[tuple[str, int, Any]], Layout]:
-    """The Results document and its simulations as (file, index, raw dict)."""
+    """The Results document and its simulations as (file, index, raw dict). A bare list of simulations or
+    a single simulation is held as a document with an empty `info` (layouts `list`, `simulation`)."""
     results_path, sims_dir = _locate(path)
     doc = _load_json(results_path)
+    if isinstance(doc, list):
+        return {"info": {}}, [(str(results_path), i, s) for i, s in enumerate(doc)], "list"
     if not isinstance(doc, dict):
-        raise BadInputError("a τ²-bench Results document is a JSON object", source=str(results_path))
+        raise BadInputError(
+            "a τ²-bench results file is a Results object, a list of simulations or one simulation",
+            source=str(results_path),
+        )
+    if "simulations" not in doc and "messages" in doc and "task_id" in doc:
+        return {"info": {}}, [(str(results_path), 0, doc)], "simulation"
     doc.pop("format_version", None)
     index = doc.get("simulation_index")
     if index is not None and not isinstance(index, list):
@@ -117,6 +140,13 @@ def _records(path: Path) -> tuple[dict[str, Any], list[tuple[str, int, Any]], La
             files.sort(key=lambda f: position[f.stem])  # the run's order, which the index keeps
         return doc, [(str(f), 0, _load_json(f)) for f in files], "dir"
     sims = doc.get("simulations")
+    if index and not sims:
+        raise BadInputError(
+            f"a simulation index of {len(index)} and no simulations (no simulations/ folder beside it): "
+            "metadata only, no conversation to convert",
+            source=str(results_path),
+            field="simulations",
+        )
     if not isinstance(sims, list):
         raise BadInputError("missing `simulations` list", source=str(results_path), field="simulations")
     return doc, [(str(results_path), i, s) for i, s in enumerate(sims)], "json"
@@ -363,11 +393,16 @@ def _info_without_policy(info: dict[str, Any]) -> dict[str, Any]:
     return {**info, "environment_info": env}
 
 
-def read_results(path: Path, *, skip_bad: bool = False, report: Conversion | None = None) -> Tau2Run:
-    """Read a τ²-bench results file or folder (either layout) into a `Tau2Run`."""
+def read_results(
+    path: Path, *, skip_bad: bool = False, report: Conversion | None = None, domain: str | None = None
+) -> Tau2Run:
+    """Read a τ²-bench results file or folder (any layout of the module's) into a `Tau2Run`. `domain`: the
+    domain of a bare list of simulations or a single simulation (else the one τ² domain its name holds)."""
     path = Path(path)
     doc, records, layout = _records(path)
     results_file = str(_locate(path)[0])
+    if layout in ("list", "simulation"):
+        doc["info"] = _bare_info(path, domain)
     info = doc.get("info")
     if not isinstance(info, dict):
         raise BadInputError("missing `info` object", source=results_file, field="info")
@@ -391,13 +426,106 @@ def read_results(path: Path, *, skip_bad: bool = False, report: Conversion | Non
     return run
 
 
+def _bare_info(path: Path, domain: str | None) -> dict[str, Any]:
+    """The `info` a bare list of simulations or one simulation lacks: the domain given or named by the file
+    name, and the file's stem as the agent (τ² keeps both in `Results.info`, which such a file has not)."""
+    if domain is None:
+        named = {d for d in DOMAINS if re.search(rf"(?<![A-Za-z]){d}(?![A-Za-z])", path.name)}
+        if len(named) != 1:
+            raise BadInputError(
+                "a bare list of simulations (or one simulation) records no domain, and its file name names "
+                f"{'none' if not named else 'several'} of τ²'s ({', '.join(DOMAINS)}): pass --domain",
+                source=str(path),
+                field="domain",
+            )
+        domain = named.pop()
+    return {"environment_info": {"domain_name": domain}, "agent_info": {"implementation": path.stem}}
+
+
+def partial_run(run: Tau2Run) -> str | None:
+    """What a run holds of the run its config describes (`info.num_trials` × its `tasks`), when less."""
+    trials = run.info.get("num_trials")
+    if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1 or not run.tasks:
+        return None
+    wanted = len(run.tasks) * trials
+    ran = {(e.task_id, e.trial) for e in run.episodes}
+    tasks_ran = {e.task_id for e in run.episodes}
+    if len(ran) >= wanted:
+        return None
+    by_trial = sorted({e.trial for e in run.episodes})
+    return (
+        f"a partial run: {len(ran)} of the {wanted} simulations its config describes ({len(run.tasks)} tasks × "
+        f"{trials} trials); {len(tasks_ran)} tasks ran, trials {', '.join(map(str, by_trial)) or 'none'}"
+    )
+
+
+def tau2_files(path: Path) -> list[Path]:
+    """The runs under `path` as τ²'s tooling lays them out: a results file (a `Results`, a list of simulations,
+    one simulation) or dir-layout folder as it is; a leaderboard submission folder (`submission.json`) as each
+    of its trajectory files; any other folder as every run in it (a dir layout's `simulations/` files are its
+    own, not runs of their own)."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise BadInputError("no such τ²-bench results file or folder", source=str(path))
+    if (path / SUBMISSION).is_file():
+        return _submission_runs(path)
+    if (path / "results.json").is_file():
+        return [path]
+    out: list[Path] = []
+    taken: list[Path] = []
+    for file in sorted(path.rglob("*.json")):
+        if any(file.is_relative_to(t) for t in taken):
+            continue
+        folder = file.parent
+        if file.name == SUBMISSION:
+            out += _submission_runs(folder)
+            taken.append(folder)
+        elif file.name == "results.json":
+            out.append(folder)
+            taken.append(folder)
+        elif folder.name == "simulations" and any(folder.parent.glob("*.json")):
+            continue  # a dir layout's simulation files: τ² reads them with the results file beside them
+        else:
+            out.append(file)
+    return sorted(set(out), key=str)
+
+
+SUBMISSION = "submission.json"
+
+
+def _submission_runs(folder: Path) -> list[Path]:
+    """A leaderboard submission's runs: each file `submission.json`'s `trajectory_files` names under
+    `trajectories/` (a text run's JSON file, a voice run's folder)."""
+    raw = read_json(folder / SUBMISSION, what="τ²-bench leaderboard submission")
+    where = str(folder / SUBMISSION)
+    files = raw.get("trajectory_files") if isinstance(raw, dict) else None
+    if not isinstance(files, dict) or not files:
+        raise BadInputError("a submission without `trajectory_files`: no trajectories to convert", source=where,
+                            field="trajectory_files")  # fmt: skip
+    out = []
+    for domain, name in sorted(files.items()):
+        if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
+            raise BadInputError(
+                "not a file name in trajectories/", source=where, field=f"trajectory_files.{domain}"
+            )
+        run = folder / "trajectories" / name
+        if not run.exists():
+            raise BadInputError(f"trajectories/{name} is not in the submission", source=where,
+                                field=f"trajectory_files.{domain}")  # fmt: skip
+        out.append(run)
+    return out
+
+
 def tau2_catalog(domain: str, called: set[str]) -> tuple[ToolCatalog, list[str]]:
     """The domain's catalog: τ²'s table for airline/retail (names a run made up: `exists: false`, neither),
     else the verb rule; and the names left unlabelled."""
     source = "verb rule over the tools this run called"
-    if domain not in TAU2_TOOLS:
+    table = tau2_table(domain)
+    if table is None:
         return catalog_by_verb(domain, called, source=source)
-    catalog = tau_catalog(domain, TAU2_TOOLS[domain], "tau2-bench tool implementations")
+    catalog = tau_catalog(domain, table, "tau2-bench tool implementations")
     made_up = [
         CatalogTool(name=n, effect="neither", origin="source", exists=False,
                     note="not a tau2-bench tool of this domain: its environment refuses the call")
@@ -406,16 +534,30 @@ def tau2_catalog(domain: str, called: set[str]) -> tuple[ToolCatalog, list[str]]
     return catalog.merged(made_up), []
 
 
-def convert_tau2(path: Path, *, skip_bad: bool = False) -> Conversion:
-    """Convert a τ²-bench results file or folder into episodes and a catalog per domain."""
+def convert_tau2(path: Path, *, skip_bad: bool = False, domain: str | None = None) -> Conversion:
+    """Convert a τ²-bench results file or folder into episodes and a catalog per domain; a partial run, and
+    results τ²'s leaderboard trimmed, are said in the notes."""
     conv = Conversion(converter=CONVERTER, inputs=[str(path)])
-    run = read_results(Path(path), skip_bad=skip_bad, report=conv)
+    run = read_results(Path(path), skip_bad=skip_bad, report=conv, domain=domain)
     conv.episodes = run.episodes
+    if (partial := partial_run(run)) is not None:
+        conv.notes.append(f"{Path(path).name}: {partial}")
+    trimmed = sum(
+        1
+        for e in run.episodes
+        for m in e.messages
+        if m.role == "tool" and m.content and TRIMMED.search(m.content)
+    )
+    if trimmed:
+        conv.notes.append(
+            f"{Path(path).name}: {trimmed} tool results trimmed for size by τ²'s leaderboard (their middle left "
+            "out): kept as text, so values in them are not seen"
+        )
     called: dict[str, set[str]] = {}
     for episode in run.episodes:
         names = called.setdefault(episode.domain, set())
         names |= {c.name for m in episode.messages for c in m.tool_calls or []}
-    for domain, names in called.items():
-        conv.catalogs[domain] = tau2_catalog(domain, names)[0]
+    for name, names in called.items():
+        conv.catalogs[name] = tau2_catalog(name, names)[0]
     conv.note_unknown_tools()
     return conv

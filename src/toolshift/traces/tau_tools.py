@@ -3,8 +3,10 @@
 Labels follow `tau_bench/envs/{airline,retail}/tools/*.py` (see ../shared/docs/formats/taubench-v1.md §5):
 a tool that only looks at the data is `read`; one that mutates the hashed database is `write`;
 `think`, `calculate` and `transfer_to_human_agents` touch no data and are `neither` (τ² calls them
-think / generic). τ²-bench adds `get_flight_status` (airline) and `get_item_details` (retail), both reads.
-Telecom and any other domain fall back to the verb rule (`toolshift.traces.catalog.label_by_verb`).
+think / generic). τ²-bench adds `get_flight_status` (airline) and `get_item_details` (retail), both reads. τ²-bench's telecom
+tools, the agent's (`domains/telecom/tools.py`) and the user's own on their phone (`user_tools.py`), are
+labelled as τ² marks them (`@is_tool(ToolType.READ | WRITE | GENERIC)`); the telecom variants (`telecom-workflow`)
+share them. Any other domain falls back to the verb rule (`toolshift.traces.catalog.label_by_verb`).
 """
 
 from __future__ import annotations
@@ -55,10 +57,74 @@ TAU_BENCH_V1_TOOLS: dict[str, dict[str, tuple[Effect, str]]] = {
     "retail": RETAIL_TOOLS,
 }
 
+_TELECOM_READS = [
+    "get_customer_by_phone",
+    "get_customer_by_id",
+    "get_customer_by_name",
+    "get_details_by_id",
+    "get_bills_for_customer",
+    "get_data_usage",
+]
+_TELECOM_WRITES = [
+    "suspend_line",
+    "resume_line",
+    "send_payment_request",
+    "enable_roaming",
+    "disable_roaming",
+    "refuel_data",
+]
+_PHONE_READS = [
+    "check_status_bar",
+    "check_network_status",
+    "check_network_mode_preference",
+    "run_speed_test",
+    "check_sim_status",
+    "check_data_restriction_status",
+    "check_apn_settings",
+    "check_wifi_status",
+    "check_wifi_calling_status",
+    "check_vpn_status",
+    "check_installed_apps",
+    "check_app_status",
+    "check_app_permissions",
+    "can_send_mms",
+    "check_payment_request",
+]
+_PHONE_WRITES = [
+    "set_network_mode_preference",
+    "toggle_airplane_mode",
+    "reseat_sim_card",
+    "toggle_data",
+    "toggle_roaming",
+    "toggle_data_saver_mode",
+    "set_apn_settings",
+    "reset_apn_settings",
+    "toggle_wifi",
+    "toggle_wifi_calling",
+    "connect_vpn",
+    "disconnect_vpn",
+    "grant_app_permission",
+    "reboot_device",
+    "make_payment",
+]
+TELECOM_TOOLS: dict[str, tuple[Effect, str]] = {
+    "transfer_to_human_agents": _COMMON["transfer_to_human_agents"],
+    **{n: ("read", "τ² ToolType.READ (agent tool)") for n in _TELECOM_READS},
+    **{n: ("write", "τ² ToolType.WRITE (agent tool)") for n in _TELECOM_WRITES},
+    **{n: ("read", "τ² ToolType.READ (the user's phone)") for n in _PHONE_READS},
+    **{n: ("write", "τ² ToolType.WRITE (the user's phone)") for n in _PHONE_WRITES},
+}
+
 TAU2_TOOLS: dict[str, dict[str, tuple[Effect, str]]] = {
     "airline": {**AIRLINE_TOOLS, "get_flight_status": ("read", "looks up a flight's status (τ² only)")},
     "retail": {**RETAIL_TOOLS, "get_item_details": ("read", "looks up an item (τ² only)")},
+    "telecom": TELECOM_TOOLS,
 }
+
+
+def tau2_table(domain: str) -> dict[str, tuple[Effect, str]] | None:
+    """τ²'s tool table for a domain or one of its variants (`telecom-workflow` is telecom's), else None."""
+    return TAU2_TOOLS.get(domain) or TAU2_TOOLS.get(domain.split("-", 1)[0])
 
 
 def tau_catalog(domain: str, table: dict[str, tuple[Effect, str]], source: str) -> ToolCatalog:
