@@ -120,6 +120,36 @@ def test_every_reader_names_the_file_of_binary_or_deeply_nested_input(tmp_path, 
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("name", sorted(READERS))
+def test_every_reader_refuses_a_fifo_without_waiting_on_it(tmp_path, name):
+    """A FIFO where a file should be is refused at once (opened without blocking, then checked): before,
+    `traces convert` and a `loop` resume waited for a writer forever (issue 56)."""
+    import threading
+
+    file_name, read, _ = READERS[name]
+    path = tmp_path / "email" / file_name
+    path.parent.mkdir()
+    os.mkfifo(path)
+    outcome: list[BaseException | None] = []
+
+    def attempt() -> None:
+        try:
+            read(path)
+            outcome.append(None)
+        except BaseException as exc:  # what escaped is the finding
+            outcome.append(exc)
+
+    reader = threading.Thread(target=attempt, daemon=True)
+    reader.start()
+    reader.join(timeout=60)
+    if reader.is_alive():  # let the blocked open return, so the thread ends with the test
+        with open(path, "wb"):
+            pass
+        pytest.fail(f"{name} waited on a FIFO")
+    assert isinstance(outcome[0], BadInputError), outcome
+    assert str(path) in str(outcome[0]) and "\n" not in str(outcome[0])
+
+
 def test_the_command_line_prints_one_line_and_exits_2(tmp_path):
     path = tmp_path / "d.catalog.json"
     path.write_bytes(BINARY)
@@ -198,6 +228,28 @@ def test_json_python_cannot_hold_is_bad_input():
 
 
 def test_what_only_the_standard_parser_reads_is_still_read():
-    assert loads_json('["\\ud800", NaN]')[0] == "\ud800"  # a lone surrogate escape
     assert loads_json(b"\xef\xbb\xbf[1]") == [1]  # a byte-order mark
     assert loads_json("[1, 2, 12345678901234567890123]") == [1, 2, 12345678901234567890123]
+    assert loads_json('["\\ud83d\\ude00", 1.5e300]') == ["\U0001f600", 1.5e300]  # a surrogate pair is text
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "why"),
+    [
+        ('{"a": [1, {"b": NaN}]}', "a[1].b", "nan is not a JSON number"),
+        ('{"a": Infinity}', "a", "inf is not a JSON number"),
+        ('{"a": [2, -1e400]}', "a[1]", "-inf is not a JSON number"),
+        ('{"a": 1E+999}', "a", "inf is not a JSON number"),
+        ('{"a": ' + "9" * 400 + ".5}", "a", "inf is not a JSON number"),
+        ('{"x": ["ok", "a\\ud800b"]}', "x[1]", "lone surrogate \\ud800 at character 1"),
+        ('{"\\udc00": 1}', "\\udc00", "lone surrogate \\udc00"),
+    ],
+)
+def test_json_is_strict_naming_the_field_of_a_nan_an_infinity_or_a_lone_surrogate(text, field, why):
+    """What strict parsers refuse and UTF-8 cannot hold is refused where it is read, naming the field (D301),
+    never read as a float or a string that nothing can write again."""
+    for given in (text, text.encode()):
+        with pytest.raises(BadInputError) as err:
+            loads_json(given, source="f.json", record=3)
+        assert (err.value.source, err.value.record, err.value.field) == ("f.json", 3, field)
+        assert why in str(err.value) and "\n" not in str(err.value)

@@ -41,7 +41,9 @@ def read_tasks(path: str | Path, *, missing_ok: bool = False, allow_empty: bool 
         try:
             raw = loads_json(line)
         except BadInputError as exc:
-            raise BadInputError(f"{exc.detail} (line {number + 1})", source=str(path), record=index) from None
+            raise BadInputError(
+                f"{exc.detail} (line {number + 1})", source=str(path), record=index, field=exc.field
+            ) from None
         if not isinstance(raw, dict):
             raise BadInputError("a task line must be a JSON object", source=str(path), record=index)
         if number == 0 and "format" in raw and "id" not in raw:

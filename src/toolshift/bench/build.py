@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 from toolshift.bench.instructions import paraphrase
 from toolshift.bench.synthesis import Synthesizer
 from toolshift.errors import BadInputError, ToolshiftError
-from toolshift.fileio import read_json, read_text, write_text_atomic
+from toolshift.fileio import read_bytes, read_json, read_text, write_text_atomic
 from toolshift.models import Task, TaskRevision
 from toolshift.taskfile import read_tasks as read_task_file
 from toolshift.world.language.spec import load_spec
@@ -95,7 +95,7 @@ def spec_text_digest(text: str) -> str:
 
 
 def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return hashlib.sha256(read_bytes(path)).hexdigest()[:16]
 
 
 def domain_key(name: str) -> str:
@@ -169,8 +169,8 @@ def read_tasks(path: Path) -> list[Task]:
 def _read_report(path: Path) -> DomainReport | None:
     """A domain's report, or None when it is missing, unreadable or of another format (not done)."""
     try:
-        rep = DomainReport.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValidationError, ValueError):
+        rep = DomainReport.model_validate_json(read_text(path, what="domain report"))
+    except (BadInputError, ValidationError, ValueError):
         return None
     return rep if rep.format == REPORT_FORMAT else None
 
@@ -267,9 +267,9 @@ def build_domain(
 def _existing_manifest(out: Path) -> Manifest | None:
     """The manifest already in `out`, unchecked (None when there is none or it is not this format)."""
     try:
-        data = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+        data = read_json(out / "manifest.json", what="build manifest")
         return Manifest.model_validate(data) if data.get("format") == BUILD_FORMAT else None
-    except (OSError, ValueError, ValidationError, AttributeError):
+    except (BadInputError, ValueError, ValidationError, AttributeError):
         return None
 
 
@@ -399,7 +399,7 @@ def check_build(out: Path, m: Manifest) -> None:
         rep = _read_report(ddir / "report.json")
         if rep is None:
             raise BadInputError(f"not a {REPORT_FORMAT} report; {hint}", source=str(ddir / "report.json"))
-        spec = spec_text_digest((ddir / "spec.yaml").read_text(encoding="utf-8"))
+        spec = spec_text_digest(read_text(ddir / "spec.yaml", what="domain spec"))
         if spec != e.spec_digest or spec != rep.spec_digest:
             raise BadInputError(
                 f"the spec's digest is {spec}, but the manifest records {e.spec_digest} and report.json "
@@ -462,7 +462,7 @@ def build_world(out: str | Path, domain: str) -> World:
     path = Path(out) / "domains" / domain / "spec.yaml"
     if not path.is_file():
         raise BadInputError(f"no spec for domain {domain!r} in this build", source=str(out))
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, what="domain spec")
     rep = _read_report(path.with_name("report.json"))
     if rep is None or rep.spec_digest != spec_text_digest(text):
         raise BadInputError(

@@ -22,6 +22,7 @@ from toolshift.bench.build import (
     spec_text_digest,
     write_manifest,
 )
+from toolshift.fileio import read_text
 from toolshift.world.state.registry import resolve_spec_path
 
 IMPORTED_MODEL = "imported"
@@ -33,7 +34,7 @@ def import_domain(out: Path, name: str, *, seed: int = 0) -> tuple[DomainReport,
     from toolshift.world.tau2.tasks import import_tasks
 
     path = resolve_spec_path(name)
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, what="domain spec")
     report = import_tasks(name)
     tasks = report.tasks
     if any(t.split is None for t in tasks):

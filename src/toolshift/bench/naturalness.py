@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolshift.errors import BadInputError
+from toolshift.fileio import read_json
 from toolshift.models import Task
 
 RULES = (
@@ -118,8 +120,8 @@ class JudgeCache:
     def __init__(self, path: Path, model: str) -> None:
         self.path, self.model = path, model
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = read_json(path, what="naturalness cache")
+        except BadInputError:
             data = {}
         self.data: dict[str, dict[str, int | None]] = data if isinstance(data, dict) else {}
 

@@ -20,6 +20,7 @@ from toolshift.evolve.feedback import diff_attempt
 from toolshift.evolve.judge import Verdict, model_verdict, rule_verdict
 from toolshift.evolve.store import EvolveConfig, RunStore
 from toolshift.evolve.worlds import write_tools
+from toolshift.fileio import read_json, read_text
 from toolshift.models import GoldCall, Task
 from toolshift.taskfile import write_tasks
 from toolshift.traces.store import iter_episodes, write_text_atomic
@@ -98,9 +99,7 @@ def select(store: RunStore, records: list[ProgramRecord] | None = None) -> Selec
     final = store.folder / "final"
     final.mkdir(parents=True, exist_ok=True)
     cache_path = final / "judged.json"
-    cache: dict[str, dict] = (
-        json.loads(cache_path.read_text(encoding="utf-8")) if cache_path.is_file() else {}
-    )
+    cache: dict[str, dict] = read_json(cache_path, what="judge cache") if cache_path.is_file() else {}
     roots = [r.id for r in records if r.step is None]
     out: list[RootSelection] = []
     kept_records: list[ProgramRecord] = []
@@ -182,4 +181,4 @@ def read_selection(folder: Path) -> Selection | None:
     path = folder / "final" / "selection.json"
     if not path.is_file():
         return None
-    return Selection.model_validate_json(path.read_text(encoding="utf-8"))
+    return Selection.model_validate_json(read_text(path, what="selection"))

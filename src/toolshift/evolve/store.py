@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from toolshift.errors import BadInputError
 from toolshift.evolve.archive import Cost, Mutation, ProgramRecord
 from toolshift.evolve.solver import SolverConfig
+from toolshift.fileio import read_json, read_text
 from toolshift.models import Task
 from toolshift.taskfile import read_tasks, write_tasks
 from toolshift.traces.store import write_text_atomic
@@ -144,17 +145,11 @@ class RunStore:
         write_text_atomic(self.config_path, json.dumps(body, indent=2) + "\n")
 
     def config(self) -> EvolveConfig:
-        try:
-            data = json.loads(self.config_path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise BadInputError(f"not an evolve run: {exc.strerror}", source=str(self.config_path)) from None
-        except json.JSONDecodeError as exc:
+        data = read_json(self.config_path, what="evolve run config (not an evolve run?)")
+        found = data.get("format") if isinstance(data, dict) else None
+        if found != RUN_FORMAT:
             raise BadInputError(
-                f"malformed JSON at line {exc.lineno}", source=str(self.config_path)
-            ) from None
-        if data.get("format") != RUN_FORMAT:
-            raise BadInputError(
-                f"unknown run format {data.get('format')!r} (this reads {RUN_FORMAT!r})",
+                f"unknown run format {found!r} (this reads {RUN_FORMAT!r})",
                 source=str(self.config_path),
                 field="format",
             )
@@ -166,7 +161,7 @@ class RunStore:
     def set_generations(self, generations: int) -> EvolveConfig:
         """Extend (or shorten) a run; everything else in its configuration stays as it was."""
         config = self.config().model_copy(update={"generations": generations})
-        data = json.loads(self.config_path.read_text(encoding="utf-8"))
+        data = read_json(self.config_path, what="evolve run config")
         data["config"] = config.model_dump(mode="json")
         write_text_atomic(self.config_path, json.dumps(data, indent=2) + "\n")
         return config
@@ -195,7 +190,7 @@ class RunStore:
         out: list[ProgramRecord] = []
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             try:
-                out.append(ProgramRecord.model_validate_json(path.read_text(encoding="utf-8")))
+                out.append(ProgramRecord.model_validate_json(read_text(path, what="program record")))
             except (ValidationError, ValueError) as exc:
                 raise BadInputError(
                     f"unreadable program record: {str(exc).splitlines()[0]}", source=str(path)
@@ -207,7 +202,7 @@ class RunStore:
         if not path.is_file():
             return None
         try:
-            return ProposalRecord.model_validate_json(path.read_text(encoding="utf-8"))
+            return ProposalRecord.model_validate_json(read_text(path, what="proposal"))
         except (ValidationError, ValueError):
             return None  # torn by a crash before the rename cannot happen; a foreign file is asked again
 
@@ -221,7 +216,7 @@ class RunStore:
         path = self.folder / "checkpoint.json"
         if not path.is_file():
             return None
-        return Checkpoint.model_validate_json(path.read_text(encoding="utf-8"))
+        return Checkpoint.model_validate_json(read_text(path, what="checkpoint"))
 
 
 def generation_stats(records: list[ProgramRecord]) -> list[GenerationStats]:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolshift.fileio import open_input
+
 JOURNAL_FORMAT = "toolshift.gateway-journal/1"
 
 
@@ -107,7 +109,7 @@ class Journal:
             return []
         found: dict[str, Orphan] = {}
         closed: set[str] = set()
-        with self.path.open("rb") as fh:
+        with open_input(self.path, what="gateway journal") as fh:
             for raw in fh:
                 if not raw.endswith(b"\n"):
                     break  # the call in flight when the kill came

@@ -31,6 +31,7 @@ from toolshift.agents.embedded_study import (
     run_episodes,
     select_tasks,
 )
+from toolshift.fileio import read_json
 from toolshift.intervals import bootstrap_mean
 
 LABELS = {"embedded": "the model picks the span", "embedded:recent": "the most recent span (rule)"}
@@ -296,7 +297,7 @@ def write_report(
     from toolshift.agents.config import RunConfig
     from toolshift.bench.ecosystem.store import build_fingerprint
 
-    manifest = json.loads((build / "manifest.json").read_text(encoding="utf-8"))
+    manifest = read_json(build / "manifest.json", what="build manifest")
     fingerprint = build_fingerprint(build)
     command = command or f"toolshift report embedded --build {build} --runs {runs} --out {out}"
     seconds = time.perf_counter() - started

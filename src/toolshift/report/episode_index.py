@@ -18,7 +18,6 @@ validated in full as an `Episode` when it is shown.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import itertools
 import json
@@ -34,7 +33,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import NotJsonError, atomic_path, jsonl_lines, loads_json
+from toolshift.fileio import NotJsonError, atomic_path, jsonl_lines, loads_json, open_input
 from toolshift.traces.episode import EPISODE_FORMAT, Episode
 from toolshift.traces.store import read_header
 
@@ -292,7 +291,7 @@ def scan(source: Path, read_from: Path) -> FileIndex:
         if len(index.errors) < MAX_ERRORS:
             index.errors.append(f"{source}: line {line_no}: {reason}")
 
-    with read_from.open("rb") as fh:
+    with open_input(read_from, what="episode file", gz=False) as fh:
         lines = _lines_with_offsets(fh, str(source))
         next(lines, None)  # the header, checked above
         for offset, line in lines:
@@ -356,7 +355,11 @@ def _plain_copy(source: Path, cache: Path, key: str) -> Path:
     target = cache / f"{key}.episodes.jsonl"
     if not target.exists():
         try:
-            with atomic_path(target) as tmp, tmp.open("wb") as out, gzip.open(source, "rb") as src:
+            with (
+                atomic_path(target) as tmp,
+                tmp.open("wb") as out,
+                open_input(source, what="episode file", gz=True) as src,
+            ):
                 shutil.copyfileobj(src, out, 1 << 20)
         except (OSError, EOFError) as exc:
             raise BadInputError(f"cannot read episode file: {exc}", source=str(source)) from exc

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from toolshift.errors import BadInputError, ToolshiftError
-from toolshift.fileio import loads_json, read_json, write_text_atomic
+from toolshift.fileio import loads_json, open_input, read_bytes, read_json, write_text_atomic
 from toolshift.report.episode_index import FileIndex, RunSet, default_cache_dir, index_file
 
 MAX_CLASSIFY_BYTES = 256 * 1024 * 1024
@@ -131,7 +131,7 @@ def _json_format(path: Path) -> str | None:
 
 
 def _first_line(path: Path) -> bytes:
-    with path.open("rb") as fh:
+    with open_input(path) as fh:
         return fh.readline(1 << 20)
 
 
@@ -168,7 +168,7 @@ def classify(path: Path) -> tuple[str | None, Any]:
     if path.stat().st_size > MAX_CLASSIFY_BYTES:
         return None, None
     try:
-        raw = loads_json(path.read_bytes(), source=str(path))
+        raw = loads_json(read_bytes(path, max_bytes=MAX_CLASSIFY_BYTES), source=str(path))
     except BadInputError as exc:  # not UTF-8, not JSON, or nested beyond the limit: named, never a crash
         if name.endswith(".catalog.json"):
             return "catalog", exc

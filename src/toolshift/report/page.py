@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from toolshift.fileio import read_bytes
 from toolshift.intervals import Interval
 
 CSS = """
@@ -86,7 +87,7 @@ def figure(data: bytes, caption: str, alt: str) -> str:
 
 def figure_file(path: Path, caption: str, alt: str) -> str:
     """A PNG some capability wrote to a file (e.g. the drift plot), embedded."""
-    return figure(Path(path).read_bytes(), caption, alt)
+    return figure(read_bytes(path, what="figure"), caption, alt)
 
 
 def pyplot() -> Any:

@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 from toolshift import sqlitefile
 from toolshift.errors import BadInputError
+from toolshift.fileio import read_bytes
 
 LIBRARY_FORMAT = "toolshift.steward-library/1"
 Level = Literal["planning", "atomic", "tool", "foreign"]
@@ -438,7 +439,7 @@ def copy_library(src: str | Path, dest: str | Path) -> Library:
     d = Path(dest)
     d.parent.mkdir(parents=True, exist_ok=True)
     tmp = d.with_name(d.name + ".tmp")
-    tmp.write_bytes(Path(src).read_bytes())
+    tmp.write_bytes(read_bytes(src, what="steward library"))
     os.replace(tmp, d)
     return Library.open(d)
 

@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import encodes_utf8
+from toolshift.fileio import encodes_utf8, open_input
 from toolshift.steward.library import LEVELS, MAX_NAME, NAME, Skill, plan_facts
 from toolshift.world.language.yamlfile import parse_yaml
 
@@ -333,7 +333,7 @@ def _read(path: Path) -> str:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             raise BadInputError(f"file is over {MAX_FILE_BYTES} bytes", source=src)
-        with path.open("rb") as fh:
+        with open_input(path, what="SKILL.md") as fh:
             raw = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise BadInputError(f"cannot read: {exc.strerror or exc}", source=src) from None

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import jsonl_lines, loads_json
+from toolshift.fileio import jsonl_lines, loads_json, open_input
 from toolshift.traces.benchmark_catalogs import bfcl_catalog
 from toolshift.traces.catalog import CatalogTool, ToolCatalog, label_by_verb
 from toolshift.traces.conversion import Conversion, read_call
@@ -69,7 +69,7 @@ def convert_bfcl(path: Path, *, skip_bad: bool = False) -> Conversion:
     if path.stat().st_size > MAX_FILE_BYTES:
         raise BadInputError(f"larger than {MAX_FILE_BYTES // 2**20} MiB", source=str(path))
     model = path.parent.parent.name if path.parent.name == "multi_turn" else path.stem
-    with path.open("rb") as fh:
+    with open_input(path, what="BFCL results") as fh:
         for line in jsonl_lines(fh, source=str(path), max_line_bytes=MAX_LINE_BYTES):
             if line.is_blank():
                 continue

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from toolshift import terminal
 from toolshift.errors import BadInputError, report_file_errors
-from toolshift.fileio import write_text_atomic
+from toolshift.fileio import read_text, write_text_atomic
 from toolshift.models import Effect
 from toolshift.traces.anatomy import GROUP_KEYS, Anatomy, anatomy, total
 from toolshift.traces.catalog import catalog_path, load_catalog
@@ -297,9 +297,9 @@ def export_tau2(
     if len(domains) > 1:
         raise BadInputError(f"a τ²-bench Results holds one domain; these files hold {sorted(domains)}")
     try:
-        policy_text = policy.read_text(encoding="utf-8") if policy else ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"cannot read policy: {exc}", source=str(policy), field="--policy") from None
+        policy_text = read_text(policy, what="policy") if policy else ""
+    except BadInputError as exc:
+        raise BadInputError(exc.detail, source=exc.source, field="--policy") from None
     given = {t.id: t for t in read_tasks(tasks)} if tasks is not None else None
     try:
         run = run_from_episodes(

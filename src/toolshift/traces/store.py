@@ -33,6 +33,7 @@ from toolshift.fileio import (
     fsync_path,
     jsonl_lines,
     loads_json,
+    open_input,
     repair_jsonl_tail,
     temp_sibling,
 )
@@ -158,7 +159,7 @@ def iter_episodes(
 
 
 def _open_binary(path: Path) -> IO[bytes]:
-    return gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")  # type: ignore[return-value]
+    return open_input(path, what="episode file")
 
 
 def _lines(fh: IO[bytes], path: Path) -> Iterator[JsonlLine]:

@@ -49,7 +49,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import read_json
+from toolshift.fileio import read_json, require_strict
 from toolshift.traces.catalog import CatalogTool, ToolCatalog, catalog_by_verb
 from toolshift.traces.conversion import Conversion, read_call
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
@@ -90,7 +90,7 @@ class Tau2Run:
 
 
 def _load_json(path: Path) -> Any:
-    return read_json(path, what="τ²-bench results")
+    return read_json(path, what="τ²-bench results", strict=False)  # strict per simulation (read_results)
 
 
 def _locate(path: Path) -> tuple[Path, Path | None]:
@@ -401,6 +401,7 @@ def read_results(
     path = Path(path)
     doc, records, layout = _records(path)
     results_file = str(_locate(path)[0])
+    require_strict({k: v for k, v in doc.items() if k != "simulations"}, source=results_file)
     if layout in ("list", "simulation"):
         doc["info"] = _bare_info(path, domain)
     info = doc.get("info")
@@ -415,6 +416,7 @@ def read_results(
     for file, index, sim in records:
         report.records += 1
         try:
+            require_strict(sim, source=file, record=index)
             episode = _episode(sim, file, index, info, by_id, run.timestamp)
         except BadInputError as exc:
             report.skip_bad(exc, skip_bad=skip_bad)

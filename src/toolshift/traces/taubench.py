@@ -37,7 +37,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import read_json
+from toolshift.fileio import read_json, require_strict
 from toolshift.traces.conversion import Conversion, read_call
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
 from toolshift.traces.tau_tools import TAU_BENCH_V1_TOOLS, tau_catalog
@@ -167,7 +167,7 @@ def _termination(messages: list[Message]) -> str:
 def convert_taubench_v1(path: Path, *, domain: str | None = None, skip_bad: bool = False) -> Conversion:
     """Convert one τ-bench v1 trajectory file (see the module docstring for every choice made)."""
     path = Path(path)
-    records = read_json(path, what="τ-bench trajectories")
+    records = read_json(path, what="τ-bench trajectories", strict=False)  # each record is checked below
     if not isinstance(records, list):
         raise BadInputError("a τ-bench trajectory file is a JSON list of runs", source=str(path))
     called = {
@@ -185,6 +185,7 @@ def convert_taubench_v1(path: Path, *, domain: str | None = None, skip_bad: bool
     conv.catalogs[domain] = tau_catalog(domain, TAU_BENCH_V1_TOOLS[name], "tau-bench v1 tool implementations")
     for index, record in enumerate(records):
         try:
+            require_strict(record, source=str(path), record=index)
             episode = _episode(record, path, index, name, model)
         except BadInputError as exc:
             conv.skip_bad(exc, skip_bad=skip_bad)

@@ -32,6 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from toolshift.errors import BadInputError
+from toolshift.fileio import read_json
 from toolshift.world.state.compiler import CompiledDomain
 from toolshift.world.state.tools import Tool
 
@@ -185,8 +187,8 @@ class ModelScorer:
         self.cache: dict[str, dict[str, object]] = {}
         if cache.is_file():
             try:
-                self.cache = json.loads(cache.read_text(encoding="utf-8")).get("scores", {})
-            except (json.JSONDecodeError, AttributeError):
+                self.cache = read_json(cache, what="cost cache").get("scores", {})
+            except (BadInputError, AttributeError):
                 self.cache = {}
         self.asked = 0
         self.fallbacks = 0

@@ -24,6 +24,7 @@ from toolshift.bench.ecosystem.store import (
     ecosystem_dir,
 )
 from toolshift.errors import BadInputError
+from toolshift.fileio import read_bytes, read_text
 
 COST_CACHE = "cost-scores.json"
 """Model cost scores, cached by model and prompt inside DIR/ecosystem/ (`--cost-model`)."""
@@ -33,7 +34,7 @@ def domain_inputs(build: str | Path, domain: str, config: EvolveConfig) -> str:
     """What a domain's evolution depends on: the config, its spec and its tasks."""
     h = hashlib.sha256(config.model_dump_json().encode())
     for part in ("spec.yaml", "tasks.jsonl"):
-        h.update((Path(build) / "domains" / domain / part).read_bytes())
+        h.update(read_bytes(Path(build) / "domains" / domain / part, what="build file"))
     return h.hexdigest()[:16]
 
 
@@ -41,8 +42,8 @@ def _reusable(path: Path, inputs: str) -> DomainHistory | None:
     if not path.is_file():
         return None
     try:
-        history = DomainHistory.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValueError:
+        history = DomainHistory.model_validate_json(read_text(path, what="domain history"))
+    except (BadInputError, ValueError):
         return None
     return history if history.inputs == inputs else None
 

@@ -29,7 +29,7 @@ from toolshift.bench.ecosystem.evolve import (
 )
 from toolshift.bench.reference import Implementation
 from toolshift.errors import BadInputError
-from toolshift.fileio import read_json, write_text_atomic
+from toolshift.fileio import read_bytes, read_json, write_text_atomic
 from toolshift.models import Task
 from toolshift.world.language.spec import load_spec
 from toolshift.world.state.compiler import compile_domain
@@ -122,7 +122,7 @@ def build_fingerprint(build: str | Path) -> str:
         path = Path(build) / "domains" / entry.name / "tasks.jsonl"
         h.update(entry.name.encode())
         if path.is_file():
-            h.update(path.read_bytes())
+            h.update(read_bytes(path, what="task file"))
     return h.hexdigest()[:16]
 
 

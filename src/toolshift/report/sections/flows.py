@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from toolshift.errors import BadInputError, ToolshiftError
-from toolshift.fileio import is_torn, jsonl_lines, loads_json
+from toolshift.fileio import is_torn, jsonl_lines, loads_json, open_input
 from toolshift.report.inputs import ResultFile
 from toolshift.report.page import Section, esc, figure, figure_file, figure_png, pyplot, table
 from toolshift.report.sections import Context
@@ -311,7 +311,7 @@ def _log_section(log: ResultFile, number: int) -> Section:
     problems: list[str] = []
     series: dict[str, tuple[list[float], list[bool]]] = {}
     try:
-        with log.path.open("rb") as fh:
+        with open_input(log.path, what="decision log") as fh:
             for line in jsonl_lines(fh, source=str(log.path)):
                 if line.is_blank() or is_torn(line):
                     continue

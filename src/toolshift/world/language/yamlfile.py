@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import read_bytes
 
 MAX_BYTES = 2 * 1024 * 1024
 """Largest YAML file read (the built-in specs are under 16 KB)."""
@@ -98,11 +99,11 @@ def load_yaml(path: str | Path, *, what: str = "YAML file") -> Any:
     source = str(path)
     try:
         size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise BadInputError(f"{what} is {size:,} bytes (the limit is {MAX_BYTES:,})", source=source)
-        raw = path.read_bytes()
     except OSError as exc:
         raise BadInputError(f"cannot read {what}: {exc.strerror}", source=source) from None
+    if size > MAX_BYTES:
+        raise BadInputError(f"{what} is {size:,} bytes (the limit is {MAX_BYTES:,})", source=source)
+    raw = read_bytes(path, what=what, max_bytes=MAX_BYTES)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
