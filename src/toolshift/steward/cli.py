@@ -215,6 +215,66 @@ def show_cmd(
             console.print(_work_line(w))
 
 
+@app.command("check")
+def check_cmd(
+    library: Annotated[Path, typer.Argument(help="A library file.")],
+    catalog: Annotated[
+        Path,
+        typer.Option(
+            help='The new catalog: an MCP tools/list result as JSON ({"tools": [...]}, or the list).'
+        ),
+    ],
+    domain: Annotated[
+        str | None,
+        typer.Option(help="The skills' domain the catalog serves (default: the library's only one)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help=terminal.JSON_HELP)] = False,
+) -> None:
+    """Which skills a new catalog breaks, rebinds or leaves as they are, before it is deployed (nothing is
+    written). Exits 1 when an active skill breaks."""
+    from collections import Counter
+
+    from toolshift.fileio import read_json
+    from toolshift.steward.check import catalog_from_tools, check_library
+    from toolshift.steward.library import Library
+
+    raw = read_json(catalog, what="tool catalog")
+    tools = raw.get("tools") if isinstance(raw, dict) else raw
+    if not isinstance(tools, list) or not all(
+        isinstance(t, dict) and isinstance(t.get("name"), str) for t in tools
+    ):
+        raise BadInputError("not an MCP tools/list result (a list of tools, each with a name)", source=str(catalog),
+                            field="tools")  # fmt: skip
+    with Library.open(library) as lib:
+        domains = sorted({s.domain for s in lib.skills() if s.level != "foreign"})
+        if domain is None:
+            if len(domains) != 1:
+                raise BadInputError(
+                    f"the library holds {len(domains)} domains: name one with --domain", field="domain"
+                )
+            domain = domains[0]
+        elif domain not in domains:
+            raise BadInputError(
+                f"the library has no skills of domain {domain!r}", source=str(library), field="domain"
+            )
+        checks = check_library(lib, catalog_from_tools(domain, tools), domain)
+    counts = Counter(c.status for c in checks)
+    if as_json:
+        terminal.print_json({"library": str(library), "catalog": str(catalog), "domain": domain,
+                             "counts": dict(sorted(counts.items())), "skills": [c.as_dict() for c in checks]})  # fmt: skip
+    else:
+        table = Table(title=f"{library} against {catalog} ({domain})")
+        for col in ("skill", "level", "status", "why"):
+            table.add_column(col)
+        for c in checks:
+            if c.status != "ok":
+                table.add_row(c.skill, c.level, c.status, "; ".join(c.reasons))
+        console.print(table)
+        console.print(", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no skills")
+    if counts.get("broken"):
+        raise typer.Exit(1)
+
+
 @app.command("sign")
 def sign_cmd(library: Annotated[Path, typer.Argument(help="A library file you trust.")]) -> None:
     """Sign a library with the key file TOOLSHIFT_STEWARD_KEY names (HMAC-SHA256; its checksum and schema are

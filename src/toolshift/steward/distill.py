@@ -11,6 +11,7 @@ used: the user's messages, the calls and their results, and the catalog's tool e
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -174,7 +175,9 @@ def _fact_fields(item: Any, facts: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def _bind(value: Any, calls: list[Call], before: int, facts: dict[str, str]) -> dict[str, Any]:
+def _bind(
+    value: Any, calls: list[Call], before: int, facts: dict[str, str], templates: bool = False
+) -> dict[str, Any]:
     """Where an argument's value came from: a fact, an earlier result, or a constant. A key that a fact
     matches only when letter case is ignored ("res-00009" for `RES-00009`) and that an earlier result
     holds exactly under a key field (`…_id`) is the result's: the user named the record, the lookup
@@ -203,22 +206,149 @@ def _bind(value: Any, calls: list[Call], before: int, facts: dict[str, str]) -> 
                 generic = [*path[:at], "*", *path[at + 1 :]]
                 return {"step": j, "path": generic, "where": where, "index": path[at]}
         return {"step": j, "path": path, "where": {}}
+    if templates and isinstance(value, str):
+        made = _template(value, facts)
+        if made is not None:
+            return made
     return {"value": value}
 
 
-def _bind_args(args: dict[str, Any], calls: list[Call], before: int, facts: dict[str, str]) -> dict[str, Any]:
+def _bind_args(
+    args: dict[str, Any], calls: list[Call], before: int, facts: dict[str, str], templates: bool = False
+) -> dict[str, Any]:
     """Each argument's source; an object argument (a merged tool's `step1`, `step2`) whose fields come from
     facts or results is bound field by field, under dotted names (`step1.vin`), never as the episode's
-    constant (D186)."""
+    constant (D186). A list, or an object holding lists or objects (`files: ["notes.txt"]`, `entities: [{name,
+    observations: [...]}]`, as real MCP servers take them), is bound leaf by leaf under dotted paths with list
+    indices (`entities.0.observations.0`) when any leaf comes from a fact or a result (D364). With `templates`,
+    a text built around the user's facts (an SQL statement, a path joining two facts) is a template (D364)."""
     out: dict[str, Any] = {}
     for name, v in args.items():
         if isinstance(v, dict) and v and not any(isinstance(x, dict | list) for x in v.values()):
-            fields = {f"{name}.{k}": _bind(x, calls, before, facts) for k, x in v.items()}
+            fields = {f"{name}.{k}": _bind(x, calls, before, facts, templates) for k, x in v.items()}
             if any("value" not in b for b in fields.values()):
                 out.update(fields)
                 continue
-        out[name] = _bind(v, calls, before, facts)
+        elif isinstance(v, list | dict) and v:
+            leaves = {f"{name}.{path}": _bind(x, calls, before, facts, templates) for path, x in _leaves(v)}
+            if leaves and any("value" not in b for b in leaves.values()):
+                out.update(leaves)
+                continue
+        out[name] = _bind(v, calls, before, facts, templates)
     return out
+
+
+MAX_LEAVES = 64
+
+
+def _leaves(value: Any, prefix: str = "", depth: int = 0) -> list[tuple[str, Any]]:
+    """(dotted path, scalar) of a nested argument's leaves; [] when it is deeper or larger than a call's
+    argument should be (it is then bound whole)."""
+    out: list[tuple[str, Any]] = []
+    items = (
+        value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else None
+    )
+    if items is None or depth > 4:
+        return []
+    for k, x in items:
+        path = f"{prefix}{k}"
+        if isinstance(x, dict | list):
+            if not x:
+                return []
+            inner = _leaves(x, path + ".", depth + 1)
+            if not inner:
+                return []
+            out += inner
+        elif isinstance(k, str) and ("." in k or k.isdigit()):
+            return []
+        else:
+            out.append((path, x))
+        if len(out) > MAX_LEAVES:
+            return []
+    return out
+
+
+def _template(value: str, facts: dict[str, str]) -> dict[str, Any] | None:
+    """A text as a template over the facts it holds (`{product name}` where the user's product name stood), or
+    None when it holds none. A fact counts where it stands apart from the letters and digits around it."""
+    found: list[tuple[int, int, str]] = []
+    for phrase, fv in sorted(facts.items(), key=lambda kv: -len(str(kv[1]))):
+        fv = str(fv).strip()
+        if len(fv) < 2 and not fv.isdigit():
+            continue
+        for m in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(fv)}(?![A-Za-z0-9_])", value):
+            if all(m.end() <= a or m.start() >= b for a, b, _ in found):
+                found.append((m.start(), m.end(), phrase))
+    if not found:
+        return None
+    parts, at = [], 0
+    for start, end, phrase in sorted(found):
+        parts.append(value[at:start].replace("{", "{{").replace("}", "}}"))
+        parts.append("{" + phrase + "}")
+        at = end
+    parts.append(value[at:].replace("{", "{{").replace("}", "}}"))
+    return {"template": "".join(parts), "facts": sorted({p for _, _, p in found})}
+
+
+def nest(args: dict[str, Any]) -> dict[str, Any]:
+    """Dotted bindings (`step1.vin`) put back into their object argument (`{"step1": {"vin": …}}`); a numeric
+    part is a list index (`files.0` → `{"files": [...]}`, D364)."""
+    out: dict[str, Any] = {}
+    for name, v in args.items():
+        parts = name.split(".")
+        if len(parts) == 1:
+            out[name] = v
+            continue
+        slot: Any = out
+        for part, nxt in itertools.pairwise(parts):
+            slot = _child(slot, part, [] if nxt.isdigit() else {})
+            if slot is None:
+                break
+        else:
+            _put(slot, parts[-1], v)
+    return out
+
+
+def _child(slot: Any, part: str, empty: Any) -> Any:
+    """The container under `part` of `slot` (made when absent), or None when the bindings disagree."""
+    if isinstance(slot, dict) and not part.isdigit():
+        found = slot.setdefault(part, empty)
+        return found if type(found) is type(empty) else None
+    if isinstance(slot, list) and part.isdigit():
+        k = int(part)
+        while len(slot) <= k:
+            slot.append(None)
+        if slot[k] is None:
+            slot[k] = empty
+        return slot[k] if type(slot[k]) is type(empty) else None
+    return None
+
+
+def _put(slot: Any, part: str, value: Any) -> None:
+    if isinstance(slot, dict) and not part.isdigit():
+        slot[part] = value
+    elif isinstance(slot, list) and part.isdigit():
+        k = int(part)
+        while len(slot) <= k:
+            slot.append(None)
+        slot[k] = value
+
+
+def fill_template(template: str, facts: dict[str, str]) -> str:
+    """A template's text with the facts put in (`{{` and `}}` are literal braces)."""
+    out, k = [], 0
+    while k < len(template):
+        if template.startswith("{{", k) or template.startswith("}}", k):
+            out.append(template[k])
+            k += 2
+        elif template[k] == "{":
+            end = template.index("}", k)
+            out.append(str(facts[template[k + 1 : end]]))
+            k = end + 1
+        else:
+            out.append(template[k])
+            k += 1
+    return "".join(out)
 
 
 def _exact_key(value: str, calls: list[Call], before: int) -> bool:
@@ -232,10 +362,11 @@ def _exact_key(value: str, calls: list[Call], before: int) -> bool:
     return False
 
 
-def workflow(traj: Trajectory) -> Workflow:
-    """The episode's successful calls as steps with argument flow; repeated calls over one list as `each`."""
+def workflow(traj: Trajectory, *, templates: bool = False) -> Workflow:
+    """The episode's successful calls as steps with argument flow; repeated calls over one list as `each`.
+    `templates`: texts built around the user's facts are bound as templates (D364)."""
     ok_calls = [c for c in traj.calls if c.ok]
-    bound = [_bind_args(c.args, ok_calls, k, traj.facts) for k, c in enumerate(ok_calls)]
+    bound = [_bind_args(c.args, ok_calls, k, traj.facts, templates) for k, c in enumerate(ok_calls)]
     steps: list[dict[str, Any]] = []
     call_step: list[int] = []
     k = 0
@@ -262,6 +393,7 @@ def workflow(traj: Trajectory) -> Workflow:
     phrases = sorted(
         {b["fact"] for s in steps for b in s["args"].values() if "fact" in b}
         | {p for s in steps for b in s["args"].values() for p in b.get("where", {}).values()}
+        | {p for s in steps for b in s["args"].values() for p in b.get("facts", [])}
     )
     return Workflow(traj.episode_id, traj.domain, traj.request, steps, phrases)
 
@@ -347,7 +479,10 @@ def atomic_skills(wf: Workflow, catalog: Catalog) -> list[tuple[tuple[int, int],
         key = _canon([wf.domain, calls])
         descs = [_first_sentence(catalog.tools[t].description) if t in catalog.tools else t for t in tools]
         description = f"In {wf.domain.replace('_', ' ')}: " + "; then ".join(descs)
-        facts = sorted({b["fact"] for c in calls for b in c["args"].values() if "fact" in b})
+        facts = sorted(
+            {b["fact"] for c in calls for b in c["args"].values() if "fact" in b}
+            | {p for c in calls for b in c["args"].values() for p in b.get("facts", [])}
+        )
         body = {"calls": calls, "facts": facts, "requests": [wf.request][:1]}
         name = skill_name("atomic", "-".join(tools[-1:]), key)
         out.append(((start, end), Skill(name, "atomic", wf.domain, description[:1024], body, tools)))

@@ -21,9 +21,9 @@ from typing import Any
 from toolshift.agents.chat import ModelReply, ProposedCall, ToolDef
 from toolshift.agents.policies import DONE_TEXT
 from toolshift.agents.users import END_CONVERSATION
-from toolshift.steward.catalog import field_enums
+from toolshift.steward.catalog import arg_roots, field_enums
 from toolshift.steward.compose import fact_argument
-from toolshift.steward.distill import _same, get_path, normal, parse_facts
+from toolshift.steward.distill import _same, fill_template, get_path, nest, normal, parse_facts
 from toolshift.steward.naming import said_of, same_fact
 from toolshift.steward.ordinal import by_clause, unnamed_keys
 from toolshift.steward.repeat import Repeat, Repetition, find, items_of, parse_repeat
@@ -203,6 +203,11 @@ def bind_step(
                 varying = (name, values)
             else:
                 fixed[name] = values[0]
+        elif "template" in b:  # a text around the user's facts (D364)
+            absent = [f for f in b.get("facts", []) if f not in facts]
+            if absent:
+                raise MissingFact(absent[0])
+            fixed[name] = fill_template(b["template"], facts)
         elif "input" in b:
             fixed[name] = _by_name(b["input"], results)
         elif "value" in b:
@@ -210,8 +215,8 @@ def bind_step(
         else:
             raise BindingError(f"argument {name} has no source")
     if varying is None:
-        return [_nest(fixed)]
-    return [_nest({**fixed, varying[0]: v}) for v in varying[1]]
+        return [nest(fixed)]
+    return [nest({**fixed, varying[0]: v}) for v in varying[1]]
 
 
 def _field_schema(props: dict[str, Any], name: str) -> Any:
@@ -220,20 +225,6 @@ def _field_schema(props: dict[str, Any], name: str) -> Any:
     if not field:
         return props.get(name)
     return (props.get(root) or {}).get("properties", {}).get(field)
-
-
-def _nest(args: dict[str, Any]) -> dict[str, Any]:
-    """Dotted bindings (`step1.vin`) put back into their object argument (`{"step1": {"vin": …}}`)."""
-    out: dict[str, Any] = {}
-    for name, v in args.items():
-        root, _, field = name.partition(".")
-        if field:
-            slot = out.setdefault(root, {})
-            if isinstance(slot, dict):
-                slot[field] = v
-        else:
-            out[name] = v
-    return out
 
 
 class SkillFollower:
@@ -327,7 +318,7 @@ class SkillFollower:
                 try:
                     value = json.loads(content or "null")
                 except json.JSONDecodeError:
-                    value = None
+                    value = content  # a server whose results are text (a file's content): bound as it is
                 if isinstance(value, dict) and value.get("code") and value.get("message") and len(value) <= 3:
                     return self._finish(SORRY, f"call failed: {value.get('message')}")
                 if self.repetition is not None:
@@ -419,7 +410,7 @@ class SkillFollower:
         args = dict(step.get("args", {}))
         for fact in self._spare():
             prop = fact_argument(fact, props)
-            if prop is not None and prop not in args and prop not in PAGING:
+            if prop is not None and prop not in arg_roots(args) and prop not in PAGING:
                 args[prop] = {"fact": fact}
                 self.aliased.add(fact)
         return {**step, "args": args}

@@ -462,5 +462,7 @@ def plan_facts(steps: list[dict[str, Any]]) -> list[str]:
     out: list[str] = []
     for step in steps:
         for b in step.get("args", {}).values():
-            out += [b["fact"]] if "fact" in b else list(b.get("where", {}).values())
+            out += (
+                [b["fact"]] if "fact" in b else list(b.get("facts", [])) or list(b.get("where", {}).values())
+            )
     return list(dict.fromkeys(out))

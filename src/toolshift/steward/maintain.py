@@ -62,9 +62,11 @@ def successful(episodes: Iterable[Episode]) -> list[Episode]:
 class Maintainer:
     """Distils episodes into a library's skills under a catalog, counting its work."""
 
-    def __init__(self, library: Library, *, reviser: Reviser | None = None) -> None:
+    def __init__(self, library: Library, *, reviser: Reviser | None = None, templates: bool = False) -> None:
         self.library = library
         self.reviser = reviser
+        self.templates = templates
+        """Bind texts built around the user's facts as templates (D364): servers whose arguments are SQL or paths."""
 
     def initialise(self, catalog: Catalog, episodes: Iterable[Episode]) -> Work:
         """Populate an empty library from one version's successful episodes."""
@@ -118,19 +120,26 @@ class Maintainer:
             stale_before = stale_ids(lib)
             seen_args = observed_arguments(trajs)
             renames = renamed_tools(lib, catalog)
+            successors = deprecated_successors(lib, catalog)
+            renames = {**successors, **renames}
             for old_tool, new_tool in sorted(renames.items()):
                 current = lib.get(skill_name("tool", old_tool, old_tool))
                 if current is not None and lib.get(skill_name("tool", new_tool, new_tool)) is None:
                     body = {"errors": current.body.get("errors", [])}
                     skill = tool_skill(catalog.tools[new_tool], body["errors"])
-                    edit("rename", skill, {"renamed": {old_tool: new_tool}, "catalog_version": v})
+                    evidence = {"renamed": {old_tool: new_tool}, "catalog_version": v}
+                    if old_tool in successors:
+                        evidence["deprecated"] = [old_tool]
+                    edit("rename", skill, evidence)
             for s in lib.skills():
                 if s.level == "foreign":  # another source's skill: kept as written, never maintained
                     continue
                 moved = mechanical(s, renames, catalog, seen_args) if s.id not in stale_before else None
                 if moved is not None and not stale_bindings(moved[0], seen):
-                    edit("rename", Skill(**{**moved[0].__dict__, "active": True}),
-                         {"renamed": moved[1], "catalog_version": v})  # fmt: skip
+                    evidence = {"renamed": moved[1], "catalog_version": v}
+                    if any(t in successors for t in s.tools):
+                        evidence["deprecated"] = sorted(t for t in s.tools if t in successors)
+                    edit("rename", Skill(**{**moved[0].__dict__, "active": True}), evidence)
                     continue
                 usable = dependencies_present(s, names) and not schema_conflicts(s, catalog)
                 stale = stale_bindings(s, seen)
@@ -168,7 +177,7 @@ class Maintainer:
                     continue  # the same calls on the same kind of facts as one distilled in this pass
                 distilled.add((seq, frozenset(traj.facts)))
                 work.distilled += 1
-                wf = workflow(traj)
+                wf = workflow(traj, templates=self.templates)
                 if not wf.steps or not all(t in names for t in wf.tools):
                     continue
                 by_key[wf.key()].append(wf)
@@ -233,6 +242,30 @@ def renamed_tools(lib: Library, catalog: Catalog) -> dict[str, str]:
     for new in out.values():
         taken[new] += 1
     return {old: new for old, new in out.items() if taken[new] == 1}
+
+
+DEPRECATED_FOR = re.compile(
+    r"\bdeprecated\b[^.]*?\b(?:use|in favou?r of|replaced by|superseded by)\s+`?([A-Za-z0-9_.-]+?)`?(?=[\s.,;:)]|$)",
+    re.IGNORECASE,
+)
+
+
+def deprecated_successors(lib: Library, catalog: Catalog) -> dict[str, str]:
+    """Tools the library's skills call that the catalog still lists but now describes as deprecated, naming a
+    successor of the same domain it also lists ("DEPRECATED: Use read_text_file instead."): old → new. The
+    deprecated tool is still callable, but a skill moved to its successor keeps working when it goes (D365);
+    whether the successor takes the skill's calls is checked as for any rename (`mechanical`)."""
+    used = {t for s in lib.skills() if s.level != "foreign" for t in s.tools}
+    out: dict[str, str] = {}
+    for name in sorted(used):
+        tool = catalog.tools.get(name)
+        found = DEPRECATED_FOR.search(tool.description or "") if tool is not None else None
+        if tool is None or found is None:
+            continue
+        new = catalog.tools.get(found.group(1))
+        if new is not None and new.name != name and new.domain == tool.domain:
+            out[name] = new.name
+    return out
 
 
 def renamed(skill: Skill, renames: dict[str, str]) -> Skill | None:

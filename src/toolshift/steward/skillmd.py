@@ -84,6 +84,8 @@ def _bindings(args: dict[str, Any]) -> str:
     for name, b in args.items():
         if "fact" in b:
             out.append(f"{name} ← the user's {b['fact']}")
+        elif "template" in b:
+            out.append(f"{name} ← the text {b['template']!r} with the user's facts put in")
         elif "step" in b:
             where = (
                 " where " + ", ".join(f"{k} = {v}" for k, v in b["where"].items()) if b.get("where") else ""
@@ -413,10 +415,16 @@ def check_body(level: str, body: dict[str, Any], src: str) -> None:
 
     def binding(b: Any, at: str) -> None:
         need(isinstance(b, dict), at, "a binding must be an object")
-        kinds = [k for k in ("fact", "step", "input", "value") if k in b]
-        need(len(kinds) == 1, at, "a binding has exactly one of fact, step, input, value")
-        if kinds[0] in ("fact", "input"):
+        kinds = [k for k in ("fact", "step", "input", "value", "template") if k in b]
+        need(len(kinds) == 1, at, "a binding has exactly one of fact, step, input, value, template")
+        if kinds[0] in ("fact", "input", "template"):
             need(isinstance(b[kinds[0]], str), f"{at}.{kinds[0]}", "must be a string")
+        if kinds[0] == "template":
+            facts = b.get("facts")
+            need(isinstance(facts, list) and all(isinstance(x, str) for x in facts), f"{at}.facts",
+                 "must be a list of fact phrases")  # fmt: skip
+            need(all("{" + x + "}" in b["template"] for x in facts), f"{at}.template",
+                 "must name each of its facts in braces")  # fmt: skip
         elif kinds[0] == "step":
             step = b["step"]
             need(isinstance(step, int) and not isinstance(step, bool) and 0 <= step < 10_000, f"{at}.step",

@@ -29,6 +29,8 @@ MAX_CHARS = 2000
 def _source(b: dict[str, Any]) -> str:
     if "fact" in b:
         return f"the user's {b['fact']}"
+    if "template" in b:
+        return f"the text {b['template']!r} with the user's facts put in"
     if "step" in b:
         where = ", ".join(f"{f} = the {p}" for f, p in b.get("where", {}).items())
         path = ".".join(map(str, b.get("path", [])))
