@@ -120,3 +120,49 @@ def recorded_calls(episode: Episode) -> list[ScriptedCall]:
 
 def replay(episode: Episode) -> ScriptedPolicy:
     return ScriptedPolicy("replay", recorded_calls(episode))
+
+
+class ConversationOracle:
+    """The oracle as a model served to an agent that owns its loop: the next gold call read off the conversation.
+
+    A harness asks its model more than the next step (a session title, a summary, a check of whose turn it is),
+    so counting its calls would skip steps. This oracle counts the gold path's results already in the
+    conversation it is sent (after the last user message, for tasks whose user is scripted turn by turn), calls
+    the next step, then says it is done, then ends the conversation; a request offering no tools is a harness's
+    side question and gets a short text. Tool names may carry the harness's prefix (`mcp__server__name`).
+    """
+
+    def __init__(self, task: Task) -> None:
+        self.name = "oracle"
+        self.task = task
+        said = (task.criteria.communicate_info or []) if task.criteria is not None else []
+        self.done_text = " ".join([DONE_TEXT, *said])
+
+    def _path(self, messages: list[dict[str, Any]]) -> tuple[list[GoldCall], list[dict[str, Any]]]:
+        if not self.task.turns:
+            return list(self.task.gold_path), messages
+        users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+        turn = len(users) - 1
+        paths = self.task.turn_paths()
+        path = list(paths[turn]) if 0 <= turn < len(paths) else []
+        return path, messages[users[-1] :] if users else messages
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> ModelReply:
+        if not tools:
+            return ModelReply(text="ok", prompt_tokens=0, completion_tokens=0, cost=0.0)
+        path, since = self._path(messages)
+        results = [str(m.get("name") or "").rsplit("__", 1)[-1] for m in since if m.get("role") == "tool"]
+        done = 0
+        for name in results:
+            if done < len(path) and name == path[done].tool:
+                done += 1
+        if done < len(path):
+            step = path[done]
+            call = ProposedCall(id=f"call_{done}", name=step.tool, arguments=dict(step.arguments))
+            return ModelReply(calls=[call], prompt_tokens=0, completion_tokens=0, cost=0.0)
+        last = since[-1] if since else {}
+        if last.get("role") == "assistant" and last.get("content") and not last.get("tool_calls"):
+            end = ProposedCall(id="call_end", name=END_CONVERSATION, arguments={})
+            return ModelReply(calls=[end], prompt_tokens=0, completion_tokens=0, cost=0.0)
+        text = self.task.turns[-1].reply if self.task.turns and self.task.turns[-1].reply else self.done_text
+        return ModelReply(text=text, prompt_tokens=0, completion_tokens=0, cost=0.0)
