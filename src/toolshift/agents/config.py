@@ -20,7 +20,14 @@ from toolshift.traces.episode import Episode
 
 RUN_FORMAT = "toolshift.run/1"
 SCRIPTED_MODELS = ("oracle", "replay")
-MODEL_KINDS = ("embedded", "embedded:recent", "oracle", "replay", "openai:<model>", "anthropic:<model>")
+OUTSIDE_KINDS = ("python", "harness")
+"""Agents that own their loop (`toolshift.agents.outside`), found among the `toolshift.agent_kinds` entry points."""
+AGENT_KINDS_GROUP = "toolshift.agent_kinds"
+MODEL_KINDS = (
+    "embedded", "embedded:recent", "oracle", "replay", "openai:<model>", "anthropic:<model>",
+    "python:<module>:<factory>[@<model>]", "harness:<name>[@<model>]",
+)  # fmt: skip
+CHAT_KINDS = ("embedded", "openai:<model>", "anthropic:<model>")
 USER_KINDS = ("scripted", "embedded", "openai:<model>", "anthropic:<model>")
 
 
@@ -80,9 +87,38 @@ class RunConfig(BaseModel):
         return hashlib.sha256(body.encode()).hexdigest()[:12]
 
 
-def check_model_spec(spec: str, role: Literal["model", "user", "any"] = "any") -> None:
-    """Refuse a spec that names no agent (`role="model"`), no user simulator (`"user"`), or neither."""
+def is_outside(spec: str) -> bool:
+    """A spec naming an agent that owns its loop (`python:…`, `harness:…`)."""
+    return spec.partition(":")[0] in OUTSIDE_KINDS
+
+
+def outside_parts(spec: str) -> tuple[str, str, str]:
+    """(kind, what, model) of `python:<what>[@<model>]` or `harness:<what>[@<model>]`; the model defaults to
+    `embedded`, the model toolshift serves the agent over the wire APIs."""
+    kind, _, rest = spec.partition(":")
+    what, at, model = rest.rpartition("@") if "@" in rest else (rest, "", "")
+    return kind, what, (model if at else "embedded")
+
+
+def check_model_spec(spec: str, role: Literal["model", "user", "chat", "any"] = "any") -> None:
+    """Refuse a spec that names no agent (`role="model"`), no user simulator (`"user"`), no chat model
+    (`"chat"`: embedded or an endpoint, for a writer or a judge), or none of them (`"any"`)."""
     kind, _, name = spec.partition(":")
+    if kind in OUTSIDE_KINDS and role == "model":
+        what, model = outside_parts(spec)[1:]
+        if not what:
+            raise BadInputError(f"{spec!r} names no {kind} agent: {kind}:<name>[@<model>]", field=role)
+        if (
+            model != "oracle"
+        ):  # the oracle served as the agent's model: the instrument that checks the plumbing
+            check_model_spec(model, role="chat")
+        return
+    if role == "chat":
+        if (kind in ("openai", "anthropic") and name) or spec == "embedded":
+            return
+        raise BadInputError(
+            f"{spec!r} is not a chat model: use one of {', '.join(CHAT_KINDS)}", field="model"
+        )
     if (
         (kind in ("openai", "anthropic") and name)
         or spec == "embedded"
@@ -103,6 +139,8 @@ def resolve_endpoints(
     else TOOLSHIFT_BASE_URL, else OPENAI_BASE_URL for `openai:` models; ANTHROPIC_BASE_URL for
     `anthropic:` ones. An endpoint no model of the run uses is left out, so it cannot change the key."""
     env = os.environ if environ is None else environ
+    if is_outside(model):  # the model an outside agent is served is the one that talks to an endpoint
+        model = outside_parts(model)[2]
     kinds = {model.partition(":")[0], user.partition(":")[0]}
     openai_url = base_url or env.get("TOOLSHIFT_BASE_URL") or env.get("OPENAI_BASE_URL") or None
     anthropic_url = env.get("ANTHROPIC_BASE_URL") or None
@@ -124,8 +162,12 @@ def make_model(
     seed: int,
     on_rate_limit: RateLimitListener | None = None,
     role: str = "agent",
+    task: Task | None = None,
 ) -> ChatModel:
-    """A chat model for `embedded`, `openai:<name>` or `anthropic:<name>` (`role`: agent or user)."""
+    """A chat model for `embedded`, `openai:<name>` or `anthropic:<name>` (`role`: agent or user); for
+    `python:…` and `harness:…` (as the agent), an agent that owns its loop, made by its entry point for `task`."""
+    if is_outside(spec) and role == "agent":
+        return outside_agent(spec, config, seed=seed, task=task)  # type: ignore[return-value]
     if spec in ("embedded", "embedded:recent"):
         from toolshift.agents.embedded import EmbeddedModel
 
@@ -178,7 +220,11 @@ def make_agent(
     if shared is not None:
         return shared
     return make_model(
-        config.model, config, seed=episode_seed(config, task.id, trial), on_rate_limit=on_rate_limit
+        config.model,
+        config,
+        seed=episode_seed(config, task.id, trial),
+        on_rate_limit=on_rate_limit,
+        task=task,
     )
 
 
@@ -194,6 +240,21 @@ def make_user(
         config.user, config, seed=episode_seed(config, task.id, trial) + 1, on_rate_limit=on_rate_limit
     )
     return LLMUser(model, task.public_request, task.instruction, timeout=config.user_timeout)
+
+
+def outside_agent(spec: str, config: RunConfig, *, seed: int, task: Task | None = None) -> Any:
+    """A fresh agent that owns its loop, for one episode: the `toolshift.agent_kinds` entry point named by the
+    spec's kind (`python`, `harness`, or one an installed package adds) makes it from the spec (and the task,
+    which `…@oracle` needs: the measuring instrument served as the agent's model)."""
+    from importlib.metadata import entry_points
+
+    kind = spec.partition(":")[0]
+    found = [ep for ep in entry_points(group=AGENT_KINDS_GROUP) if ep.name == kind]
+    if not found:
+        raise ModelConfigError(
+            f"no agent kind {kind!r} is installed (entry points {AGENT_KINDS_GROUP!r}): reinstall toolshift"
+        )
+    return found[0].load()(spec, config, seed=seed, task=task)
 
 
 def shares_model(config: RunConfig) -> bool:

@@ -10,22 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from toolshift.agents.chat import ChatModel, ModelConfigError, ModelReply, ProposedCall, ToolDef
+from toolshift.agents.chat import ChatModel, ModelConfigError, ToolDef
+from toolshift.agents.conversation import Conversation, _now
+from toolshift.agents.outside import owns_loop
 from toolshift.agents.skills import SkillShelf
-from toolshift.agents.toolbox import McpToolbox, ToolOutcome
-from toolshift.agents.users import END_CONVERSATION, END_TOOL, UserSimulator, UserSimulatorError, UserTurn
+from toolshift.agents.toolbox import McpToolbox
+from toolshift.agents.users import END_CONVERSATION, END_TOOL, UserSimulator, UserSimulatorError
 from toolshift.agents.worlds import toolbox_for
 from toolshift.models import RowChange, Task
 from toolshift.provenance import code_revision
-from toolshift.traces.episode import Episode, Message, Outcome, ToolCall, Usage
+from toolshift.traces.episode import Episode, Outcome
 
 TERMINATIONS = (
     "agent_stop",
@@ -37,8 +37,6 @@ TERMINATIONS = (
     "world_error",
 )
 """Why an episode ended. `timeout` carries `outcome.info["timeout"]`: episode, model_call or user_call."""
-
-RECORDED_RESULT_CHARS = 8000
 
 
 class WorldSession(Protocol):
@@ -92,124 +90,8 @@ def system_prompt(title: str, policy: str) -> str:
     )
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
-
-
-@dataclass
-class _Conversation:
-    """The episode as it is being built: recorded messages and the model's wire view, kept in step."""
-
-    messages: list[Message] = field(default_factory=list)
-    wire: list[dict[str, Any]] = field(default_factory=list)
-    reason: str | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-    turns: int = 0
-    tool_calls: int = 0
-    failed_calls: int = 0
-    agent_cost: float | None = None
-    user_cost: float | None = None
-
-    def add_cost(self, who: str, cost: float | None) -> None:
-        if cost is None:
-            return
-        current = getattr(self, who)
-        setattr(self, who, cost + (current or 0.0))
-
-    def system(self, text: str) -> None:
-        self.messages.append(Message(role="system", content=text, timestamp=_now()))
-        self.wire.append({"role": "system", "content": text})
-
-    def user(self, turn: UserTurn) -> None:
-        usage = None
-        if turn.prompt_tokens is not None or turn.completion_tokens is not None:
-            usage = Usage(prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens)
-        calls = [ToolCall(id="user_end", name=END_CONVERSATION, requestor="user")] if turn.ends else None
-        self.messages.append(
-            Message(
-                role="user",
-                content=turn.text or None,
-                tool_calls=calls,
-                requestor="user",
-                timestamp=_now(),
-                generation_time_seconds=round(turn.seconds, 4),
-                usage=usage,
-                cost=turn.cost,
-            )
-        )
-        self.add_cost("user_cost", turn.cost)
-        if not turn.ends:
-            self.wire.append({"role": "user", "content": turn.text})
-
-    def assistant(self, reply: ModelReply) -> None:
-        calls = [
-            ToolCall(id=c.id, name=c.name, arguments=c.arguments if c.arguments is not None else {})
-            for c in reply.calls
-        ]
-        self.messages.append(
-            Message(
-                role="assistant",
-                content=reply.text,
-                tool_calls=calls or None,
-                requestor="assistant",
-                timestamp=_now(),
-                generation_time_seconds=round(reply.seconds, 4),
-                usage=Usage(
-                    prompt_tokens=reply.prompt_tokens,
-                    completion_tokens=reply.completion_tokens,
-                    cached_prompt_tokens=reply.cached_prompt_tokens,
-                ),
-                cost=reply.cost,
-            )
-        )
-        self.add_cost("agent_cost", reply.cost)
-        wire: dict[str, Any] = {"role": "assistant", "content": reply.text}
-        if reply.calls:
-            wire["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {
-                        "name": c.name,
-                        "arguments": c.raw_arguments
-                        if c.arguments is None
-                        else json.dumps(c.arguments, ensure_ascii=False),
-                    },
-                }
-                for c in reply.calls
-            ]
-        self.wire.append(wire)
-
-    def tool(self, call: ProposedCall, outcome: ToolOutcome, limit: int) -> None:
-        self.tool_calls += 1
-        self.failed_calls += outcome.error
-        self.messages.append(
-            Message(
-                role="tool",
-                content=_clip(outcome.text, RECORDED_RESULT_CHARS),
-                tool_call_id=call.id,
-                name=call.name,
-                error=outcome.error,
-                requestor="assistant",
-                timestamp=_now(),
-            )
-        )
-        self.wire.append(
-            {
-                "role": "tool",
-                "tool_call_id": call.id,
-                "name": call.name,
-                "content": _clip(outcome.text, limit),
-            }
-        )
-
-
 async def _converse(
-    conv: _Conversation,
+    conv: Conversation,
     agent: ChatModel,
     user: UserSimulator,
     toolbox: McpToolbox,
@@ -295,7 +177,7 @@ async def run_episode(
     by name and description and opened through `read_skill` (`toolshift.agents.skills`), recorded in `source.skills`."""
     limits = limits or EpisodeLimits()
     shelf = skills.session() if skills is not None else None
-    conv = _Conversation()
+    conv = Conversation()
     started, clock = _now(), time.perf_counter()
     diff: list[RowChange] | None = None
     config_error: ModelConfigError | None = None
@@ -314,7 +196,15 @@ async def run_episode(
             try:
                 async with asyncio.timeout(limits.episode_timeout):
                     arrivals = {name: i for i, turn in enumerate(task.turns) for name in turn.new_tools}
-                    await _converse(conv, agent, user, toolbox, limits, arrivals)
+                    if owns_loop(agent):  # an agent that owns its loop: hosted behind the episode's MCP door
+                        from toolshift.agents.hosted import host_conversation
+
+                        await host_conversation(
+                            conv, agent, user, toolbox, limits, arrivals,
+                            task=task, episode_id=episode_id, title=world.title, policy=world.policy,
+                        )  # fmt: skip
+                    else:
+                        await _converse(conv, agent, user, toolbox, limits, arrivals)
             except TimeoutError:
                 conv.reason, conv.info["timeout"] = "timeout", "episode"
             except ModelConfigError as exc:  # kept out of the MCP client's task group, raised below
@@ -360,7 +250,7 @@ async def run_episode(
 
 
 def _judge_external(
-    task: Task, conv: _Conversation, world: Any, user: UserSimulator, diff: list[RowChange] | None
+    task: Task, conv: Conversation, world: Any, user: UserSimulator, diff: list[RowChange] | None
 ) -> Outcome:
     """The task's own benchmark's check (BFCL, AgentDojo, τ²-bench's reward) instead of Δgold ⊆ Δagent."""
     from toolshift.agents.external_judge import external_outcome
@@ -385,7 +275,7 @@ def leaf_error(exc: BaseException) -> BaseException:
 
 def _judge(
     task: Task,
-    conv: _Conversation,
+    conv: Conversation,
     diff: list[RowChange] | None,
     episode_id: str,
     trial: int,
@@ -430,8 +320,8 @@ def _judge(
         trial=trial,
         domain=task.domain,
         agent=agent_name or agent.name,
-        model=agent.name,
-        harness=harness,
+        model=getattr(agent, "model_name", None) or agent.name,
+        harness=(getattr(agent, "harness", None) or harness) if owns_loop(agent) else harness,
         messages=conv.messages,
         termination_reason=conv.reason,
         outcome=outcome,

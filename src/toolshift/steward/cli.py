@@ -87,7 +87,7 @@ def _check_model(model: str | None) -> None:
     from toolshift.agents.config import check_model_spec
 
     check_model_spec(model, "model")
-    if model in ("oracle", "replay"):
+    if model in ("oracle", "replay") or model.partition(":")[0] in ("python", "harness"):
         raise BadInputError(
             f"--model needs a chat model (embedded, openai:<m>, anthropic:<m>), not {model!r}", field="model"
         )

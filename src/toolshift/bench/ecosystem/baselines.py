@@ -146,6 +146,8 @@ def plan_baseline(
             if v1 is None or v1.step is None:
                 continue
             out.append(PlannedEpisode(task, r.version, "both", v1.step.calls, r))
+        elif baseline.endswith("@oracle"):  # an outside agent driven by the oracle: the step-optimal path
+            out.append(PlannedEpisode(task, r.version, "both", r.step.calls, r))
         else:
             out.append(PlannedEpisode(task, r.version, "both", None, r))
     return out
@@ -207,7 +209,7 @@ def _open(spec: _BaselineSpec) -> _Opened:
         base_url=run.base_url,
     )
     shared = None
-    if baseline not in SCRIPTED and baseline != "embedded":  # an API client holds no per-episode state
+    if baseline.partition(":")[0] in ("openai", "anthropic"):  # an API client holds no per-episode state
         shared = make_model(baseline, config, seed=0)
     return _Opened(
         baseline, eco.id, worlds, VersionCatalogs(worlds, list(eco.domains)), run,
@@ -231,8 +233,13 @@ def _run_one(opened: _Opened, key: str) -> str:
             agent = oracle(p.task, _as_gold(script))
     elif opened.shared is not None:
         agent = opened.shared
-    else:  # the embedded model samples per turn: seeded by the episode, the same whether resumed or not
-        agent = make_model(baseline, opened.config, seed=seed)
+    else:  # the embedded model samples per turn (an outside agent is one per episode): seeded by the episode
+        task = p.task
+        if baseline.endswith("@oracle"):  # an outside agent driven by the oracle follows this version's path
+            calls = p.calls or []
+            script = with_searches(calls) if run.setting == "standard" else calls
+            task = p.task.model_copy(update={"gold_path": _as_gold(script)})
+        agent = make_model(baseline, opened.config, seed=seed, task=task)
     # a model user is seeded by the episode too (make_user adds one to the seed it derives)
     user = make_user(opened.config.model_copy(update={"seed": seed}), p.task, 0)
     ep = asyncio.run(
@@ -310,7 +317,7 @@ def run_baseline(
     check_model_spec(user, role="user")
     if baseline not in SCRIPTED:
         try:
-            check_model_spec(baseline)
+            check_model_spec(baseline, role="model")
         except BadInputError:
             raise BadInputError(
                 f"unknown agent {baseline!r} (one of {', '.join(BASELINES)})", field="agent"
