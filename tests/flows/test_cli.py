@@ -113,7 +113,7 @@ def test_refusals(files, monkeypatch, capsys):
         ),
         (["replay", str(episodes), "--catalog", str(other_path), "--flow", str(flow)], "catalog"),
         (
-            ["learn", str(episodes), "--catalog", str(catalog), "--out", str(flow), "--format", "8"],
+            ["learn", str(episodes), "--catalog", str(catalog), "--out", str(flow), "--format", "9"],
             "--format",
         ),
         (

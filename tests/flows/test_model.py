@@ -35,7 +35,7 @@ def test_saved_file_has_the_mode_a_plain_open_gives(tmp_path, flow):
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
-@pytest.mark.parametrize("fmt", [0, 8, "3", None])
+@pytest.mark.parametrize("fmt", [0, 9, "3", None])
 def test_unknown_format_is_refused(tmp_path, flow, fmt):
     raw = json.loads(flow.model_dump_json())
     raw["format"] = fmt

@@ -13,7 +13,7 @@ chance, as it scores a site's habit (`toolshift.flows.decide`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import combinations
 
 from toolshift.flows.intent import _WORD, MIN_LETTERS, STEM, name_words
@@ -71,9 +71,17 @@ def _messages(
     ]
 
 
-def learn_asks(timelines: Sequence[Timeline], catalog: Catalog, tools: dict[str, ToolFlow]) -> dict[str, Ask]:
-    """Each bindable read's ask (the name-word subset and its counts), where one is matched often enough."""
-    messages = [m for t in timelines for m in _messages(t, catalog)]
+def learn_asks(
+    timelines: Sequence[Timeline],
+    catalog: Catalog,
+    tools: dict[str, ToolFlow],
+    weights: Mapping[str, int | float] | None = None,
+) -> dict[str, Ask]:
+    """Each bindable read's ask (the name-word subset and its counts), where one is matched often enough
+    (`MIN_MESSAGES` messages, however weighed); each message counted by its episode's weight."""
+    messages = [
+        (*m, weights.get(t.episode_id, 1) if weights else 1) for t in timelines for m in _messages(t, catalog)
+    ]
     out: dict[str, Ask] = {}
     for name in sorted(tools):
         if tools[name].binding_chance() <= 0.0:
@@ -87,9 +95,9 @@ def learn_asks(timelines: Sequence[Timeline], catalog: Catalog, tools: dict[str,
                     continue
                 ask = Ask(
                     words=list(subset),
-                    messages=len(matched),
-                    next=sum(1 for m in matched if m[1] == name),
-                    reach=sum(1 for m in matched if name in m[2]),
+                    messages=sum(m[3] for m in matched),
+                    next=sum(m[3] for m in matched if m[1] == name),
+                    reach=sum(m[3] for m in matched if name in m[2]),
                 )
                 if ask.reach == 0:
                     continue

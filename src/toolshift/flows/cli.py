@@ -18,7 +18,12 @@ app = typer.Typer(
 )
 console = terminal.console()
 
-EpisodesArg = Annotated[list[Path], typer.Argument(help="Episode files (toolshift.episodes/1 JSONL).")]
+EpisodesArg = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Episode files (toolshift.episodes/1 JSONL), or folders of them: the catalog's domain is kept."
+    ),
+]
 CatalogOpt = Annotated[
     Path, typer.Option("--catalog", help="The domain's tool catalog (toolshift.catalog/1).")
 ]
@@ -110,49 +115,73 @@ def learn(
             "--named", help="Walk the listing values the user names first, counted apart (format 7)."
         ),
     ] = False,
+    weigh: Annotated[
+        str,
+        typer.Option(
+            "--weigh",
+            help="episodes (each counts 1), tasks (an agent's trials of a task count once) or agents (and every "
+            "agent alike); with tasks or agents the flow is format 8.",
+        ),
+    ] = "episodes",
     tasks: TasksOpt = "all",
 ) -> None:
     """Learn a flow: the habit at each site and each read's bindings."""
     from toolshift.flows.inputs import load_inputs
     from toolshift.flows.learn import learn_flow
     from toolshift.flows.model import save_flow
+    from toolshift.flows.weights import WEIGHTINGS
 
-    if flow_format not in (None, 1, 2, 3, 4, 5, 6, 7):
-        raise BadInputError(f"--format is 1 to 7, not {flow_format}", field="format")
+    if flow_format not in (None, 1, 2, 3, 4, 5, 6, 7, 8):
+        raise BadInputError(f"--format is 1 to 8, not {flow_format}", field="format")
+    if weigh not in WEIGHTINGS:
+        raise BadInputError(f"--weigh is {', '.join(WEIGHTINGS)}, not {weigh!r}", field="weigh")
     inputs = load_inputs(episodes, catalog, _tasks(tasks))
     console.print(inputs.describe())
     flow = learn_flow(inputs.timelines, inputs.catalog, learn_from_all=learn_from_all, constants=constants,
                       flow_format=flow_format, unlisted=inputs.unlisted, source=", ".join(map(str, episodes)),
                       walk_ranks=walk_ranks, words=words, walk_prior=walk_prior, records=records, ints=ints,
-                      fallbacks=fallbacks, asks=asks, older=older, named=named)  # fmt: skip
+                      fallbacks=fallbacks, asks=asks, older=older, named=named, weighting=weigh)  # fmt: skip
     save_flow(flow, out)
     table = Table(title=f"flow {out} (format {flow.format}, {flow.learned_from.episodes} episodes)")
     for col in ("tool", "calls", "required", "bound from", "binding chance"):
         table.add_column(col)
     for name, tool in flow.tools.items():
         bound = [
-            f"{a}←{b.source}:{b.path}{' (the output before the newest)' if b.back else ''} ({b.agree}/{b.n})"
+            f"{a}←{b.source}:{b.path}{' (the output before the newest)' if b.back else ''} ({b.agree:g}/{b.n:g})"
             for a, b in {**tool.bindings, **tool.lists}.items()
         ]
         bound += [f"{a}={c.value!r}" for a, c in tool.constants.items()]
         bound += [f"{a}: unbound" for a in tool.unbound]
         if tool.bare is not None:
-            bound.append(f"bare {tool.bare.bare}/{tool.bare.calls}")
+            bound.append(f"bare {tool.bare.bare:g}/{tool.bare.calls:g}")
         if tool.walk is not None:
             bound.append(f"walk on {tool.walk.argument} at {len(tool.walk.sites)} sites")
         if tool.words is not None:
-            bound.append(f"{tool.words.argument}←the user's words ({tool.words.agree}/{tool.words.n})")
+            bound.append(f"{tool.words.argument}←the user's words ({tool.words.agree:g}/{tool.words.n:g})")
         if tool.record is not None:
             r = tool.record
             fields = ", ".join(f"{a}←.{f}" for a, f in sorted(r.fields.items()))
-            bound.append(f"{fields} of one {r.source}:{r.path} record ({r.agree}/{r.n})")
+            bound.append(f"{fields} of one {r.source}:{r.path} record ({r.agree:g}/{r.n:g})")
         for a, alts in tool.fallbacks.items():
-            bound.append(f"{a} else " + " else ".join(f"{b.source}:{b.path} ({b.agree}/{b.n})" for b in alts))
-        table.add_row(name, str(tool.calls), ", ".join(tool.required) or "—", "; ".join(bound) or "—",
+            bound.append(
+                f"{a} else " + " else ".join(f"{b.source}:{b.path} ({b.agree:g}/{b.n:g})" for b in alts)
+            )
+        table.add_row(name, f"{tool.calls:g}", ", ".join(tool.required) or "—", "; ".join(bound) or "—",
                       f"{tool.binding_chance():.2f}")  # fmt: skip
     for name, ask in flow.asks.items():
-        console.print(f"asked: {name} by {' + '.join(ask.words)} ({ask.reach}/{ask.messages} messages)")
+        console.print(f"asked: {name} by {' + '.join(ask.words)} ({ask.reach:g}/{ask.messages:g} messages)")
     console.print(table)
+    learned = flow.learned_from
+    shares = learned.by_agent
+    console.print(
+        f"learned from {len(learned.agents)} agents ({flow.learned_from.weighting}): "
+        + ", ".join(
+            f"{a} ({shares[a].episodes} episodes, {shares[a].tasks} tasks, weight {shares[a].weight:g})"
+            if a in shares
+            else a
+            for a in learned.agents
+        )
+    )
 
 
 @app.command()

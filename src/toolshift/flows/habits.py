@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from toolshift.flows.model import START_SITE, USER_SITE, SiteHabit
 from toolshift.flows.timeline import Catalog, Timeline, TurnEvent, UserEvent
@@ -21,11 +21,16 @@ def _site_points(timeline: Timeline) -> list[tuple[str, int | None]]:
     return points
 
 
-def _habits(timelines: Sequence[Timeline], catalog: Catalog) -> dict[str, SiteHabit]:
+def _habits(
+    timelines: Sequence[Timeline], catalog: Catalog, weights: Mapping[str, int | float] | None = None
+) -> dict[str, SiteHabit]:
+    """Per site: its occurrences and the reads next / before the next write, each episode counted by its
+    weight (`toolshift.flows.weights`; 1 without `weights`)."""
     occurrences: Counter[str] = Counter()
     nexts: dict[str, Counter[str]] = defaultdict(Counter)
     reaches: dict[str, Counter[str]] = defaultdict(Counter)
     for timeline in timelines:
+        w = weights.get(timeline.episode_id, 1) if weights else 1
         points = _site_points(timeline)
         reach_after: list[frozenset[str]] = [frozenset()] * len(points)
         ahead: set[str] = set()
@@ -39,13 +44,13 @@ def _habits(timelines: Sequence[Timeline], catalog: Catalog) -> dict[str, SiteHa
                 elif catalog.is_read(tool):
                     ahead.add(tool)
         for p, (site, _) in enumerate(points):
-            occurrences[site] += 1
+            occurrences[site] += w
             if p + 1 < len(points):
                 _, nxt = points[p + 1]
                 if nxt is not None and catalog.is_read(timeline.calls[nxt].tool):
-                    nexts[site][timeline.calls[nxt].tool] += 1
+                    nexts[site][timeline.calls[nxt].tool] += w
             for tool in reach_after[p]:
-                reaches[site][tool] += 1
+                reaches[site][tool] += w
     return {
         site: SiteHabit(
             occurrences=n, next=dict(sorted(nexts[site].items())), reach=dict(sorted(reaches[site].items()))

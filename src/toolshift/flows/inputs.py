@@ -13,7 +13,7 @@ from toolshift.flows.timeline import Catalog, Timeline, Unlisted, timelines
 from toolshift.traces.catalog import load_catalog
 from toolshift.traces.episode import Episode
 from toolshift.traces.split import split_tasks
-from toolshift.traces.store import iter_episodes
+from toolshift.traces.store import EPISODES_SUFFIX, iter_episodes
 
 TaskSet = Literal["all", "train", "test"]
 
@@ -63,18 +63,34 @@ def select(
     return inputs
 
 
+def episode_files(paths: Sequence[Path]) -> list[Path]:
+    """Episode files, a folder standing for every episode file under it (`*.episodes.jsonl[.gz]`, sorted): a
+    folder of mixed converted runs, many agents' and domains', of which `select` keeps the catalog's domain."""
+    out: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            found = sorted(p for p in path.rglob(f"*{EPISODES_SUFFIX}*") if p.name.endswith((EPISODES_SUFFIX,
+                           f"{EPISODES_SUFFIX}.gz")))  # fmt: skip
+            if not found:
+                raise BadInputError(f"no episode file (*{EPISODES_SUFFIX}) in this folder", source=str(path))
+            out += found
+        elif path.exists():
+            out.append(path)
+        else:
+            raise BadInputError("no such episode file", source=str(path))
+    return out
+
+
 def load_inputs(paths: Sequence[Path], catalog_path: Path, tasks: TaskSet = "all") -> Inputs:
-    """Episode files (`toolshift.episodes/1` JSONL) and a catalog file (`toolshift.catalog/1`).
+    """Episode files or folders of them (`toolshift.episodes/1` JSONL) and a catalog file (`toolshift.catalog/1`).
 
     Files with no usable episode of the catalog's domain (empty, or none in the chosen split)
     are refused: every command would otherwise print empty tables.
     """
     catalog = Catalog.of(load_catalog(catalog_path))
     episodes: list[Episode] = []
-    for path in paths:
-        if not Path(path).exists():
-            raise BadInputError("no such episode file", source=str(path))
-        episodes.extend(iter_episodes(Path(path)))
+    for path in episode_files(paths):
+        episodes.extend(iter_episodes(path))
     source = ", ".join(map(str, paths))
     inputs = select(episodes, catalog, tasks, source=source)
     if not inputs.timelines:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
@@ -21,12 +21,15 @@ from toolshift.flows.model import (
     RecordBinding,
     ToolFlow,
     Walk,
+    Weighting,
     WordsBinding,
 )
 from toolshift.flows.named import learn_named
 from toolshift.flows.outputs import OutputIndex, listing_rank, pick_unopened
+from toolshift.flows.recordlearn import learn_records
 from toolshift.flows.timeline import Catalog, OtherCallsEvent, Timeline, TurnEvent, Unlisted, UserEvent
-from toolshift.flows.values import canonical, is_value, record_paths, records_at, scalar_tokens
+from toolshift.flows.values import canonical, is_value, records_at, scalar_tokens
+from toolshift.flows.weights import agent_shares, episode_weights
 
 REQUIRED_SHARE = 0.9
 MAX_FALLBACKS = 2
@@ -42,12 +45,16 @@ def constant_value_allowed(value: Any) -> bool:
 
 @dataclass
 class _ToolStats:
-    calls: int = 0
+    calls: int | float = 0
+    """The agent's calls, each counted by its episode's weight (`toolshift.flows.weights`)."""
+    raw_calls: int = 0
+    raw_present: Counter[str] = field(default_factory=Counter)
+    """Calls and arguments counted once each (a constant is an argument passed in every call, however weighed)."""
     present: Counter[str] = field(default_factory=Counter)
     values: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     first_value: dict[str, Any] = field(default_factory=dict)
     kinds: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
-    arg_sets: list[frozenset[tuple[str, str]]] = field(default_factory=list)
+    arg_sets: list[tuple[frozenset[tuple[str, str]], int | float]] = field(default_factory=list)
 
 
 def _kind(value: Any, ints: bool = False) -> str:
@@ -118,7 +125,11 @@ def walk_argument(tool: ToolFlow) -> str | None:
 
 
 def _walks(
-    timelines: Sequence[Timeline], tools: dict[str, ToolFlow], ranks: int, ints: bool = False
+    timelines: Sequence[Timeline],
+    tools: dict[str, ToolFlow],
+    ranks: int,
+    ints: bool = False,
+    weights: Mapping[str, int | float] | None = None,
 ) -> dict[str, Walk]:
     """For each tool with a `[*]` binding: per site and rank, how often the walk's next value was the agent's."""
     walkers = {}
@@ -140,8 +151,9 @@ def _walks(
         else:
             b = tool.bindings[argument]
             walkers[name] = (argument, (b.source, b.path))
-    counts: dict[str, dict[str, list[list[int]]]] = {name: {} for name in walkers}
+    counts: dict[str, dict[str, list[list[int | float]]]] = {name: {} for name in walkers}
     for timeline in timelines:
+        w = weights.get(timeline.episode_id, 1) if weights else 1
         calls = timeline.calls
         index = OutputIndex()
         opened: dict[tuple[str, str], set[Any]] = defaultdict(set)
@@ -200,9 +212,9 @@ def _walks(
                 nxt = following is not None and following.tool == name and agent_value(following) == pick
                 for i in turn:
                     row = counts[name].setdefault(calls[i].tool, [[0, 0, 0] for _ in range(ranks)])
-                    row[rank][0] += 1
-                    row[rank][1] += nxt
-                    row[rank][2] += reached
+                    row[rank][0] += w
+                    row[rank][1] += w * nxt
+                    row[rank][2] += w * reached
     return {
         name: Walk(
             argument=walkers[name][0],
@@ -216,127 +228,17 @@ def _walks(
     }
 
 
-def _turn_calls(timeline: Timeline):
-    """Yield (call, outputs) for each agent call, `outputs` the latest output of each tool seen before its turn;
-    the calls of a turn are yielded before their outputs are taken in."""
-    latest: dict[str, Any] = {}
-    for event in timeline.events:
-        if isinstance(event, TurnEvent):
-            turn = timeline.turns[event.turn]
-            for i in turn:
-                yield timeline.calls[i], latest
-            for i in turn:
-                if timeline.calls[i].output is not None:
-                    latest[timeline.calls[i].tool] = timeline.calls[i].output
-        elif isinstance(event, OtherCallsEvent):
-            for i in event.calls:
-                if timeline.calls[i].output is not None:
-                    latest[timeline.calls[i].tool] = timeline.calls[i].output
-
-
-RecordKey = tuple[str, str, tuple[tuple[str, str], ...]]
-"""(source tool, record path, ((argument, field), ...) sorted by argument)."""
-
-
-def _string_required(call_arguments: dict[str, Any], required: Sequence[str]) -> dict[str, str]:
-    return {a: v for a in required if isinstance(v := call_arguments.get(a), str)}
-
-
-def _others(tool: ToolFlow, required: Sequence[str], fields: dict[str, str]) -> float:
-    """The chance of a tool's required arguments outside `fields`, each bound on its own (0 if one is unbound)."""
-    chance = 1.0
-    for argument in required:
-        if argument not in fields:
-            chance *= tool.bindings[argument].chance if argument in tool.bindings else 0.0
-    return chance
-
-
-def _records(
-    timelines: Sequence[Timeline], catalog: Catalog, tools: dict[str, ToolFlow]
-) -> dict[str, RecordBinding]:
-    """Format 5: per read with two or more required string arguments, the record binding (the fields of one
-    object of an earlier output, bound together) that gives the agent's own values most often; kept where
-    its chance beats the product of those arguments' own binding chances."""
-    wanted = {name: [a for a in tool.required if a not in tool.constants] for name, tool in tools.items()}
-    wanted = {name: args for name, args in wanted.items() if len(args) >= 2}
-    if not wanted:
-        return {}
-    candidates: dict[str, set[RecordKey]] = defaultdict(set)
-    for timeline in timelines:
-        cache: dict[int, list[tuple[str, dict[str, str]]]] = {}
-        for call, latest in _turn_calls(timeline):
-            if not call.by_agent or call.tool not in wanted or not catalog.is_read(call.tool):
-                continue
-            values = _string_required(call.arguments, wanted[call.tool])
-            if len(values) < 2:
-                continue
-            for source, output in latest.items():
-                objects = cache.get(id(output))
-                if objects is None:
-                    objects = cache[id(output)] = record_paths(output)
-                for path, strings in objects:
-                    mapping = []
-                    for argument, value in values.items():
-                        key = next((k for k, v in strings.items() if v == value), None)
-                        if key is not None:
-                            mapping.append((argument, key))
-                    if len(mapping) >= 2:
-                        candidates[call.tool].add((source, path, tuple(sorted(mapping))))
-    agree: Counter[tuple[str, RecordKey]] = Counter()
-    seen: Counter[tuple[str, RecordKey]] = Counter()
-    for timeline in timelines:
-        held: dict[RecordKey, list[tuple[str, ...]]] = {}
-        opened: dict[tuple[str, RecordKey], set[tuple[str, ...]]] = defaultdict(set)
-        for event in timeline.events:
-            indices = (
-                timeline.turns[event.turn] if isinstance(event, TurnEvent)
-                else event.calls if isinstance(event, OtherCallsEvent) else ()
-            )  # fmt: skip
-            if isinstance(event, TurnEvent):
-                for i in indices:
-                    call = timeline.calls[i]
-                    for key in candidates.get(call.tool, ()):
-                        mine = tuple(call.arguments.get(a) for a, _ in key[2])
-                        records = held.get(key)
-                        if records and call.by_agent and catalog.is_read(call.tool):
-                            seen[(call.tool, key)] += 1
-                            done = opened[(call.tool, key)]
-                            pick = next((r for r in records if r not in done), records[0])
-                            agree[(call.tool, key)] += pick == mine
-                        if all(isinstance(v, str) for v in mine):
-                            opened[(call.tool, key)].add(mine)  # type: ignore[arg-type]
-            for i in indices:
-                call = timeline.calls[i]
-                if call.output is None:
-                    continue
-                for keys in candidates.values():
-                    for key in keys:
-                        if key[0] == call.tool:
-                            records = records_at(call.output, key[1], tuple(f for _, f in key[2]))
-                            if records:
-                                held[key] = records
-    out = {}
-    for name, keys in candidates.items():
-        tool = tools[name]
-        best, best_chance = None, tool.binding_chance()
-        for key in sorted(keys):
-            b = RecordBinding(source=key[0], path=key[1], fields=dict(key[2]), agree=agree[(name, key)],
-                              n=seen[(name, key)])  # fmt: skip
-            chance = b.chance * _others(tool, wanted[name], b.fields)
-            if b.agree and chance > best_chance:
-                best, best_chance = b, chance
-        if best is not None:
-            out[name] = best
-    return out
-
-
 def _words_counts(
-    timelines: Sequence[Timeline], catalog: Catalog, tools: dict[str, ToolFlow]
+    timelines: Sequence[Timeline],
+    catalog: Catalog,
+    tools: dict[str, ToolFlow],
+    weights: Mapping[str, int | float] | None = None,
 ) -> Counter[tuple[str, str]]:
     """Per (read tool, argument): the agent's calls whose only argument not bound from a result or a constant
     was this one, with a string value the user had written (case-insensitively)."""
     counts: Counter[tuple[str, str]] = Counter()
     for timeline in timelines:
+        w = weights.get(timeline.episode_id, 1) if weights else 1
         results: set[str] = set()
         words = ""
         for event in timeline.events:
@@ -360,7 +262,7 @@ def _words_counts(
                     ]  # fmt: skip
                     value = loose[0][1] if len(loose) == 1 else None
                     if isinstance(value, str) and value.strip() and value.lower() in words:
-                        counts[(call.tool, loose[0][0])] += 1
+                        counts[(call.tool, loose[0][0])] += w
             for i in indices:
                 results |= scalar_tokens(timeline.calls[i].output)
     return counts
@@ -372,7 +274,7 @@ def learn_flow(
     *,
     learn_from_all: bool = False,
     constants: bool = False,
-    flow_format: Literal[1, 2, 3, 4, 5, 6, 7] | None = None,
+    flow_format: Literal[1, 2, 3, 4, 5, 6, 7, 8] | None = None,
     unlisted: Unlisted | None = None,
     source: str = "episodes",
     count_bare: bool = True,
@@ -385,6 +287,7 @@ def learn_flow(
     asks: bool = False,
     older: bool = False,
     named: bool = False,
+    weighting: Weighting = "episodes",
 ) -> Flow:
     """Fit the habit on successful runs (every run with `learn_from_all`) and learn each read's bindings.
 
@@ -403,13 +306,18 @@ def learn_flow(
     `older` also binds a string argument to the output before the most recent one of its source where that
     agrees more often (the first of two cities looked up in turn; format 6, `Binding.back`). `named` counts
     walks apart where the user's messages named values of the listing (format 7, `toolshift.flows.named`).
+    `weighting` weighs the episodes (`toolshift.flows.weights`): with `tasks` or `agents` every count is a sum of
+    weights, the flow is format 8, and its provenance gives each agent's share (`LearnedFrom.by_agent`).
     """
     if walk_ranks < 0:
         raise BadInputError(f"walk ranks is 0 (no walks) or more, not {walk_ranks}", field="walk_ranks")
     if walk_prior < 0:
         raise BadInputError(f"a walk prior is 0 or more, not {walk_prior}", field="walk_prior")
-    ints = ints and flow_format in (None, 5, 6, 7)
-    fallbacks = fallbacks and flow_format in (None, 5, 6, 7)
+    if weighting != "episodes" and flow_format not in (None, 8):
+        raise BadInputError(f"a flow weighing its episodes ({weighting}) is format 8, not {flow_format}",
+                            field="format")  # fmt: skip
+    ints = ints and flow_format in (None, 5, 6, 7, 8)
+    fallbacks = fallbacks and flow_format in (None, 5, 6, 7, 8)
     chosen = [t for t in timelines if learn_from_all or t.success]
     if not chosen:
         raise BadInputError(
@@ -417,36 +325,40 @@ def learn_flow(
             + ("" if learn_from_all else " (pass --learn-from-all to learn from every run)"),
             source=source,
         )  # fmt: skip
+    weights = episode_weights(chosen, weighting)
     stats: dict[str, _ToolStats] = defaultdict(_ToolStats)
     for timeline in chosen:
+        w = weights[timeline.episode_id]
         for call in timeline.calls:
             if not call.by_agent or not catalog.is_read(call.tool):
                 continue
             s = stats[call.tool]
-            s.calls += 1
+            s.calls += w
+            s.raw_calls += 1
             for name, value in call.arguments.items():
-                s.present[name] += 1
+                s.present[name] += w
+                s.raw_present[name] += 1
                 s.values[name].add(_repr(value))
                 s.first_value.setdefault(name, value)
-                s.kinds[name][_kind(value, ints)] += 1
-            s.arg_sets.append(frozenset((k, _repr(v)) for k, v in call.arguments.items()))
+                s.kinds[name][_kind(value, ints)] += w
+            s.arg_sets.append((frozenset((k, _repr(v)) for k, v in call.arguments.items()), w))
 
     required: dict[str, list[str]] = {}
     learned_constants: dict[str, dict[str, Constant]] = {}
     for tool, s in stats.items():
-        required[tool] = sorted(a for a, n in s.present.items() if n >= REQUIRED_SHARE * s.calls)
+        required[tool] = sorted(a for a, n in s.present.items() if n >= REQUIRED_SHARE * s.calls - 1e-9)
         consts = {}
-        if constants and s.calls >= 2:
-            for name, n in s.present.items():
+        if constants and s.raw_calls >= 2:
+            for name, n in s.raw_present.items():
                 value = s.first_value[name]
-                if n == s.calls and len(s.values[name]) == 1 and constant_value_allowed(value):
-                    consts[name] = Constant(value=value, calls=n)
+                if n == s.raw_calls and len(s.values[name]) == 1 and constant_value_allowed(value):
+                    consts[name] = Constant(value=value, calls=s.present[name])
         learned_constants[tool] = consts
 
     # Pass 1: which (tool, path) held each argument's value in an earlier output.
     # A candidate is (source, path, back): back 1 (format 6, `older`) is the output before the most recent one.
     candidates: dict[tuple[str, str], set[tuple[str, str, int]]] = defaultdict(set)
-    older = older and flow_format in (None, 6, 7)
+    older = older and flow_format in (None, 6, 7, 8)
     for timeline in chosen:
         for index, call, _ in _walk_calls(timeline, ints):
             if not catalog.is_read(call.tool):
@@ -465,6 +377,7 @@ def learn_flow(
     agree: Counter[tuple[str, str, tuple[str, str, int]]] = Counter()
     seen: Counter[tuple[str, str, tuple[str, str, int]]] = Counter()
     for timeline in chosen:
+        w = weights[timeline.episode_id]
         for index, call, opened in _walk_calls(timeline, ints):
             if not catalog.is_read(call.tool):
                 continue
@@ -478,7 +391,7 @@ def learn_flow(
                     held = (index.previous if key[2] else index.latest).get(key[:2])
                     if held is None:
                         continue
-                    seen[(call.tool, name, key)] += 1
+                    seen[(call.tool, name, key)] += w
                     if kind == "string":
                         ok = pick_unopened(held[0], opened[(call.tool, name)]) == value
                     elif kind == "list":
@@ -486,7 +399,7 @@ def learn_flow(
                     else:
                         ok = False
                     if ok:
-                        agree[(call.tool, name, key)] += 1
+                        agree[(call.tool, name, key)] += w
 
     tools: dict[str, ToolFlow] = {}
     has_lists = has_fallbacks = False
@@ -526,14 +439,14 @@ def learn_flow(
                 flow_tool.unbound.append(name)
         if count_bare and not required[tool] and s.present:
             constant_set = {(k, _repr(c.value)) for k, c in consts.items()}
-            bare = sum(1 for args in s.arg_sets if args <= constant_set)
+            bare = sum(w for args, w in s.arg_sets if args <= constant_set)
             if bare < s.calls:
                 flow_tool.bare = Bare(bare=bare, calls=s.calls)
         tools[tool] = flow_tool
 
     has_records = False
-    if records and flow_format in (None, 5, 6, 7):
-        for name, record in _records(chosen, catalog, tools).items():
+    if records and flow_format in (None, 5, 6, 7, 8):
+        for name, record in learn_records(chosen, catalog, tools, weights).items():
             tool = tools[name]
             tool.record = record
             for argument in record.fields:
@@ -543,20 +456,20 @@ def learn_flow(
                     tool.unbound.remove(argument)
             has_records = True
     has_walks = False
-    if walk_ranks and flow_format in (None, 3, 5, 6, 7):
-        for name, walk in _walks(chosen, tools, walk_ranks, ints).items():
+    if walk_ranks and flow_format in (None, 3, 5, 6, 7, 8):
+        for name, walk in _walks(chosen, tools, walk_ranks, ints, weights).items():
             tools[name].walk = walk.model_copy(update={"prior": walk_prior}) if walk_prior else walk
             has_walks = True
     has_named = False
-    if named and has_walks and flow_format in (None, 7):
-        named_counts, unnamed = learn_named(chosen, tools, ints)
+    if named and has_walks and flow_format in (None, 7, 8):
+        named_counts, unnamed = learn_named(chosen, tools, ints, weights)
         for name, sites in named_counts.items():
             update = {"named": sites, "unnamed": unnamed.get(name, {})}
             tools[name].walk = tools[name].walk.model_copy(update=update)  # type: ignore[union-attr]
             has_named = True
     has_words = False
-    if words and flow_format in (None, 4, 5, 6, 7):
-        counts = _words_counts(chosen, catalog, tools)
+    if words and flow_format in (None, 4, 5, 6, 7, 8):
+        counts = _words_counts(chosen, catalog, tools, weights)
         for name, tool in tools.items():
             found = [(n, arg) for (t, arg), n in counts.items() if t == name]
             if not found:
@@ -566,12 +479,16 @@ def learn_flow(
             if argument in tool.unbound:
                 tool.unbound.remove(argument)
             has_words = True
-    learned_asks = learn_asks(chosen, catalog, tools) if asks and flow_format in (None, 6, 7) else {}
-    fmt: Literal[1, 2, 3, 4, 5, 6, 7] = (
+    learned_asks = (
+        learn_asks(chosen, catalog, tools, weights) if asks and flow_format in (None, 6, 7, 8) else {}
+    )
+    fmt: Literal[1, 2, 3, 4, 5, 6, 7, 8] = (
         flow_format
         if flow_format is not None
         else (
-            7
+            8
+            if weighting != "episodes"
+            else 7
             if has_named
             else 6
             if learned_asks or any(b.back for t in tools.values() for b in t.bindings.values())
@@ -599,8 +516,10 @@ def learn_flow(
             successful_only=not learn_from_all,
             constants=constants,
             unlisted=dict(unlisted.by_tool) if unlisted else {},
+            weighting=weighting,
+            by_agent=agent_shares(chosen, weights) if weighting != "episodes" else {},
         ),
-        sites=_habits(chosen, catalog),
+        sites=_habits(chosen, catalog, weights),
         tools=tools,
         asks=learned_asks,
     )

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -30,16 +31,33 @@ from toolshift.flows.values import VALUE_PATH
 from toolshift.traces.result_values import ResultForm
 
 FLOW_KIND = "toolshift.flow"
-KNOWN_FORMATS = (1, 2, 3, 4, 5, 6, 7)
+KNOWN_FORMATS = (1, 2, 3, 4, 5, 6, 7, 8)
 START_SITE = "<start>"
 USER_SITE = "<user>"
 ASK_SITE = "<asked>"
 """Where a replay without user-message sites weighs only the reads a user message asks for (format 6)."""
 
 
-def _within(parts: Any, whole: int, part_name: str, whole_name: str) -> None:
-    """A flow's counts are of the same events: a part larger than its whole is a corrupt file."""
-    if any(part > whole for part in parts):
+def _count(value: int | float) -> int | float:
+    """A count: not negative; a whole number is an int (so an unweighted flow reads and writes as before)."""
+    if value < 0 or value != value or value == float("inf"):  # negative, NaN or infinite
+        raise ValueError("a count is a finite number of at least 0")
+    if isinstance(value, float):
+        value = round(value, 9)  # a sum of weights: its last bits are rounding, not evidence
+    return int(value) if float(value).is_integer() else float(value)
+
+
+Count = Annotated[int | float, AfterValidator(_count)]
+"""How often something happened in training: a whole number, or with episodes weighted by agent (format 8,
+`LearnedFrom.weighting`) a sum of weights."""
+COUNT_KEYS = frozenset({"occurrences", "next", "reach", "agree", "n", "calls", "bare", "messages"})
+"""The keys of a flow file that hold counts (a site's `next`/`reach` hold one per read)."""
+
+
+def _within(parts: Any, whole: float, part_name: str, whole_name: str) -> None:
+    """A flow's counts are of the same events: a part larger than its whole is a corrupt file (weighted sums
+    are compared with a rounding tolerance)."""
+    if any(part > whole + 1e-9 * max(1.0, whole) for part in parts):
         raise ValueError(f"{part_name} exceeds {whole_name} ({whole})")
 
 
@@ -49,9 +67,9 @@ class SiteHabit(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    occurrences: NonNegativeInt
-    next: dict[str, NonNegativeInt] = Field(default_factory=dict)
-    reach: dict[str, NonNegativeInt] = Field(default_factory=dict)
+    occurrences: Count
+    next: dict[str, Count] = Field(default_factory=dict)
+    reach: dict[str, Count] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _parts_within_whole(self) -> SiteHabit:
@@ -69,8 +87,8 @@ class Binding(BaseModel):
     path: str = Field(pattern=VALUE_PATH, max_length=1000)
     """`$`, then `.key` (a key that is not empty and holds no `[` or `]`) or `[*]` per step, as `string_paths`
     writes it; any other text could never match an output, so a flow carrying one is refused at load."""
-    agree: NonNegativeInt
-    n: NonNegativeInt
+    agree: Count
+    n: Count
     back: int = Field(default=0, ge=0, le=1)
     """Format 6: 1 binds from the output before the most recent one of `source` holding `path` (the first of
     two cities looked up in turn); 0 (absent in every earlier file) from the most recent."""
@@ -91,7 +109,7 @@ class Constant(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     value: Any
-    calls: NonNegativeInt
+    calls: Count
 
 
 class Bare(BaseModel):
@@ -99,8 +117,8 @@ class Bare(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    bare: NonNegativeInt
-    calls: NonNegativeInt
+    bare: Count
+    calls: Count
 
     @model_validator(mode="after")
     def _parts_within_whole(self) -> Bare:
@@ -121,8 +139,8 @@ class WordsBinding(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     argument: str
-    agree: int
-    n: int
+    agree: Count
+    n: Count
 
     @property
     def chance(self) -> float:
@@ -142,8 +160,8 @@ class RecordBinding(BaseModel):
     source: str
     path: str = Field(pattern=VALUE_PATH, max_length=1000)
     fields: dict[str, str] = Field(min_length=2)
-    agree: NonNegativeInt
-    n: NonNegativeInt
+    agree: Count
+    n: Count
 
     @model_validator(mode="after")
     def _parts_within_whole(self) -> RecordBinding:
@@ -163,9 +181,9 @@ class RankCount(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    n: NonNegativeInt
-    next: NonNegativeInt
-    reach: NonNegativeInt
+    n: Count
+    next: Count
+    reach: Count
 
     @model_validator(mode="after")
     def _parts_within_whole(self) -> RankCount:
@@ -255,7 +273,7 @@ class ToolFlow(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    calls: NonNegativeInt
+    calls: Count
     required: list[str] = Field(default_factory=list)
     bindings: dict[str, Binding] = Field(default_factory=dict)
     lists: dict[str, Binding] = Field(default_factory=dict)
@@ -308,9 +326,9 @@ class Ask(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     words: list[str] = Field(min_length=1)
-    messages: NonNegativeInt
-    next: NonNegativeInt = 0
-    reach: NonNegativeInt = 0
+    messages: Count
+    next: Count = 0
+    reach: Count = 0
 
     @model_validator(mode="after")
     def _parts_within_whole(self) -> Ask:
@@ -321,6 +339,19 @@ class Ask(BaseModel):
         """Laplace's (count + 1)/(messages + 2) for the decider `kind` (`next-step` counts `next`)."""
         count = self.next if kind == "next-step" else self.reach
         return (count + 1) / (self.messages + 2)
+
+
+class AgentShare(BaseModel):
+    """One agent's part of what a flow learned from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    episodes: NonNegativeInt
+    tasks: NonNegativeInt
+    weight: Count
+
+
+Weighting = Literal["episodes", "tasks", "agents"]
 
 
 class LearnedFrom(BaseModel):
@@ -335,15 +366,21 @@ class LearnedFrom(BaseModel):
     """Calls to tools the catalog does not list (they do not exist), by tool: kept, as neither read nor write."""
     excluded: dict[str, NonNegativeInt] = Field(default_factory=dict)
     """Older files only: episodes left out for calling such tools, by tool (no longer written)."""
+    weighting: Weighting = "episodes"
+    """How the episodes were weighed (`toolshift.flows.weights`): `episodes` each 1 (every file before format
+    8); `tasks`, an agent's trials of one task sharing one; `agents`, that and every agent weighing alike.
+    Written only when not `episodes`."""
+    by_agent: dict[str, AgentShare] = Field(default_factory=dict)
+    """Per agent learned from: its episodes, tasks and total weight (written with a weighting)."""
 
 
 class Flow(BaseModel):
-    """A learned flow (`toolshift.flow`, format 1 to 7)."""
+    """A learned flow (`toolshift.flow`, format 1 to 8)."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["toolshift.flow"] = FLOW_KIND
-    format: Literal[1, 2, 3, 4, 5, 6, 7]
+    format: Literal[1, 2, 3, 4, 5, 6, 7, 8]
     domain: str
     catalog: str
     """The catalog fingerprint (`Catalog.fingerprint`) the flow was learned against."""
@@ -387,6 +424,10 @@ def save_flow(flow: Flow, path: Path) -> Path:
         raw.pop("asks", None)
     if raw.get("results") == "json":
         raw.pop("results", None)
+    if raw["learned_from"].get("weighting") == "episodes":
+        raw["learned_from"].pop("weighting", None)
+    if not raw["learned_from"].get("by_agent"):
+        raw["learned_from"].pop("by_agent", None)
     for tool in raw["tools"].values():
         for group in (tool.get("bindings", {}), tool.get("lists", {})):
             for b in group.values():
@@ -467,10 +508,34 @@ def parse_flow(raw: Any, *, source: str = "flow") -> Flow:
     ):  # fmt: skip
         raise BadInputError(f"format {raw['format']} flows walk no listing by the values the user names; this one "
                             "does (it is format 7)", source=source, field="named")  # fmt: skip
+    if raw["format"] != 8 and (
+        _fractional(raw)
+        or (isinstance(raw.get("learned_from"), dict) and raw["learned_from"].get("weighting"))
+    ):
+        raise BadInputError(f"format {raw['format']} flows count each episode once; this one weighs them (it is "
+                            "format 8)", source=source, field="learned_from.weighting")  # fmt: skip
     try:
         return Flow.model_validate(raw)
     except ValidationError as exc:
         raise BadInputError.from_validation(exc, source=source) from exc
+
+
+def _fractional(raw: Any) -> bool:
+    """Whether any count of a flow document (`COUNT_KEYS`, outside `learned_from`) is not a whole number."""
+    stack = [v for k, v in raw.items() if k != "learned_from"] if isinstance(raw, dict) else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if key in COUNT_KEYS:
+                    values = value.values() if isinstance(value, dict) else [value]
+                    if any(isinstance(v, float) and not v.is_integer() for v in values):
+                        return True
+                if isinstance(value, dict | list):
+                    stack.append(value)
+    return False
 
 
 def load_flow(path: Path, catalog: Catalog | None = None) -> Flow:

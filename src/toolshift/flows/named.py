@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolshift.flows.model import RankCount, ToolFlow
@@ -59,8 +59,8 @@ Counts = dict[str, dict[str, list[RankCount]]]
 """Per walk tool, per site: one count per state or rank."""
 
 
-def learn_named(timelines: Sequence[Timeline], tools: dict[str, ToolFlow],
-                ints: bool = False) -> tuple[Counts, Counts]:  # fmt: skip
+def learn_named(timelines: Sequence[Timeline], tools: dict[str, ToolFlow], ints: bool = False,
+                weights: Mapping[str, int | float] | None = None) -> tuple[Counts, Counts]:  # fmt: skip
     """Per walk tool (its walk over one string binding, not a record walk) and site: the named states' counts,
     by the walks' rule (`n` decisions in that state, the pick the agent's next call `next`, called before the
     agent's next write `reach`); and the walk's rank counts over the decisions after a user message that named
@@ -77,6 +77,7 @@ def learn_named(timelines: Sequence[Timeline], tools: dict[str, ToolFlow],
     if not walkers:
         return {}, {}
     for timeline in timelines:
+        w = weights.get(timeline.episode_id, 1) if weights else 1
         calls, events = timeline.calls, timeline.events
         index = OutputIndex()
         opened: dict[tuple[str, str], set[Any]] = defaultdict(set)
@@ -125,9 +126,9 @@ def learn_named(timelines: Sequence[Timeline], tools: dict[str, ToolFlow],
                 )
                 for i in turn:
                     row = table[name].setdefault(calls[i].tool, [[0, 0, 0] for _ in range(width)])
-                    row[at][0] += 1
-                    row[at][1] += nxt
-                    row[at][2] += reached
+                    row[at][0] += w
+                    row[at][1] += w * nxt
+                    row[at][2] += w * reached
 
     def done(table: dict[str, dict[str, list[list[int]]]]) -> Counts:
         return {

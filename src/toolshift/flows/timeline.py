@@ -184,6 +184,16 @@ def _text_len(message: Message) -> int:
     return size
 
 
+def agent_name(episode: Episode) -> str:
+    """Who acted, as flows tell agents apart: the model, with the harness's agent when that names something
+    else (τ²-bench's `llm_agent` runs many models: `gpt-4o (llm_agent)`); the agent alone where the converter
+    names it by its model (τ-bench, BFCL, AgentDojo, WorkBench)."""
+    agent, model = episode.agent, episode.model
+    if not model or model == agent:
+        return agent or model or "agent"
+    return f"{model} ({agent})" if agent else model
+
+
 def build_timeline(episode: Episode, catalog: Catalog) -> Timeline:
     """The episode's events and calls; a call to a tool the catalog does not list, or a malformed call, is `neither`."""
     calls: list[Call] = []
@@ -241,7 +251,7 @@ def build_timeline(episode: Episode, catalog: Catalog) -> Timeline:
     timeline = Timeline(
         episode_id=episode.id,
         task_id=str(episode.task_id),
-        agent=episode.agent or episode.model or "agent",
+        agent=agent_name(episode),
         domain=episode.domain,
         success=is_success(episode),
         events=events,

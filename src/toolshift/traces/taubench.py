@@ -54,6 +54,16 @@ def taubench_domain(name: str) -> str:
     return name if name.startswith(DOMAIN_PREFIX) else f"{DOMAIN_PREFIX}{name}"
 
 
+_RUN_NAME = re.compile(r"^[-_]*(?:tool-calling|act|react|few-shot)-(.+?)(?:-\d+(?:\.\d+)?_range_.*|-\d+|_\d+)?$")
+"""τ-bench's own run file name, `<strategy>-<model>-<temperature>_range_…_<time>` (a copy may keep only
+`<strategy>-<model>_<time>`): the model is what follows the agent strategy."""
+
+
+def _run_name_model(rest: str) -> str | None:
+    m = _RUN_NAME.match(rest)
+    return m.group(1) if m else None
+
+
 def _domain_and_model(path: Path, calls: set[str], domain: str | None) -> tuple[str, str | None]:
     """(τ-bench domain name, model) from `--domain`, the file name or the tools called."""
     if domain is not None:
@@ -63,10 +73,12 @@ def _domain_and_model(path: Path, calls: set[str], domain: str | None) -> tuple[
     for name in TAU_BENCH_V1_TOOLS:
         m = re.search(rf"(.*?)[-_]?{name}", stem)
         if m:
-            model = m.group(1) or None
+            model = m.group(1) or _run_name_model(stem[m.end() :])
             if domain is None:
                 domain = name
             break
+    else:
+        model = _run_name_model(stem)
     if domain is None:
         fitting = [d for d, tools in TAU_BENCH_V1_TOOLS.items() if calls <= tools.keys()]
         if len(fitting) != 1:
