@@ -54,7 +54,9 @@ def taubench_domain(name: str) -> str:
     return name if name.startswith(DOMAIN_PREFIX) else f"{DOMAIN_PREFIX}{name}"
 
 
-_RUN_NAME = re.compile(r"^[-_]*(?:tool-calling|act|react|few-shot)-(.+?)(?:-\d+(?:\.\d+)?_range_.*|-\d+|_\d+)?$")
+_RUN_NAME = re.compile(
+    r"^[-_]*(?:tool-calling|act|react|few-shot)-(.+?)(?:-\d+(?:\.\d+)?_range_.*|-\d+|_\d+)?$"
+)
 """τ-bench's own run file name, `<strategy>-<model>-<temperature>_range_…_<time>` (a copy may keep only
 `<strategy>-<model>_<time>`): the model is what follows the agent strategy."""
 
