@@ -131,10 +131,36 @@ def carry_versions(new: list[Task], old: list[Task], reason: str) -> None:
             t.history = [*before.history, TaskRevision(version=t.version, reason=reason, fingerprint=fp)]
 
 
+def gold_path_problems(world: World, task: Task) -> list[tuple[str, str]]:
+    """(field, why) for each gold-path step that names a tool the world lacks or passes an argument its tool
+    does not take: read from the catalog, whatever a replay would let through (issue 56)."""
+    tools = {t.name: t for t in world.tools}
+    out: list[tuple[str, str]] = []
+    for i, call in enumerate(task.gold_path):
+        tool = tools.get(call.tool)
+        if tool is None:
+            out.append((f"gold_path[{i}].tool", f"no tool {call.tool!r} in domain {world.name}"))
+            continue
+        extra = sorted(set(call.arguments) - set(tool.input_schema.get("properties") or {}))
+        if extra:
+            out.append(
+                (f"gold_path[{i}].arguments", f"{call.tool} takes no argument {', '.join(map(repr, extra))}")
+            )
+    return out
+
+
+def require_gold_paths(world: World, tasks: list[Task], source: str) -> None:
+    """Refuse the first task whose gold path `gold_path_problems` faults, naming file, task and field."""
+    for task in tasks:
+        for field_name, why in gold_path_problems(world, task)[:1]:
+            raise BadInputError(why, source=source, record=task.id, field=field_name)
+
+
 def replay_problems(world: World, task: Task) -> list[str]:
-    """Replay a task's gold path on `world` (already fresh) and list every way it misses its record."""
+    """Replay a task's gold path on `world` (already fresh) and list every way it misses its record: first
+    every step `gold_path_problems` faults, then what the replay shows."""
     base = world.snapshot()
-    problems: list[str] = []
+    problems: list[str] = [f"{field_name}: {why}" for field_name, why in gold_path_problems(world, task)]
     for i, call in enumerate(task.gold_path):
         res = world.call(call.tool, call.arguments)
         if not res.ok:

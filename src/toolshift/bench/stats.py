@@ -9,7 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolshift.bench.audit import TaskReader, duplicate_groups, reordered_creates, replay_order
-from toolshift.bench.build import build_world, domain_report, iter_domain_tasks, load_manifest
+from toolshift.bench.build import (
+    build_world,
+    domain_report,
+    iter_domain_tasks,
+    load_manifest,
+    require_gold_paths,
+)
 from toolshift.bench.instructions import entity_noun
 from toolshift.bench.naturalness import RULES, JudgeCache, rule_score
 from toolshift.fileio import atomic_path
@@ -106,6 +112,7 @@ def quality_stats(
     everything: list[Task] = []
     for name, tasks in iter_domain_tasks(out):
         world = build_world(out, name)
+        require_gold_paths(world, tasks, str(Path(out) / "domains" / name / "tasks.jsonl"))
         reader = TaskReader(world)
         nouns = [entity_noun(e.name) for e in world.domain.spec.entities]
         for t in tasks:

@@ -167,7 +167,16 @@ class GatewayServer:
                 yield state
 
         app.router.lifespan_context = lifespan
-        screened = ScreenGate(app, path)  # malformed JSON-RPC answered under its id, as `world serve` does
+        limit, idle = config.max_sessions, config.idle_timeout
+        reclaimed = (
+            f"sessions unused for {idle:g} s are closed (idle_timeout)" if idle else "idle sessions stay open"
+        )
+        busy = (
+            f"toolshift gateway: {limit} sessions are open, the limit (max_sessions in the gateway config); "
+            f"end one (HTTP DELETE) or retry later: {reclaimed}"
+        )
+        # malformed JSON-RPC and a refusal for capacity are answered under their id, as `world serve` answers them
+        screened = ScreenGate(app, path, busy=lambda: busy)
         return HostGate(TokenGate(screened, token) if token else screened, host)
 
     def run_http(self, *, host: str, port: int, token: str | None) -> None:

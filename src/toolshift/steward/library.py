@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 from toolshift import sqlitefile
 from toolshift.errors import BadInputError
-from toolshift.fileio import read_bytes
+from toolshift.fileio import loads_json, read_bytes
 
 LIBRARY_FORMAT = "toolshift.steward-library/1"
 Level = Literal["planning", "atomic", "tool", "foreign"]
@@ -75,15 +75,13 @@ def library_key() -> bytes | None:
     if not name:
         return None
     path = Path(name)
-    try:
-        if path.stat().st_size > MAX_KEY_BYTES:
-            raise BadInputError(
-                f"a key file is at most {MAX_KEY_BYTES} bytes", source=str(path), field=KEY_ENV
-            )
-        key = path.read_bytes().strip()
-    except OSError as exc:
+    try:  # a regular file of at most MAX_KEY_BYTES, read no further (`/dev/zero` never ends)
+        key = read_bytes(path, what="the key file", max_bytes=MAX_KEY_BYTES).strip()
+    except BadInputError as exc:
         raise BadInputError(
-            f"cannot read the key file: {exc.strerror or exc}", source=str(path), field=KEY_ENV
+            exc.detail.replace("larger than the limit of", "a key file is at most"),
+            source=str(path),
+            field=KEY_ENV,
         ) from None
     if len(key) < MIN_KEY_BYTES:
         raise BadInputError(
@@ -159,6 +157,54 @@ class Work:
     by_op: dict[str, int] = field(default_factory=dict)
 
 
+def _skill_row(row: tuple[Any, ...], source: str) -> Skill:
+    """A `skills` row as a Skill, each column checked (a row written outside Steward is bad input, by field)."""
+    sid, level, domain, description, body, tools, active, revision, version = row
+
+    def bad(column: str, why: str) -> BadInputError:
+        return BadInputError(f"corrupted library: {why}", source=source, record=repr(sid)[:80], field=column)
+
+    if not isinstance(sid, str) or not NAME.match(sid) or len(sid) > MAX_NAME:
+        raise bad("id", "not a skill name (a-z, 0-9 and single hyphens, at most 64)")
+    if level not in (*LEVELS, "foreign"):
+        raise bad("level", f"unknown level {str(level)[:40]!r}")
+    for column, value in (("domain", domain), ("description", description)):
+        if not isinstance(value, str):
+            raise bad(column, "not text")
+    parsed: dict[str, Any] = {}
+    for column, text, kind in (("body", body, dict), ("tools", tools, list)):
+        if not isinstance(text, str):
+            raise bad(column, "not JSON text")
+        try:
+            value = loads_json(text, source=source)
+        except BadInputError as exc:
+            raise bad(column, exc.detail) from None
+        if not isinstance(value, kind):
+            raise bad(
+                column,
+                f"a JSON {'object' if kind is dict else 'list'} is expected, not {type(value).__name__}",
+            )
+        parsed[column] = value
+    if not all(isinstance(t, str) for t in parsed["tools"]):
+        raise bad("tools", "every tool is a name (text)")
+    if active not in (0, 1) or isinstance(active, float):
+        raise bad("active", "0 or 1")
+    for column, value in (("revision", revision), ("catalog_version", version)):
+        if not isinstance(value, int) or value < 0:
+            raise bad(column, "a whole number of at least 0")
+    return Skill(
+        sid,
+        level,
+        domain,
+        description,
+        parsed["body"],
+        tuple(parsed["tools"]),
+        bool(active),
+        revision,
+        version,
+    )
+
+
 def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -174,10 +220,8 @@ class Library:
         for row in conn.execute(
             "SELECT id, level, domain, description, body, tools, active, revision, catalog_version FROM skills"
         ):
-            self._skills[row[0]] = Skill(
-                row[0], row[1], row[2], row[3], json.loads(row[4]), tuple(json.loads(row[5])),
-                bool(row[6]), row[7], row[8],
-            )  # fmt: skip
+            skill = _skill_row(row, str(path))
+            self._skills[skill.id] = skill
 
     # --- opening ----------------------------------------------------------------------------------
 
@@ -238,9 +282,12 @@ class Library:
         try:
             lib = cls(p, conn)
             actual = lib.checksum()
-        except (sqlite3.DatabaseError, json.JSONDecodeError, TypeError) as exc:
+        except (sqlite3.DatabaseError, TypeError) as exc:
             conn.close()
             raise BadInputError(f"corrupted library: {exc}", source=str(p)) from None
+        except BadInputError:
+            conn.close()
+            raise
         if actual != meta.get("checksum"):
             conn.close()
             raise BadInputError(

@@ -263,12 +263,15 @@ def _check(folder_name: str, text: str, source: Path) -> tuple[Skill, int]:
             f"the json block is nested more than {MAX_BODY_DEPTH} levels deep", source=src, field="body"
         ) from None
     except ValueError as exc:
-        raise BadInputError(f"the json block holds {exc}", source=src, field="body") from None
+        raise BadInputError(
+            f"the json block holds a number that cannot be read: {exc}", source=src, field="body"
+        ) from None
     if not isinstance(data, dict):
         raise BadInputError("the json block must be an object", source=src, field="body")
     _unicode(data, src, "body")
     check_body(level, data, src)
     tools = tuple(t for t in meta["tools"].split(",") if t)
+    _check_tools(level, tools, data, src)
     version = int(meta.get("library_version", meta["catalog_version"]))
     return Skill(
         id=name,
@@ -281,6 +284,34 @@ def _check(folder_name: str, text: str, source: Path) -> tuple[Skill, int]:
         revision=int(meta["revision"]),
         catalog_version=int(meta["catalog_version"]),
     ), version
+
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+"""An MCP tool name (the specification's characters and length)."""
+
+
+def _check_tools(level: str, tools: tuple[str, ...], body: dict[str, Any], src: str) -> None:
+    """Refuse a tool list with a name no MCP server could serve or a name twice, and a body that calls a tool
+    its list leaves out: Steward supplies a skill only while every tool it lists is in the catalog, so an
+    unlisted call would reach a catalog that lacks it (issue 56)."""
+    for t in tools:
+        if not TOOL_NAME.match(t):
+            raise BadInputError(
+                f"{t[:80]!r} is not a tool name (1 to 128 of A-Z a-z 0-9 _ - .)",
+                source=src,
+                field="metadata.tools",
+            )
+    if len(set(tools)) != len(tools):
+        twice = next(t for t in tools if tools.count(t) > 1)
+        raise BadInputError(f"{twice!r} is listed twice", source=src, field="metadata.tools")
+    key = {"planning": "steps", "atomic": "calls"}.get(level)
+    for i, step in enumerate(body.get(key, []) if key else []):
+        if step["tool"] not in tools:
+            raise BadInputError(
+                f"calls {step['tool'][:80]!r}, which metadata.tools does not list",
+                source=src,
+                field=f"body.{key}.{i}.tool",
+            )
 
 
 def _foreign(name: str, desc: str, front: dict[str, Any], body: str, src: str) -> Skill:

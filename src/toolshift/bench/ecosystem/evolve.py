@@ -148,6 +148,26 @@ class TransformRecord(BaseModel):
     status: Literal["accepted", "rejected"] = "accepted"
     reason: str = ""
 
+    def problem(self) -> tuple[str, str] | None:
+        """(field, why) when an accepted record lacks what `apply_record` reads — a known codec, both parameter
+        names, its new tools, its sources — else None: a record read from a file is checked, not found wanting
+        mid-replay (issue 56)."""
+        if self.status != "accepted":
+            return None
+        o = self.options
+        if self.kind == "format" and o.get("codec") not in CODEC_NAMES:
+            return "options.codec", f"{str(o.get('codec'))[:40]!r} is not one of {', '.join(CODEC_NAMES)}"
+        if self.kind == "rename_param" and not all(
+            isinstance(o.get(k), str) for k in ("old_param", "new_param")
+        ):
+            return "options", "a rename_param names options.old_param and options.new_param"
+        wanted = {"split": 3, "retire": 0}.get(self.kind, 1)
+        if len(self.new_tools) < wanted:
+            return "new_tools", f"a {self.kind} names {wanted} new tool(s), not {len(self.new_tools)}"
+        if not self.sources:
+            return "sources", f"a {self.kind} names the implementations it transforms"
+        return None
+
 
 class Perturbation(BaseModel):
     """A description changed to be incomplete or outdated (the tool's behaviour is unchanged)."""

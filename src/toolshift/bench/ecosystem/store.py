@@ -166,9 +166,17 @@ def load_history(build: str | Path, domain: str) -> DomainHistory:
     path = ecosystem_dir(build) / "domains" / f"{domain}.json"
     data = _read_json(path)
     try:
-        return DomainHistory.model_validate(data)
+        history = DomainHistory.model_validate(data)
     except ValidationError as exc:
         raise BadInputError.from_validation(exc, source=str(path)) from None
+    for i, version in enumerate(history.versions):
+        for j, record in enumerate(version.records):
+            found = record.problem()
+            if found is not None:
+                raise BadInputError(
+                    found[1], source=str(path), record=record.id, field=f"versions.{i}.records.{j}.{found[0]}"
+                )
+    return history
 
 
 def domain_tasks(build: str | Path, domain: str) -> list[Task]:

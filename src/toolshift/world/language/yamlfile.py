@@ -8,6 +8,7 @@ constructed: every alias counts as the whole subtree it repeats (D58).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,12 @@ MAX_DEPTH = 64
 _MERGE = "tag:yaml.org,2002:merge"
 
 
-class _DuplicateKey(yaml.MarkedYAMLError):
-    pass
+MAX_INT_DIGITS = 4300
+"""Longest integer read: Python's own limit for converting a string to an int (larger ones raise ValueError)."""
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """What the strict loader refuses with a position: a repeated key, a huge integer, a non-finite number."""
 
 
 class _StrictLoader(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc,name-defined]
@@ -39,13 +44,35 @@ class _StrictLoader(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoad
             try:
                 repeated = key in seen
             except TypeError:
-                raise _DuplicateKey(
+                raise _Refused(
                     problem="a mapping key must be a plain value", problem_mark=key_node.start_mark
                 ) from None
             if repeated:
-                raise _DuplicateKey(problem=f"duplicate key {key!r}", problem_mark=key_node.start_mark)
+                raise _Refused(problem=f"duplicate key {key!r}", problem_mark=key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+    def construct_bounded_int(self, node: yaml.ScalarNode) -> int:
+        digits = sum(c.isalnum() for c in str(node.value))
+        if digits > MAX_INT_DIGITS:
+            raise _Refused(
+                problem=f"an integer of {digits:,} digits (the limit is {MAX_INT_DIGITS:,})",
+                problem_mark=node.start_mark,
+            )
+        return int(super().construct_yaml_int(node))
+
+    def construct_finite_float(self, node: yaml.ScalarNode) -> float:
+        value = float(super().construct_yaml_float(node))
+        if not math.isfinite(value):
+            raise _Refused(
+                problem=f"{str(node.value)[:40]!r} is not a finite number (NaN and infinities are not read; D301)",
+                problem_mark=node.start_mark,
+            )
+        return value
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_bounded_int)
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _StrictLoader.construct_finite_float)
 
 
 def _measure(root: yaml.Node, source: str) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from toolshift.errors import BadInputError
 from toolshift.world.limits import MAX_MESSAGE_BYTES
-from toolshift.world.mcp.jsonrpc_guard import INVALID_REQUEST, error_reply, screen, top_level_id
+from toolshift.world.mcp.jsonrpc_guard import INVALID_REQUEST, SERVER_BUSY, error_reply, screen, top_level_id
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -173,15 +173,42 @@ async def screened_post(receive: Receive, send: Send) -> tuple[bytes, Receive] |
 
 
 class ScreenGate:
-    """ASGI: every POST to `path` is screened before the MCP app sees it (`screened_post`)."""
+    """ASGI: every POST to `path` is screened before the MCP app sees it (`screened_post`). With `busy`, a 503
+    the app answers a POST with (the MCP SDK's refusal past its session limit: `"id": null`, no limit named)
+    is answered again under the request's id with `busy()`'s message, as `world serve` answers it."""
 
-    def __init__(self, app: App, path: str = "/mcp") -> None:
-        self.app, self.path = app, path
+    def __init__(self, app: App, path: str = "/mcp", *, busy: Callable[[], str] | None = None) -> None:
+        self.app, self.path, self.busy = app, path, busy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path") == self.path:
             screened = await screened_post(receive, send)
             if screened is None:
                 return
-            receive = screened[1]
+            body, receive = screened
+            if self.busy is not None:
+                send = _busy_under_id(send, body, self.busy)
         await self.app(scope, receive, send)
+
+
+def _busy_under_id(send: Send, body: bytes, busy: Callable[[], str]) -> Send:
+    """A `send` that replaces a 503 response with a JSON-RPC error under the request's id naming the limit."""
+    refusing = False
+
+    async def sending(message: dict[str, Any]) -> None:
+        nonlocal refusing
+        if message["type"] == "http.response.start" and message.get("status") == 503:
+            refusing = True
+            return
+        if refusing and message["type"] == "http.response.body":
+            if message.get("more_body", False):
+                return
+            try:
+                rid = json.loads(body).get("id")
+            except (ValueError, RecursionError, AttributeError):
+                rid = top_level_id(body.decode("utf-8", "replace"))
+            await reply(send, 503, error_reply(rid, SERVER_BUSY, busy()))
+            return
+        await send(message)
+
+    return sending

@@ -29,6 +29,8 @@ from toolshift.world.limits import MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
+SERVER_BUSY = -32000
+"""JSON-RPC server-defined error: no room for another session."""
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]', re.DOTALL)

@@ -29,15 +29,13 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolshift.world.limits import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
 from toolshift.world.mcp.http_guard import reply as _reply
 from toolshift.world.mcp.http_guard import screened_post
-from toolshift.world.mcp.jsonrpc_guard import error_reply, top_level_id
+from toolshift.world.mcp.jsonrpc_guard import SERVER_BUSY, error_reply, top_level_id
 
 if TYPE_CHECKING:
     from toolshift.world.state.world import World
 
 log = logging.getLogger(__name__)
 
-SERVER_BUSY = -32000
-"""JSON-RPC server-defined error: no room for another session."""
 _ENDED_KEPT = 1024
 
 Clock = Callable[[], float]
