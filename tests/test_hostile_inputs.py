@@ -275,4 +275,9 @@ def test_an_unknown_codec_in_an_ecosystem_is_named_by_gateway_check(tmp_path, sm
         f"format: toolshift.gateway/1\nbackends:\n  - name: ap\n    build: {build}\n    domain: accounts_payable\n"
         "    version: 2\n"
     )
-    refused(toolshift("gateway", "check", "--config", config), str(history), "options.codec", "'rot13' is not one of")
+    refused(
+        toolshift("gateway", "check", "--config", config),
+        str(history),
+        "options.codec",
+        "'rot13' is not one of",
+    )
