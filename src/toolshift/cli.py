@@ -108,6 +108,11 @@ SUBAPPS: dict[str, tuple[str, str, str]] = {
         "app",
         "Steward: skill libraries kept in step with the catalog, and supply.",
     ),
+    "skills": (
+        "toolshift.skillmethods.cli",
+        "app",
+        "Steward against the skill methods seed 000 compares it with (EvoSkill, AutoSkill, Trace2Skill, SkillOpt).",
+    ),
     "report": (
         "toolshift.report.cli",
         "app",

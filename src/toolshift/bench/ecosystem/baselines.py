@@ -257,9 +257,11 @@ async def run_planned(
     versions: VersionCatalogs,
     run: RunSetting,
     baseline: str,
+    skills: Any = None,
 ) -> Episode:
     """One planned episode with this agent and user, served as the run's setting serves it (bench/ runs
-    one agent against another on the same episodes through this)."""
+    one agent against another on the same episodes through this). `skills`: a `SkillShelf` of Agent Skills
+    offered to the agent (`toolshift.agents.skills`; the skill methods' rows)."""
     from toolshift.agents.loop import EpisodeLimits, run_episode
 
     eco = versions(p.version) if run.setting == "standard" else None
@@ -280,6 +282,7 @@ async def run_planned(
         limits=EpisodeLimits(max_turns=run.max_turns),
         agent_name=baseline,
         source={"baseline": baseline, "criterion": p.criterion},
+        skills=skills,
     )
 
 

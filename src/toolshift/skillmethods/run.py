@@ -1,0 +1,248 @@
+"""`toolshift skills eval BUILD --methods …`: Steward and the four skill methods on the same versions, resumable.
+
+The protocol, the same for every method (D401): each version v has a training pool (`--train-sample` train tasks,
+the same ids every version, seeded) whose episodes are the pool's step-optimal reference paths replayed by
+Steward's `FactReplay` instrument on v (what Steward maintains from; every method gets them), and a validation
+split (`--val` other train tasks, seeded, outside the pool) that a method may roll the agent out on. At v1 every
+method starts empty (Steward initialises); at v ≥ 2 it continues from its v−1 library with v's pool only. The
+library after v's maintenance is what the agent is given on v's test tasks (`--sample` per version, the same
+tasks for every method and version). The agent is the model on its task's domain tools (the No Skill row:
+`bench baseline --setting domain-tools`), given each rival's library as Agent Skills (`toolshift.agents.skills`);
+Steward's row is its own handoff (`steward eval`'s `plan` row). Maintenance tokens: every model call a method
+makes (its ledger) plus the agent's tokens in every rollout it runs (training and validation), per version.
+
+Layout of RUN: `train/`, `libraries/`, `model/` as `steward eval` makes them (its Steward and No Skill rows
+are the same files, so `steward eval`'s kept episodes restore into this folder), and per rival
+`methods/<name>/` with `calls.jsonl` (the ledger), `rollouts.episodes.jsonl`, `library-v<n>/` (the library
+after version n, as SKILL.md folders) and `v<n>.json` (that version's maintenance: tokens, calls, rollouts,
+skills), and its test episodes in `model/<name>-<model>.episodes.jsonl`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolshift.errors import BadInputError
+from toolshift.fileio import write_text_atomic
+from toolshift.skillmethods import autoskill, evoskill, skillopt, trace2skill
+from toolshift.skillmethods.calls import Ledger, MethodModel
+from toolshift.skillmethods.common import Pool, Rollouts, Step, agent_tokens, load_library, save_library
+from toolshift.terminal import ProgressHook
+from toolshift.traces.episode import Episode
+
+METHODS = ("steward", "no-skill", "evoskill", "autoskill", "trace2skill", "skillopt")
+RIVALS: dict[str, Callable[[Step, list[Any]], list[Any]]] = {
+    "evoskill": evoskill.maintain,
+    "autoskill": autoskill.maintain,
+    "trace2skill": trace2skill.maintain,
+    "skillopt": skillopt.maintain,
+}
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What a comparison run's episodes and libraries depend on (picklable, for worker processes)."""
+
+    build: str
+    run: str
+    model: str
+    sample: int
+    train_sample: int
+    val: int
+    max_turns: int = 8
+    base_url: str | None = None
+    workers: int = 1
+    command: str = ""
+    versions: int = 0
+    """Versions run, from v1 (0: all the build's)."""
+
+
+def check_methods(text: str) -> list[str]:
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in names if m not in METHODS]
+    if bad or not names:
+        raise BadInputError(
+            f"unknown method {bad[0] if bad else text!r}: use {','.join(METHODS)}", field="methods"
+        )
+    return names
+
+
+def row_label(method: str, model: str) -> str:
+    """A rival's test row: `<method>-<model>` (as `steward-plan-<model>`)."""
+    return f"{method}-{model.replace(':', '_').replace('/', '_')}"
+
+
+# --- episodes: the agent with a library, on the domain tools ------------------------------------------------
+
+
+def _planned(ctx: Any, task_id: str, v: int) -> Any:
+    from toolshift.bench.ecosystem.baselines import PlannedEpisode
+
+    ref = next(r for r in ctx.records if r.task_id == task_id and r.version == v)
+    return PlannedEpisode(ctx.tasks[task_id], v, "both", None, ref)
+
+
+async def _run_jobs(ctx: Any, spec: Spec, jobs: list[tuple[str, str, int, str | None]], emit: Any) -> None:
+    """(baseline label, task, version, library folder) → episodes `LABEL:TASK:vN:both`, each emitted as it ends."""
+    from toolshift.agents.config import RunConfig, make_model, make_user
+    from toolshift.bench.ecosystem.baselines import RunSetting, VersionCatalogs, episode_key, run_planned
+    from toolshift.skillmethods.common import shelf_of
+
+    config = RunConfig(world=spec.build, model=spec.model, max_turns=spec.max_turns, base_url=spec.base_url)
+    setting = RunSetting(setting="domain-tools", max_turns=spec.max_turns, base_url=spec.base_url)
+    versions = VersionCatalogs(ctx.worlds, sorted({t.domain for t in ctx.tasks.values()}))
+    shelves: dict[str, Any] = {}
+    for label, task_id, v, folder in sorted(jobs, key=lambda j: j[2]):
+        p = _planned(ctx, task_id, v)
+        seed = zlib.crc32(episode_key(label, p).encode())
+        agent = make_model(spec.model, config, seed=seed)
+        user = make_user(config.model_copy(update={"seed": seed}), p.task, 0)
+        if folder is not None and folder not in shelves:
+            shelves[folder] = shelf_of(Path(folder), label=folder)
+        ep = await run_planned(p, agent, user, ctx.worlds, ctx.eco_id, versions, setting, label,
+                               skills=shelves.get(folder) if folder else None)  # fmt: skip
+        emit(ep)
+
+
+def _run_share(share: tuple[Spec, tuple[tuple[str, str, int, str | None], ...]], emit: Any) -> None:
+    from toolshift.steward.experiment import context
+
+    spec, jobs = share
+    ctx = context(spec.build, spec.run)
+    asyncio.run(_run_jobs(ctx, spec, list(jobs), lambda ep: emit(ep.model_dump_json())))
+
+
+def episodes(
+    ctx: Any, spec: Spec, path: Path, jobs: list[tuple[str, str, int, str | None]], meta: dict[str, Any]
+) -> list[Episode]:
+    """The jobs' episodes: those already in `path` by id, the rest run (in `spec.workers` processes) and appended."""
+    from toolshift.bench.ecosystem.baselines import episode_key
+    from toolshift.traces.store import EpisodeWriter, iter_episodes, write_episodes
+
+    have = {e.id: e for e in iter_episodes(path, skip_bad=True)} if path.exists() else {}
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_episodes(path, [], meta=meta)
+    ids = {j: episode_key(j[0], _planned(ctx, j[1], j[2])) for j in jobs}
+    todo = [j for j in jobs if ids[j] not in have]
+    if todo:
+        with EpisodeWriter(path, meta=meta, append=True) as writer:
+
+            def keep(ep: Episode) -> None:
+                writer.write(ep)
+                have[ep.id] = ep
+
+            if spec.workers > 1 and len(todo) > 1:
+                from toolshift.agents.workers import run_in_workers, split_shares
+
+                shares = [(spec, tuple(part)) for part in split_shares(todo, spec.workers)]
+                run_in_workers(_run_share, shares, lambda text: keep(Episode.model_validate_json(text)))
+            else:
+                asyncio.run(_run_jobs(ctx, spec, todo, keep))
+    return [have[ids[j]] for j in jobs]
+
+
+# --- the rivals, version by version ---------------------------------------------------------------------------
+
+
+def pool(ctx: Any, spec: Spec, v: int, val: list[str], progress: ProgressHook | None) -> Pool:
+    from toolshift.steward.experiment import read_episodes, training_episodes
+
+    eps = read_episodes(training_episodes(ctx, v, progress, spec.train_sample))
+    refs = {r.task_id: r for r in ctx.refs("train", spec.train_sample) if r.version == v}
+    cat = ctx.catalog(v)
+    tools: dict[str, dict[str, str]] = {}
+    for name, t in cat.tools.items():
+        tools.setdefault(t.domain, {})[name] = t.description
+    gold = {t: [n for n, _ in r.step.calls] for t, r in refs.items() if r.step is not None}
+    return Pool(v, sorted(refs), eps, val, ctx.tasks, tools, gold)
+
+
+def maintain_rival(
+    ctx: Any, spec: Spec, name: str, v: int, val: list[str], progress: ProgressHook | None
+) -> Path:
+    """The rival's library after version v (made once; a finished version is read back)."""
+    folder = Path(spec.run) / "methods" / name
+    lib = folder / f"library-v{v}"
+    if (folder / f"v{v}.json").exists():
+        return lib
+    prev = load_library(folder / f"library-v{v - 1}") if v > 1 else []
+    model = MethodModel(spec.model, Ledger(folder / "calls.jsonl"), base_url=spec.base_url)
+    model.version = v
+    meta = {"ecosystem": ctx.eco_id, "method": name, "command": spec.command}
+    rollouts = Rollouts(
+        lambda jobs: episodes(ctx, spec, folder / "rollouts.episodes.jsonl",
+                              [(f"{name}:{i.split(':')[1]}", t, w, str(f)) for i, t, w, f in jobs], meta),
+        folder / "scratch", name, v,
+    )  # fmt: skip
+    step = Step(model, rollouts, pool(ctx, spec, v, val, progress))
+    library = RIVALS[name](step, prev)
+    save_library(library, lib)
+    work = {
+        "version": v, "calls": model.ledger.count(v), "call_tokens": model.ledger.tokens(v),
+        "rollouts": len(rollouts.spent), "rollout_tokens": agent_tokens(rollouts.spent),
+        "skills": len(library), "train_tasks": len(step.pool.train),
+    }  # fmt: skip
+    write_text_atomic(folder / f"v{v}.json", json.dumps(work, indent=1, sort_keys=True))
+    return lib
+
+
+def test_rival(ctx: Any, spec: Spec, name: str, v: int, lib: Path) -> Path:
+    label = row_label(name, spec.model)
+    path = Path(spec.run) / "model" / f"{label}.episodes.jsonl"
+    tests = [r.task_id for r in ctx.refs("test", spec.sample) if r.version == v]
+    meta = {"ecosystem": ctx.eco_id, "method": name, "max_turns": spec.max_turns, "command": spec.command}
+    episodes(ctx, spec, path, [(label, t, v, str(lib)) for t in tests], meta)
+    return path
+
+
+def run_methods(spec: Spec, methods: list[str], progress: ProgressHook | None = None) -> list[Path]:
+    """Every method's rows, resumable; returns the test episode files (the page scores them)."""
+    from toolshift.steward.experiment import build_libraries, context, held_out
+    from toolshift.steward.model_agent import model_domain_tools, model_steward
+
+    ctx = context(spec.build, spec.run)
+    ctx.versions = (
+        spec.versions or ctx.versions
+    )  # Steward's row too (No Skill's, the benchmark's own, runs all)
+    paths: list[Path] = []
+    common = {
+        "sample": spec.sample,
+        "max_turns": spec.max_turns,
+        "workers": spec.workers,
+        "command": spec.command,
+    }
+    if "no-skill" in methods:
+        paths.append(model_domain_tools(ctx, spec.model, **common))
+    rivals = [m for m in methods if m in RIVALS]
+    val = sorted(held_out(ctx, spec.train_sample, spec.val)) if rivals else []
+    for v in range(1, ctx.versions + 1):
+        for name in rivals:
+            lib = maintain_rival(ctx, spec, name, v, val, progress)
+            path = test_rival(ctx, spec, name, v, lib)
+            if path not in paths:
+                paths.append(path)
+            if progress:
+                progress(f"{name} v{v}", None)
+    if "steward" in methods:
+        build_libraries(ctx, progress, spec.train_sample)
+        paths.append(model_steward(ctx, spec.model, handoff=True, **common))
+    return paths
+
+
+__all__ = [
+    "METHODS",
+    "RIVALS",
+    "Spec",
+    "check_methods",
+    "episodes",
+    "maintain_rival",
+    "row_label",
+    "run_methods",
+]
