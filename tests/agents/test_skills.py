@@ -116,19 +116,17 @@ def test_the_embedded_agent_opens_a_foreign_skill_through_the_tool(tmp_path: Pat
         UserInstruction(intent="Cancel appointment APT-00003.", facts={"appointment id": "APT-00003"}),
         [("cancel_appointment", {"appointment_id": "APT-00003"})],
     )
-    opened = []
-    for seed in range(3):
-        episode = asyncio.run(
-            run_episode(task, EmbeddedModel(seed=seed), ScriptedUser(task.public_request, task.instruction),
-                        world_opener("clinic"), episode_id=f"skills-{seed}", limits=EpisodeLimits(max_turns=6),
-                        skills=shelf)
-        )  # fmt: skip
-        record = episode.source["skills"]
-        assert record["offered"] == ["cancel-appointment", "update-email"] and record["library"] == "foreign"
-        assert "# Skills" in (episode.messages[0].content or "")
-        assert SKILL_TOOL not in episode.source["exposed_tools"]  # a harness tool, not a world tool
-        reads = [m for m in episode.messages if m.role == "tool" and m.name == SKILL_TOOL]
-        opened.append(record["opened"])
-        for m in reads:
-            assert "Call `cancel_appointment`" in (m.content or "") or "update_patient" in (m.content or "")
-    assert any("cancel-appointment" in o for o in opened), opened
+    # the first call is the read of the skill whose name the customer's words match (D400): one episode shows it
+    episode = asyncio.run(
+        run_episode(task, EmbeddedModel(seed=0), ScriptedUser(task.public_request, task.instruction),
+                    world_opener("clinic"), episode_id="skills-0", limits=EpisodeLimits(max_turns=6), skills=shelf)
+    )  # fmt: skip
+    record = episode.source["skills"]
+    assert record["offered"] == ["cancel-appointment", "update-email"] and record["library"] == "foreign"
+    assert "# Skills" in (episode.messages[0].content or "")
+    assert SKILL_TOOL not in episode.source["exposed_tools"]  # a harness tool, not a world tool
+    reads = [m for m in episode.messages if m.role == "tool" and m.name == SKILL_TOOL]
+    assert record["opened"] == ["cancel-appointment"] and len(reads) == 1
+    assert "Call `cancel_appointment`" in (reads[0].content or "")  # the body, read through the tool
+    calls = [c.name for m in episode.messages if m.role == "assistant" for c in m.tool_calls or []]
+    assert calls[0] == SKILL_TOOL and "cancel_appointment" in calls  # read first, then acted

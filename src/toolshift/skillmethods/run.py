@@ -208,9 +208,7 @@ def run_methods(spec: Spec, methods: list[str], progress: ProgressHook | None = 
     from toolshift.steward.model_agent import model_domain_tools, model_steward
 
     ctx = context(spec.build, spec.run)
-    ctx.versions = (
-        spec.versions or ctx.versions
-    )  # Steward's row too (No Skill's, the benchmark's own, runs all)
+    last = spec.versions or ctx.versions
     paths: list[Path] = []
     common = {
         "sample": spec.sample,
@@ -218,21 +216,26 @@ def run_methods(spec: Spec, methods: list[str], progress: ProgressHook | None = 
         "workers": spec.workers,
         "command": spec.command,
     }
+    # No Skill is the benchmark's own baseline, every version at once (steward eval's kept file restores here)
     if "no-skill" in methods:
         paths.append(model_domain_tools(ctx, spec.model, **common))
     rivals = [m for m in methods if m in RIVALS]
     val = sorted(held_out(ctx, spec.train_sample, spec.val)) if rivals else []
-    for v in range(1, ctx.versions + 1):
-        for name in rivals:
-            lib = maintain_rival(ctx, spec, name, v, val, progress)
-            path = test_rival(ctx, spec, name, v, lib)
+    # version by version, every method, so a run stopped part-way compares them all on the versions it reached
+    for v in range(1, last + 1):
+        for name in methods:
+            if name == "steward":
+                ctx.versions = v  # Steward's libraries and handoff row up to this version
+                build_libraries(ctx, progress, spec.train_sample)
+                path = model_steward(ctx, spec.model, handoff=True, **common)
+            elif name in RIVALS:
+                path = test_rival(ctx, spec, name, v, maintain_rival(ctx, spec, name, v, val, progress))
+            else:
+                continue
             if path not in paths:
                 paths.append(path)
             if progress:
                 progress(f"{name} v{v}", None)
-    if "steward" in methods:
-        build_libraries(ctx, progress, spec.train_sample)
-        paths.append(model_steward(ctx, spec.model, handoff=True, **common))
     return paths
 
 
