@@ -281,3 +281,35 @@ def test_an_unknown_codec_in_an_ecosystem_is_named_by_gateway_check(tmp_path, sm
         "options.codec",
         "'rot13' is not one of",
     )
+
+
+def test_the_viewer_closes_idle_sockets_and_says_nothing_when_a_client_drops_a_request(tmp_path, capfd):
+    """Issue 56: the viewer held a thread per idle socket with no timeout, and printed a BrokenPipeError /
+    ConnectionResetError traceback whenever a browser dropped a request (a closed tab, a cancelled fetch)."""
+    import socket
+    import struct
+    import time
+
+    from toolshift.report.inputs import discover
+    from toolshift.report.view.server import Viewer, serving
+
+    episodes = ROOT / "docs" / "results" / "episodes" / "steward.embedded.domain-tools.episodes.jsonl.gz"
+    with serving(Viewer(discover([episodes])), timeout=1.0) as url:
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        idle = socket.create_connection(("127.0.0.1", port))
+        idle.settimeout(20)
+        started = time.monotonic()
+        assert idle.recv(1) == b""  # closed by the server, not by this read's own timeout
+        assert time.monotonic() - started < 15
+        idle.close()
+        for _ in range(4):
+            drop = socket.create_connection(("127.0.0.1", port))
+            drop.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+            drop.sendall(f"GET /api/episodes?limit=500 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+            drop.recv(10)
+            drop.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+            )  # reset, as a tab does
+            drop.close()
+        assert httpx.get(f"{url}api/runs", timeout=30).status_code == 200  # still serving
+    assert "Traceback" not in capfd.readouterr().err

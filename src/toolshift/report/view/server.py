@@ -28,6 +28,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,6 +66,8 @@ FILTERS = {"domain": "domain", "agent": "agent", "model": "model", "version": "v
            "strict": "strict", "task": "task_id", "file": "file", "run": "run", "condition": "condition",
            "harness": "harness", "kind": "kind"}  # fmt: skip
 MAX_LIMIT = 500
+SOCKET_TIMEOUT = 30.0
+"""Seconds the viewer waits on a silent client socket (reading its request or sending it an answer)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -262,6 +265,9 @@ def verdict_of(episode: Any) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     viewer: Viewer
     server_version = "toolshift-view"
+    timeout = SOCKET_TIMEOUT
+    """Seconds a connection may sit without sending its request (or taking its answer) before it is closed:
+    an idle socket does not hold its thread for ever (D303)."""
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -276,7 +282,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _json(self, status: int, value: Any) -> None:
-        self._send(status, json.dumps(value, ensure_ascii=False).encode(), "application/json; charset=utf-8")
+        body = json.dumps(
+            value, ensure_ascii=False, allow_nan=False
+        ).encode()  # strict JSON: a browser's parser
+        self._send(status, body, "application/json; charset=utf-8")
 
     def do_GET(self) -> None:
         from toolshift.world.mcp.http_guard import host_allowed, misdirected
@@ -304,13 +313,26 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
 
 
-def make_server(viewer: Viewer, host: str = "127.0.0.1", port: int = 8800) -> ThreadingHTTPServer:
-    handler = type("Handler", (_Handler,), {"viewer": viewer})
+class _Server(ThreadingHTTPServer):
+    """The viewer's server: a client that goes away (a closed tab, a cancelled fetch: `BrokenPipeError`,
+    `ConnectionResetError`) or sends nothing in time is the client's business, never a traceback (D303)."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)
+
+
+def make_server(
+    viewer: Viewer, host: str = "127.0.0.1", port: int = 8800, *, timeout: float = SOCKET_TIMEOUT
+) -> ThreadingHTTPServer:
+    handler = type("Handler", (_Handler,), {"viewer": viewer, "timeout": timeout})
     try:
-        server = ThreadingHTTPServer((host, port), handler)
+        server = _Server((host, port), handler)
     except OSError as exc:
         raise BadInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", field="port") from exc
-    server.daemon_threads = True
     return server
 
 
@@ -321,9 +343,11 @@ def url_of(server: ThreadingHTTPServer) -> str:
 
 
 @contextmanager
-def serving(viewer: Viewer, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+def serving(
+    viewer: Viewer, host: str = "127.0.0.1", port: int = 0, *, timeout: float = SOCKET_TIMEOUT
+) -> Iterator[str]:
     """Serve in a background thread for the duration of the block; yields the URL (tests, benchmarks)."""
-    server = make_server(viewer, host, port)
+    server = make_server(viewer, host, port, timeout=timeout)
     thread = threading.Thread(target=server.serve_forever, name="toolshift-view", daemon=True)
     thread.start()
     try:
