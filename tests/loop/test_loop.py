@@ -7,6 +7,8 @@ changes is exactly what the gateway served it: Steward's retrieval and plans, th
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -345,3 +347,39 @@ def test_the_library_is_kept_in_step_with_the_next_catalog_before_it_is_served(b
         ahead = results["learned"]["steward"][f"v{v}"]["steward"]["next_catalog"]
         assert ahead["for_version"] == served_on and ahead["edits"] >= 0
     assert "v3" not in results["learned"]["steward"]  # the last version: nothing is served after it
+
+
+def test_a_resume_whose_library_or_flow_is_gone_or_whose_episodes_are_a_fifo_says_so_and_stops(
+    build, two_versions, tmp_path
+):
+    """Issue 56: with `steward/libraries/v1.sqlite` gone, a resume served the Steward condition with no library,
+    exited 0 and warned of nothing; a FIFO where an episodes file should be made a resume wait for ever."""
+    import os
+    import shutil
+
+    out, _ = two_versions
+    learned = json.loads((out / "steward" / "v1" / "learned.json").read_text())
+    assert "note" not in learned["steward"], "the fixture's steward condition learned a library after v1"
+    for gone in ("steward/libraries/v1.sqlite", "flows/flows/v1/*.flow.json"):
+        copy = Path(shutil.copytree(out, tmp_path / gone.split("/")[0]))
+        victim = next(copy.glob(gone))
+        victim.unlink()
+        r = CliRunner().invoke(app, ["loop", str(build), "--model", "plan-follower", "--out", str(copy),
+                                     "--resamples", "50", "--versions", "1,2"])  # fmt: skip
+        assert isinstance(r.exception, BadInputError), r.output
+        assert (
+            str(victim) in str(r.exception)
+            and "delete" in str(r.exception)
+            and "learned.json" in str(r.exception)
+        )
+    fifo = Path(shutil.copytree(out, tmp_path / "fifo"))
+    (fifo / "off" / "v2" / "episodes.jsonl").unlink()
+    os.mkfifo(fifo / "off" / "v2" / "episodes.jsonl")
+    done = subprocess.run(
+        [sys.executable, "-m", "toolshift", "loop", str(build), "--model", "plan-follower", "--out", str(fifo),
+         "--resamples", "50", "--versions", "1,2"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and "FIFO" in done.stderr and "Traceback" not in done.stderr, done.stderr[
+        -2000:
+    ]

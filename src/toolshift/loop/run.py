@@ -306,6 +306,21 @@ class Loop:
 
     # --- learning ------------------------------------------------------------------------------------
 
+    def _learned_but_gone(self, condition: str, version: int, figures: dict[str, Any]) -> Path | None:
+        """The first file a finished learning step wrote (its library, a flow and its catalog) that is missing."""
+        parts, base = CONDITIONS[condition], self.spec.out / condition
+        steward = figures.get("steward")
+        if {"steward", "evolve"} & parts and isinstance(steward, dict) and "note" not in steward:
+            lib = base / "libraries" / f"v{version}.sqlite"
+            if not lib.is_file():
+                return lib
+        learned = figures.get("flows")
+        for domain in learned.get("domains", []) if "flows" in parts and isinstance(learned, dict) else []:
+            for name in (f"{domain}.flow.json", f"{domain}.catalog.json"):
+                if not (base / "flows" / f"v{version}" / name).is_file():
+                    return base / "flows" / f"v{version}" / name
+        return None
+
     def learn(self, condition: str, version: int) -> dict[str, Any]:
         """The learning step after `version` (its `learned.json`, reused when present)."""
         from toolshift.fileio import read_json, write_text_atomic
@@ -314,7 +329,15 @@ class Loop:
         d = self.vdir(condition, version)
         mark = d / "learned.json"
         if mark.exists():
-            return dict(read_json(mark, what="learning step"))
+            figures = dict(read_json(mark, what="learning step"))
+            gone = self._learned_but_gone(condition, version, figures)
+            if gone is not None:
+                raise BadInputError(
+                    f"learned after version {version} (its learned.json says so) and gone: a resume would serve "
+                    f"version {version} + 1 without it; delete {mark} to learn it again",
+                    source=str(gone),
+                )
+            return figures
         parts = CONDITIONS[condition]
         ids = [self._eid("episodes", t, version) for t in self.tasks]
         agents = _in_order(self._done(d / "episodes.jsonl"), ids)
