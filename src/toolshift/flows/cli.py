@@ -129,7 +129,7 @@ def learn(
     from toolshift.flows.inputs import load_inputs
     from toolshift.flows.learn import learn_flow
     from toolshift.flows.model import save_flow
-    from toolshift.flows.weights import WEIGHTINGS
+    from toolshift.flows.weights import WEIGHTINGS, describe_agents
 
     if flow_format not in (None, 1, 2, 3, 4, 5, 6, 7, 8):
         raise BadInputError(f"--format is 1 to 8, not {flow_format}", field="format")
@@ -171,17 +171,7 @@ def learn(
     for name, ask in flow.asks.items():
         console.print(f"asked: {name} by {' + '.join(ask.words)} ({ask.reach:g}/{ask.messages:g} messages)")
     console.print(table)
-    learned = flow.learned_from
-    shares = learned.by_agent
-    console.print(
-        f"learned from {len(learned.agents)} agents ({flow.learned_from.weighting}): "
-        + ", ".join(
-            f"{a} ({shares[a].episodes} episodes, {shares[a].tasks} tasks, weight {shares[a].weight:g})"
-            if a in shares
-            else a
-            for a in learned.agents
-        )
-    )
+    console.print(describe_agents(flow.learned_from))
 
 
 @app.command()
@@ -642,6 +632,18 @@ def report(
 
     path = write_report(out, data or default_data_dir(), bfcl=bfcl, console=console)
     console.print(f"wrote {path}")
+
+
+@app.command("report-many")
+def report_many(
+    out: Annotated[Path, typer.Option("--out")] = Path("docs/results/flows-many-agents.md"),
+    data: Annotated[Path | None, typer.Option("--data", help="Default ../shared/data.")] = None,
+) -> None:
+    """Regenerate docs/results/flows-many-agents.md: flows learned from many agents' published runs, replayed
+    on agents they never saw, every choice made by cross-validation over agents (`toolshift.flows.many`)."""
+    from toolshift.flows.many import write_many_report
+
+    console.print(f"wrote {write_many_report(out, data, console=console)}")
 
 
 report_file_errors(app)

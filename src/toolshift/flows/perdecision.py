@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from toolshift.errors import BadInputError
 from toolshift.flows.calibration import SiteCalibrator, choose_min_count, fit_site_calibrator, site_key
@@ -32,7 +32,7 @@ from toolshift.flows.intent import (
     intent_vocabulary,
 )
 from toolshift.flows.learn import learn_flow
-from toolshift.flows.model import Flow
+from toolshift.flows.model import Flow, Weighting
 from toolshift.flows.pricing import Price
 from toolshift.flows.replay import WeighedLookup, replay
 from toolshift.flows.rule import CostModel, Rule, learn_costs
@@ -41,15 +41,19 @@ from toolshift.flows.timeline import Catalog, Timeline
 THETAS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7)
 LAMS = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)
 MAX_DETOURS = 0.5
+FoldBy = Literal["task", "agent"]
+"""What cross-validation leaves out, a fold at a time: tasks, or agents (a rule for agents it never saw)."""
 FAMILIES = ("θ", "θ, recalibrated", "per decision", "per decision, recalibrated", "θ, recalibrated by intent",
             "per decision, recalibrated by intent")  # fmt: skip
 LOG_THETA = 0.3
 """The θ of the replays whose weighed lookups make the out-of-fold log (`--explore 0`, as the seed's)."""
 
 
-def log_rows(log: Sequence[WeighedLookup]) -> list[tuple[str, str, float, bool]]:
-    """(task, site, model score, used) per weighed lookup."""
-    return [(x.task, site_key(x.tool, x.depth, x.position), x.raw, x.used) for x in log]
+def log_rows(log: Sequence[WeighedLookup], by: FoldBy = "task") -> list[tuple[str, str, float, bool]]:
+    """(fold key, site, model score, used) per weighed lookup; the fold key is the lookup's task, or its agent
+    where the folds are agents (`by`)."""
+    return [(x.agent if by == "agent" else x.task, site_key(x.tool, x.depth, x.position), x.raw, x.used)
+            for x in log]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -203,13 +207,18 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
                 folds: int | None = None, walk_prior: float = 0.0, records: bool = False,
                 ints: bool = False, fallbacks: bool = False, asks: bool = False, older: bool = False,
                 margin: float = MARGIN, named: bool = False,
-                progress: Callable[[], None] | None = None, nested: bool = False) -> RuleChoice:  # fmt: skip
+                progress: Callable[[], None] | None = None, nested: bool = False,
+                by: FoldBy = "task", weighting: Weighting = "episodes") -> RuleChoice:  # fmt: skip
     """Leave-one-task-out over `timelines` (the training tasks only): the out-of-fold log, the per-site
     recalibration, every candidate rule's summed figures, and the choice. With `nested`, each decider's margin
-    is not `margin` but the one nested cross-validation over the folds' counts picks (`nested_rule`)."""
-    tasks = sorted({t.task_id for t in timelines})
+    is not `margin` but the one nested cross-validation over the folds' counts picks (`nested_rule`). With
+    `by="agent"` the folds are agents instead of tasks (leave one agent out, and the calibrations' own
+    cross-validation folds by agent too): a rule is then chosen for agents it never saw. `weighting`: the flows'
+    (`toolshift.flows.weights`)."""
+    key = (lambda t: t.agent) if by == "agent" else (lambda t: t.task_id)
+    tasks = sorted({key(t) for t in timelines})
     if len(tasks) < 3:
-        raise BadInputError(f"choosing a rule needs at least 3 training tasks, got {len(tasks)}")
+        raise BadInputError(f"choosing a rule needs at least 3 training {by}s, got {len(tasks)}")
     _, per_episode = anatomy(timelines)
     groups: list[Fold] = []
     vocabulary = intent_vocabulary(catalog)
@@ -217,8 +226,8 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
     oof_intent: dict[str, list[str]] = {d: [] for d in deciders}
     for group in task_folds(tasks, folds):
         out = frozenset(group)
-        rest = [t for t in timelines if t.task_id not in out]
-        held = [t for t in timelines if t.task_id in out]
+        rest = [t for t in timelines if key(t) not in out]
+        held = [t for t in timelines if key(t) in out]
         if not any(learn_from_all or t.success for t in rest):
             continue
         flow = learn_flow(
@@ -233,11 +242,12 @@ def choose_rule(timelines: Sequence[Timeline], catalog: Catalog, *, walk_ranks: 
             asks=asks,
             older=older,
             named=named,
+            weighting=weighting,
         )
         groups.append(Fold(out, held, flow, learn_costs(rest, price)))
         for d in deciders:
             logged = replay(held, Decider(flow, d, LOG_THETA, intents=vocabulary), weigh_all=True).log  # type: ignore[arg-type]
-            oof[d] += log_rows(logged)
+            oof[d] += log_rows(logged, by)
             oof_intent[d] += [x.intent for x in logged]
         if progress is not None:
             progress()

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import get_args
 
 from toolshift.errors import BadInputError
-from toolshift.flows.model import AgentShare, Weighting
+from toolshift.flows.model import AgentShare, LearnedFrom, Weighting
 from toolshift.flows.timeline import Timeline
 
 WEIGHTINGS: tuple[Weighting, ...] = get_args(Weighting)
@@ -58,3 +58,15 @@ def agent_shares(timelines: Sequence[Timeline], weights: dict[str, int | float])
         agent: AgentShare(episodes=episodes[agent], tasks=len(tasks[agent]), weight=round(weight[agent], 9))
         for agent in sorted(episodes)
     }
+
+
+def describe_agents(learned: LearnedFrom) -> str:
+    """One line: the agents a flow learned from, with each one's share where the flow weighs them."""
+    shares = learned.by_agent
+    named = [
+        f"{a} ({shares[a].episodes} episodes, {shares[a].tasks} tasks, weight {shares[a].weight:g})"
+        if a in shares
+        else a
+        for a in learned.agents
+    ]
+    return f"learned from {len(learned.agents)} agents (weighed by {learned.weighting}): " + ", ".join(named)
