@@ -43,12 +43,18 @@ def eval_cmd(
     workers: Annotated[int, typer.Option(min=1, help="Processes the episodes run in (one per core).")] = 1,
     markdown: Annotated[Path | None, typer.Option(help="Write the results page here.")] = None,
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples of the intervals.")] = 1000,
+    score_only: Annotated[
+        bool,
+        typer.Option(
+            help="Run nothing: write the page from the episodes the run folder holds (a stopped run)."
+        ),
+    ] = False,
 ) -> None:
     """Maintain each method's library version by version from the same training pool and evaluate the agent with
     it on the same test tasks; Steward's handoff and No Skill beside them. Writes RUN/results.json (and the page)."""
     from toolshift.agents.config import check_model_spec
     from toolshift.skillmethods.report import write_page
-    from toolshift.skillmethods.run import Spec, check_methods, run_methods
+    from toolshift.skillmethods.run import Spec, check_methods, run_files, run_methods
 
     check_model_spec(model, role="model")
     names = check_methods(methods)
@@ -97,8 +103,11 @@ def eval_cmd(
         else:
             console.print(f"done: {label}")
 
-    with bar:
-        paths = run_methods(spec, names, progress)
+    if score_only:
+        paths = run_files(spec, names)
+    else:
+        with bar:
+            paths = run_methods(spec, names, progress)
     if markdown is not None:
         write_page(spec, names, paths, markdown, resamples)
         console.print(f"wrote {markdown}")

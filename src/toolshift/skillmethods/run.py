@@ -202,6 +202,22 @@ def test_rival(ctx: Any, spec: Spec, name: str, v: int, lib: Path) -> Path:
     return path
 
 
+def run_files(spec: Spec, methods: list[str]) -> list[Path]:
+    """The test episode files of `methods` in the run folder, those that exist (a stopped run's page)."""
+    from toolshift.steward.model_agent import model_label
+
+    folder = Path(spec.run) / "model"
+    name = spec.model.replace(":", "_").replace("/", "_")
+    files = {
+        "no-skill": folder / f"{name}.domain-tools.episodes.jsonl",
+        "steward": folder / f"{model_label(spec.model, True, True)}.episodes.jsonl",
+    }
+    paths = [
+        files[m] if m in files else folder / f"{row_label(m, spec.model)}.episodes.jsonl" for m in methods
+    ]
+    return [p for p in paths if p.exists()]
+
+
 def run_methods(spec: Spec, methods: list[str], progress: ProgressHook | None = None) -> list[Path]:
     """Every method's rows, resumable; returns the test episode files (the page scores them)."""
     from toolshift.steward.experiment import build_libraries, context, held_out
