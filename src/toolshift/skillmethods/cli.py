@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from toolshift import terminal
+from toolshift.agents.executor import EXECUTOR_HELP, RAY_ADDRESS_HELP
 from toolshift.errors import BadInputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
@@ -41,6 +42,8 @@ def eval_cmd(
         str | None, typer.Option(help="OpenAI-compatible endpoint of an openai: model.")
     ] = None,
     workers: Annotated[int, typer.Option(min=1, help="Processes the episodes run in (one per core).")] = 1,
+    executor: Annotated[str, typer.Option(help=EXECUTOR_HELP)] = "local",
+    ray_address: Annotated[str | None, typer.Option(help=RAY_ADDRESS_HELP)] = None,
     markdown: Annotated[Path | None, typer.Option(help="Write the results page here.")] = None,
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples of the intervals.")] = 1000,
     score_only: Annotated[
@@ -75,6 +78,7 @@ def eval_cmd(
     args += [f"--versions {versions}"] if versions else []
     args += [f"--base-url {base_url}"] if base_url else []
     args += [f"--workers {workers}"] if workers > 1 else []
+    args += [f"--executor {executor}"] if executor != "local" else []
     args += [f"--markdown {markdown}"] if markdown else []
     spec = Spec(
         str(build),

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolshift.agents.assets import Asset
+from toolshift.agents.executor import Executor
 from toolshift.errors import BadInputError
 from toolshift.fileio import write_text_atomic
 from toolshift.skillmethods import autoskill, evoskill, skillopt, trace2skill
@@ -61,6 +63,8 @@ class Spec:
     command: str = ""
     versions: int = 0
     """Versions run, from v1 (0: all the build's)."""
+    executor: str = "local"
+    ray_address: str | None = None
 
 
 def check_methods(text: str) -> list[str]:
@@ -88,43 +92,64 @@ def _planned(ctx: Any, task_id: str, v: int) -> Any:
     return PlannedEpisode(ctx.tasks[task_id], v, "both", None, ref)
 
 
-async def _run_jobs(ctx: Any, spec: Spec, jobs: list[tuple[str, str, int, str | None]], emit: Any) -> None:
-    """(baseline label, task, version, library folder) → episodes `LABEL:TASK:vN:both`, each emitted as it ends."""
-    from toolshift.agents.config import RunConfig, make_model, make_user
-    from toolshift.bench.ecosystem.baselines import RunSetting, VersionCatalogs, episode_key, run_planned
-    from toolshift.skillmethods.common import shelf_of
+@dataclass(frozen=True)
+class _Item:
+    """One episode to run: its row (the baseline label), task, version and the library given (None: none)."""
 
-    config = RunConfig(world=spec.build, model=spec.model, max_turns=spec.max_turns, base_url=spec.base_url)
-    setting = RunSetting(setting="domain-tools", max_turns=spec.max_turns, base_url=spec.base_url)
-    versions = VersionCatalogs(ctx.worlds, sorted({t.domain for t in ctx.tasks.values()}))
-    shelves: dict[str, Any] = {}
-    for label, task_id, v, folder in sorted(jobs, key=lambda j: j[2]):
-        p = _planned(ctx, task_id, v)
-        seed = zlib.crc32(episode_key(label, p).encode())
-        agent = make_model(spec.model, config, seed=seed)
-        user = make_user(config.model_copy(update={"seed": seed}), p.task, 0)
-        if folder is not None and folder not in shelves:
-            shelves[folder] = shelf_of(Path(folder), label=folder)
-        ep = await run_planned(p, agent, user, ctx.worlds, ctx.eco_id, versions, setting, label,
-                               skills=shelves.get(folder) if folder else None)  # fmt: skip
-        emit(ep)
+    label: str
+    task_id: str
+    version: int
+    library: Asset | None
 
 
-def _run_share(share: tuple[Spec, tuple[tuple[str, str, int, str | None], ...]], emit: Any) -> None:
+@dataclass(frozen=True)
+class _Opened:
+    ctx: Any
+    spec: Spec
+
+
+def _open(job: tuple[Spec, Asset]) -> _Opened:
+    """A worker's context: the build opened once (on a Ray node, its shipped copy)."""
     from toolshift.steward.experiment import context
 
-    spec, jobs = share
-    ctx = context(spec.build, spec.run)
-    asyncio.run(_run_jobs(ctx, spec, list(jobs), lambda ep: emit(ep.model_dump_json())))
+    spec, build = job
+    return _Opened(context(build.local(), spec.run), spec)
+
+
+def _run_one(opened: _Opened, item: _Item) -> str:
+    """One episode, `LABEL:TASK:vN:both`, as JSON: the model on the domain tools with the item's library."""
+    from toolshift.agents.config import RunConfig, make_model, make_user
+    from toolshift.agents.skills import SkillShelf
+    from toolshift.bench.ecosystem.baselines import RunSetting, VersionCatalogs, episode_key, run_planned
+
+    ctx, spec = opened.ctx, opened.spec
+    config = RunConfig(world=spec.build, model=spec.model, max_turns=spec.max_turns, base_url=spec.base_url)
+    setting = RunSetting(setting="domain-tools", max_turns=spec.max_turns, base_url=spec.base_url)
+    p = _planned(ctx, item.task_id, item.version)
+    seed = zlib.crc32(episode_key(item.label, p).encode())
+    agent = make_model(spec.model, config, seed=seed)
+    user = make_user(config.model_copy(update={"seed": seed}), p.task, 0)
+    shelf = None
+    if item.library is not None:
+        shelf = SkillShelf.from_folder(item.library.local(), label=Path(item.library.path).name)
+    versions = VersionCatalogs(ctx.worlds, sorted({t.domain for t in ctx.tasks.values()}))
+    ep = asyncio.run(
+        run_planned(p, agent, user, ctx.worlds, ctx.eco_id, versions, setting, item.label, skills=shelf)
+    )
+    return ep.model_dump_json()
 
 
 def episodes(
-    ctx: Any, spec: Spec, path: Path, jobs: list[tuple[str, str, int, str | None]], meta: dict[str, Any]
-) -> list[Episode]:
-    """The jobs' episodes: those already in `path` by id, the rest run (in `spec.workers` processes) and appended."""
+    ctx: Any, spec: Spec, path: Path, jobs: list[tuple[str, str, int, str | None]], meta: dict[str, Any],
+    executor: Executor | None = None,
+) -> list[Episode]:  # fmt: skip
+    """The jobs' episodes — (row label, task, version, library folder) — those already in `path` by id, the rest
+    run where `executor` says (`toolshift.agents.executor`: this process, local workers, or Ray) and appended."""
+    from toolshift.agents.executor import Job, Lost, lost_episode
     from toolshift.bench.ecosystem.baselines import episode_key
     from toolshift.traces.store import EpisodeWriter, iter_episodes, write_episodes
 
+    executor = executor or Executor.choose("local", spec.workers)
     have = {e.id: e for e in iter_episodes(path, skip_bad=True)} if path.exists() else {}
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -132,19 +157,28 @@ def episodes(
     ids = {j: episode_key(j[0], _planned(ctx, j[1], j[2])) for j in jobs}
     todo = [j for j in jobs if ids[j] not in have]
     if todo:
+        libraries = {f: executor.asset(f) for f in {j[3] for j in todo if j[3] is not None}}
+        items = [_Item(label, t, v, libraries[f] if f is not None else None) for label, t, v, f in todo]
         with EpisodeWriter(path, meta=meta, append=True) as writer:
 
             def keep(ep: Episode) -> None:
                 writer.write(ep)
                 have[ep.id] = ep
 
-            if spec.workers > 1 and len(todo) > 1:
-                from toolshift.agents.workers import run_in_workers, split_shares
+            def lost(item: _Item, why: Lost) -> None:
+                eid = episode_key(item.label, _planned(ctx, item.task_id, item.version))
+                ep = lost_episode(
+                    ctx.tasks[item.task_id], episode_id=eid, trial=0, agent_name=item.label, lost=why
+                )
+                ep.ecosystem_version = f"{ctx.eco_id}/v{item.version}"
+                ep.source.update({"baseline": item.label, "criterion": "both", "setting": "domain-tools"})
+                keep(ep)
 
-                shares = [(spec, tuple(part)) for part in split_shares(todo, spec.workers)]
-                run_in_workers(_run_share, shares, lambda text: keep(Episode.model_validate_json(text)))
-            else:
-                asyncio.run(_run_jobs(ctx, spec, todo, keep))
+            executor.run(
+                Job(_open, _run_one, (spec, executor.asset(spec.build)), name=f"skills {items[0].label}"),
+                items, key=lambda i: f"{i.label}:{i.task_id}:v{i.version}",
+                on_result=lambda _i, text: keep(Episode.model_validate_json(text)), on_lost=lost,
+            )  # fmt: skip
     return [have[ids[j]] for j in jobs]
 
 
@@ -165,8 +199,9 @@ def pool(ctx: Any, spec: Spec, v: int, val: list[str], progress: ProgressHook | 
 
 
 def maintain_rival(
-    ctx: Any, spec: Spec, name: str, v: int, val: list[str], progress: ProgressHook | None
-) -> Path:
+    ctx: Any, spec: Spec, name: str, v: int, val: list[str], progress: ProgressHook | None,
+    executor: Executor | None = None,
+) -> Path:  # fmt: skip
     """The rival's library after version v (made once; a finished version is read back)."""
     folder = Path(spec.run) / "methods" / name
     lib = folder / f"library-v{v}"
@@ -178,7 +213,7 @@ def maintain_rival(
     meta = {"ecosystem": ctx.eco_id, "method": name, "command": spec.command}
     rollouts = Rollouts(
         lambda jobs: episodes(ctx, spec, folder / "rollouts.episodes.jsonl",
-                              [(f"{name}:{i.split(':')[1]}", t, w, str(f)) for i, t, w, f in jobs], meta),
+                              [(f"{name}:{i.split(':')[1]}", t, w, str(f)) for i, t, w, f in jobs], meta, executor),
         folder / "scratch", name, v,
     )  # fmt: skip
     step = Step(model, rollouts, pool(ctx, spec, v, val, progress))
@@ -193,12 +228,12 @@ def maintain_rival(
     return lib
 
 
-def test_rival(ctx: Any, spec: Spec, name: str, v: int, lib: Path) -> Path:
+def test_rival(ctx: Any, spec: Spec, name: str, v: int, lib: Path, executor: Executor | None = None) -> Path:
     label = row_label(name, spec.model)
     path = Path(spec.run) / "model" / f"{label}.episodes.jsonl"
     tests = [r.task_id for r in ctx.refs("test", spec.sample) if r.version == v]
     meta = {"ecosystem": ctx.eco_id, "method": name, "max_turns": spec.max_turns, "command": spec.command}
-    episodes(ctx, spec, path, [(label, t, v, str(lib)) for t in tests], meta)
+    episodes(ctx, spec, path, [(label, t, v, str(lib)) for t in tests], meta, executor)
     return path
 
 
@@ -220,8 +255,9 @@ def run_files(spec: Spec, methods: list[str]) -> list[Path]:
 
 def run_methods(spec: Spec, methods: list[str], progress: ProgressHook | None = None) -> list[Path]:
     """Every method's rows, resumable; returns the test episode files (the page scores them)."""
+    from toolshift.bench.ecosystem.baselines import run_baseline
     from toolshift.steward.experiment import build_libraries, context, held_out
-    from toolshift.steward.model_agent import model_domain_tools, model_steward
+    from toolshift.steward.model_agent import model_steward
 
     ctx = context(spec.build, spec.run)
     last = spec.versions or ctx.versions
@@ -232,20 +268,27 @@ def run_methods(spec: Spec, methods: list[str], progress: ProgressHook | None = 
         "workers": spec.workers,
         "command": spec.command,
     }
+    executor = Executor.choose(spec.executor, spec.workers, spec.ray_address)
     # No Skill is the benchmark's own baseline, every version at once (steward eval's kept file restores here)
     if "no-skill" in methods:
-        paths.append(model_domain_tools(ctx, spec.model, **common))
+        paths.append(run_baseline(
+            ctx.build, spec.model, ctx.run / "model", split="test", sample=spec.sample, seed=0,
+            max_turns=spec.max_turns, setting="domain-tools", command=spec.command, executor=executor,
+        ))  # fmt: skip
     rivals = [m for m in methods if m in RIVALS]
     val = sorted(held_out(ctx, spec.train_sample, spec.val)) if rivals else []
     # version by version, every method, so a run stopped part-way compares them all on the versions it reached
     for v in range(1, last + 1):
         for name in methods:
             if name == "steward":
-                ctx.versions = v  # Steward's libraries and handoff row up to this version
+                # Steward's libraries and handoff row up to this version (its row runs in local workers until
+                # steward eval's rows take an executor)
+                ctx.versions = v
                 build_libraries(ctx, progress, spec.train_sample)
                 path = model_steward(ctx, spec.model, handoff=True, **common)
             elif name in RIVALS:
-                path = test_rival(ctx, spec, name, v, maintain_rival(ctx, spec, name, v, val, progress))
+                lib = maintain_rival(ctx, spec, name, v, val, progress, executor)
+                path = test_rival(ctx, spec, name, v, lib, executor)
             else:
                 continue
             if path not in paths:
