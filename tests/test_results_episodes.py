@@ -41,7 +41,8 @@ def test_each_file_reads_whole_and_matches_its_row(tmp_path):
     for name, (command, restore_to, count, planned, page) in _rows().items():
         path = EPISODES / name
         if name.endswith(".tar.gz"):
-            held = _kept_loop_run(path, command, restore_to, tmp_path / name)
+            kept = _kept_skills_run if command.split()[1:3] == ["skills", "eval"] else _kept_loop_run
+            held = kept(path, command, restore_to, tmp_path / name)
             assert held == count, f"{name}: the table says {count} episodes, the run holds {held}"
             assert count <= planned, name
             continue
@@ -103,4 +104,34 @@ def _kept_loop_run(path: Path, command: str, restore_to: str, into: Path) -> int
         ids = [e.id for e in iter_episodes(store)]
         assert len(set(ids)) == len(ids), f"{path.name}: {store}: an episode recorded twice"
         held += len(ids) if store.name == "episodes.jsonl" else 0
+    return held
+
+
+def _kept_skills_run(path: Path, command: str, restore_to: str, into: Path) -> int:
+    """Check a skill-method comparison run kept as a tarball (docs/results/episodes/README.md) and return how many
+    test episodes it holds (every row's `model/*.episodes.jsonl`); its ledgers and rollouts read whole too."""
+    from toolshift.skillmethods.calls import Ledger
+
+    folder = Path(restore_to).name
+    flags = dict(itertools.pairwise(command.split()))
+    assert flags.get("--run") == restore_to, f"{path.name}: {command} does not write {restore_to}"
+    with tarfile.open(path) as tar:
+        for m in tar.getmembers():
+            parts = Path(m.name).parts
+            assert m.isfile() or m.isdir(), f"{path.name}: {m.name} is neither a file nor a folder"
+            assert parts[0] == folder and ".." not in parts and not m.name.startswith("/"), m.name
+            made_again = (len(parts) >= 2 and parts[1] in ("train", "libraries")) or "scratch" in parts
+            assert not made_again, f"{path.name}: {m.name} is made again on resume and is not kept"
+        tar.extractall(into, filter="data")
+    run = into / folder
+    held = 0
+    for store in sorted((run / "model").glob("*.episodes.jsonl")):
+        ids = [e.id for e in iter_episodes(store)]
+        assert len(set(ids)) == len(ids), f"{path.name}: {store}: an episode recorded twice"
+        held += len(ids)
+    for method in sorted((run / "methods").glob("*")):
+        Ledger(method / "calls.jsonl")  # every call's record reads
+        if (method / "rollouts.episodes.jsonl").exists():
+            ids = [e.id for e in iter_episodes(method / "rollouts.episodes.jsonl")]
+            assert len(set(ids)) == len(ids), f"{path.name}: {method.name}: a rollout recorded twice"
     return held
