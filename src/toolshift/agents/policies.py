@@ -138,19 +138,26 @@ class ConversationOracle:
         said = (task.criteria.communicate_info or []) if task.criteria is not None else []
         self.done_text = " ".join([DONE_TEXT, *said])
 
-    def _path(self, messages: list[dict[str, Any]]) -> tuple[list[GoldCall], list[dict[str, Any]]]:
+    def _path(self, messages: list[dict[str, Any]]) -> tuple[list[GoldCall], list[dict[str, Any]], str]:
+        """This turn's gold calls, the messages since it opened, and what to say when they are done."""
         if not self.task.turns:
-            return list(self.task.gold_path), messages
-        users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
-        turn = len(users) - 1
+            return list(self.task.gold_path), messages, self.done_text
+        # the turn is the scripted text the latest user message carries (a harness adds user messages of its own:
+        # its environment, its instructions file), not a count of user messages
         paths = self.task.turn_paths()
-        path = list(paths[turn]) if 0 <= turn < len(paths) else []
-        return path, messages[users[-1] :] if users else messages
+        for i in range(len(messages) - 1, -1, -1):
+            if messages[i].get("role") != "user":
+                continue
+            said = str(messages[i].get("content") or "")
+            for turn in range(len(self.task.turns) - 1, -1, -1):
+                if self.task.turns[turn].text.strip() and self.task.turns[turn].text.strip() in said:
+                    return list(paths[turn]), messages[i:], self.task.turns[turn].reply or DONE_TEXT
+        return [], messages, DONE_TEXT
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[ToolDef]) -> ModelReply:
         if not tools:
             return ModelReply(text="ok", prompt_tokens=0, completion_tokens=0, cost=0.0)
-        path, since = self._path(messages)
+        path, since, closing = self._path(messages)
         results = [str(m.get("name") or "").rsplit("__", 1)[-1] for m in since if m.get("role") == "tool"]
         done = 0
         for name in results:
@@ -164,5 +171,4 @@ class ConversationOracle:
         if last.get("role") == "assistant" and last.get("content") and not last.get("tool_calls"):
             end = ProposedCall(id="call_end", name=END_CONVERSATION, arguments={})
             return ModelReply(calls=[end], prompt_tokens=0, completion_tokens=0, cost=0.0)
-        text = self.task.turns[-1].reply if self.task.turns and self.task.turns[-1].reply else self.done_text
-        return ModelReply(text=text, prompt_tokens=0, completion_tokens=0, cost=0.0)
+        return ModelReply(text=closing, prompt_tokens=0, completion_tokens=0, cost=0.0)

@@ -1,0 +1,195 @@
+"""Real harnesses and agent SDKs on toolshift's tasks: Codex CLI and Qwen Code (npm), the OpenAI Agents SDK and
+the documented chat-loop agent (Python), each driven by a model toolshift serves.
+
+Two models drive them: the oracle (the measuring instrument, served as a model that reads its next gold step
+off the conversation: any loss is the plumbing's, so every valid task must be solved) and the embedded
+SmolLM2 (what a user without a key gets). Episodes are run by `bench baseline` on a small benchmark build and
+scored by `bench eval`; a two-turn task checks that a harness run once per user message finds its earlier
+writes, and that nothing carries over to the next episode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from importlib.metadata import PackageNotFoundError, distribution
+from pathlib import Path
+
+import pytest
+
+from toolshift.harness.spec import find_executable, load_spec
+
+HARNESSES = ["harness:codex", "harness:qwen-code", "python:openai-agents", "python:chat-loop"]
+
+
+def _skip_unless_installed(agent: str) -> None:
+    kind, _, name = agent.partition(":")
+    if kind == "harness":
+        spec = load_spec(name)
+        if find_executable(spec) is None:
+            pytest.skip(f"{spec.executable} is not installed (make harnesses; needs npm)")
+    elif name == "openai-agents":
+        try:
+            distribution("openai-agents")
+        except PackageNotFoundError:
+            pytest.skip("the OpenAI Agents SDK is not installed (make extras: openai-agents)")
+
+
+@pytest.fixture(scope="module")
+def build(evolved_build, tmp_path_factory):
+    return evolved_build(tmp_path_factory.mktemp("harness-build"), ["payroll"], per_domain=6, versions=2)
+
+
+@pytest.fixture(scope="module")
+def first_version(evolved_build, tmp_path_factory):
+    """v1 alone: the embedded model's episodes are the slow ones."""
+    return evolved_build(tmp_path_factory.mktemp("harness-v1"), ["payroll"], per_domain=6, versions=1)
+
+
+def _toolshift(*args: str) -> str:
+    """The command as a user runs it, in its own process (where `import agents` is the Agents SDK, not tests/agents)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "toolshift", *args], capture_output=True, text=True, timeout=1500
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def _baseline(build: Path, agent: str, out: Path, *, setting: str, sample: int, max_turns: int) -> Path:
+    _toolshift(
+        "bench", "baseline", str(build), "--agent", agent, "--out", str(out), "--split", "all",
+        "--sample", str(sample), "--setting", setting, "--max-turns", str(max_turns),
+    )  # fmt: skip
+    (path,) = out.glob("*.episodes.jsonl")
+    return path
+
+
+def _scores(build: Path, runs: Path) -> dict:
+    """`bench eval`'s scores over all versions (JSON), by the agent's label (its setting where not standard)."""
+    out = runs.parent / f"{runs.name}.scores.json"
+    _toolshift("bench", "eval", str(runs), "--build", str(build), "--json-out", str(out), "--resamples", "50")
+    return {agent: body["all"] for agent, body in json.loads(out.read_text())["agents"].items()}
+
+
+def _episodes(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()[1:]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", HARNESSES)
+def test_driven_by_the_oracle_every_harness_solves_every_task(agent, build, tmp_path):
+    """The plumbing check: the harness's own MCP client and model client carry the gold path through, on every
+    version (the tools of v2 renamed, split and merged), judged and scored as toolshift's own agent is."""
+    _skip_unless_installed(agent)
+    path = _baseline(
+        build, f"{agent}@oracle", tmp_path / "runs", setting="domain-tools", sample=2, max_turns=12
+    )
+    episodes = _episodes(path)
+    assert len(episodes) == 4  # 2 tasks x 2 versions
+    for e in episodes:
+        assert e["outcome"]["success"] is True, (e["task_id"], e["termination_reason"], e["outcome"]["info"])
+        assert e["harness"] != "toolshift.agents/1" and e["model"] == "oracle"
+        assert e["ecosystem_version"].endswith(("/v1", "/v2")) and e["source"]["exposed_tools"]
+    scores = _scores(build, tmp_path / "runs")[f"{agent}@oracle [domain-tools]"]
+    assert scores["Strict-SR"]["mean"] == 1.0 and scores["Collateral"]["mean"] == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", HARNESSES)
+def test_every_harness_runs_on_the_embedded_model_and_is_scored(agent, first_version, tmp_path):
+    """SmolLM2 behind each harness, on 2 tasks in the standard setting: every episode judged, its model calls,
+    prompt size and tools recorded, and `bench eval` scores the file (whatever the SR)."""
+    _skip_unless_installed(agent)
+    runs = tmp_path / "runs"
+    path = _baseline(first_version, f"{agent}@embedded", runs, setting="standard", sample=2, max_turns=3)
+    episodes = _episodes(path)
+    assert len(episodes) == 2
+    for e in episodes:
+        info = e["outcome"]["info"]
+        assert e["outcome"]["success"] in (True, False), info  # judged: never unknown
+        assert e["termination_reason"] in ("agent_stop", "user_stop", "max_turns"), info
+        model = [t["model"] for t in info["agent_turns"] if "model" in t]
+        assert model and model[0]["calls"] >= 1 and model[0]["system_chars"] > 0 and model[0]["tools"] >= 1
+        assert e["messages"][1]["role"] == "user"  # the simulated user opened
+        assert any(
+            m["role"] == "assistant" and m.get("content") for m in e["messages"]
+        )  # a reply was recorded
+    assert f"{agent}@embedded" in _scores(first_version, runs)
+
+
+def _two_turn_task():
+    from toolshift.agents.tasks import task_from_path
+    from toolshift.models import ScriptedTurn, UserInstruction
+
+    task = task_from_path(
+        "clinic",
+        "two-turns",
+        "Please cancel appointment APT-00003.",
+        UserInstruction(intent="Cancel APT-00003, then check it.", facts={"appointment id": "APT-00003"}),
+        [
+            ("cancel_appointment", {"appointment_id": "APT-00003"}),
+            ("get_appointment", {"appointment_id": "APT-00003"}),
+        ],
+    )
+    turns = [
+        ScriptedTurn(text=task.public_request, gold_calls=1, reply="It is cancelled."),
+        ScriptedTurn(text="What is its status now?", gold_calls=1, reply="Its status is cancelled."),
+    ]
+    return task.model_copy(update={"turns": turns})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", ["harness:codex", "harness:qwen-code"])
+def test_a_harness_run_once_per_message_keeps_its_world_and_never_the_next_episodes(agent):
+    """Turn 2 is a new harness process resumed on its session: it reads what turn 1 wrote. The next episode,
+    on a fresh world, reads the appointment as scheduled again."""
+    _skip_unless_installed(agent)
+    from toolshift.agents.config import RunConfig, make_agent, make_user
+    from toolshift.agents.loop import run_episode
+    from toolshift.agents.worlds import world_opener
+
+    task = _two_turn_task()
+    config = RunConfig(world="clinic", model=f"{agent}@oracle", max_turns=10)
+
+    async def episode(eid: str):
+        return await run_episode(
+            task, make_agent(config, task, 0), make_user(config, task, 0), world_opener("clinic"),
+            episode_id=eid, limits=config.limits(),
+        )  # fmt: skip
+
+    first = asyncio.run(episode("one"))
+    turns = first.outcome.info["agent_turns"]
+    assert len(turns) == 2 and turns[0]["session"] == turns[1]["session"]  # two processes, one session
+    users = [m.content for m in first.messages if m.role == "user"]
+    assert users[:2] == ["Please cancel appointment APT-00003.", "What is its status now?"]
+    reads = [m.content for m in first.messages if m.role == "tool" and m.name.endswith("get_appointment")]
+    assert reads and '"status": "cancelled"' in reads[-1]  # turn 2 saw turn 1's write
+    assert first.outcome.success is True and first.outcome.info["strict_success"] is True
+
+    second = asyncio.run(episode("two"))
+    cancels = [
+        m.content for m in second.messages if m.role == "tool" and m.name.endswith("cancel_appointment")
+    ]
+    assert cancels and '"status": "cancelled"' in cancels[0] and "conflict" not in cancels[0]  # a fresh world
+
+
+def test_a_spec_with_an_unknown_placeholder_is_refused_naming_it(tmp_path):
+    from toolshift.errors import BadInputError
+
+    bad = tmp_path / "mine.yaml"
+    bad.write_text(
+        "format: toolshift.harness/1\nname: mine\ntitle: Mine\nexecutable: mine\nwire_api: chat\n"
+        "start: ['${mesage}']\nresume: ['${message}']\nsession: {from: made}\nreply: {from: stdout_text}\n"
+    )
+    with pytest.raises(BadInputError) as caught:
+        load_spec(str(bad))
+    assert "${mesage}" in str(caught.value) and "mine.yaml" in str(caught.value)
+
+
+def test_the_shipped_specs_pin_the_versions_make_installs():
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+    for name, variable in (("codex", "CODEX_VERSION"), ("qwen-code", "QWEN_CODE_VERSION")):
+        spec = load_spec(name)
+        assert spec.package is not None and f"{variable} := {spec.package.version}" in makefile
