@@ -138,6 +138,7 @@ def test_viewer_opens_a_tau2_results_file_and_reports_unreadable_lines(browser, 
         page.goto(url)
         wait_page(page, "of 5")
         assert "one-bad-line.episodes.jsonl: line 3" in page.text_content("#problems")
+        page.click("#more-filters summary")  # the file, model, strict, domain, harness and kind menus
         page.select_option("#f-file", str(tau2_results))
         wait_page(page, "1–2 of 2")
         page.click("#episodes tbody tr")

@@ -298,7 +298,12 @@ def test_export_opens_from_a_file_with_its_selection_and_no_server(browser, chro
     finder.click("#export-hint summary")
     command = shlex.split(finder.text_content("#export-command"))
     finder.close()
-    assert command[:5] == ["toolshift", "view", "RUNS", "--export", "DIR"] and command[5] == "--select"
+    from toolshift.terminal import toolshift_command
+
+    # the command as a new shell types it (`.venv/bin/toolshift` where the PATH does not find it)
+    assert (
+        command[:5] == [toolshift_command(), "view", "RUNS", "--export", "DIR"] and command[5] == "--select"
+    )
     query = parse_select(command[6])
     assert query == {"agent": "gpt-4o", "q": "Mia Li", "sort": "turns", "desc": "1"}
     viewer = Viewer(inputs)
@@ -327,7 +332,15 @@ def test_export_opens_from_a_file_with_its_selection_and_no_server(browser, chro
     page.click("#episodes tbody tr")
     page.wait_for_selector("#steps li.step.diff")
     assert page.locator("#steps li.step").count() >= 3
-    # The page's own search and sort work on the export.
+    # The page's own search, sort, filter expressions and downloads work on the export.
+    longer = [r for r in chosen if inputs.runset().summary(r)["turns"] > 4]
+    page.fill("#f-expr", "turns > 4")
+    page.wait_for_function(f"document.getElementById('page-info').textContent.endsWith('of {len(longer)}')")
+    with page.expect_download() as got:
+        page.click("#csv-link")
+    assert len(Path(got.value.path()).read_text(encoding="utf-8").splitlines()) == len(longer) + 1
+    page.fill("#f-expr", "")
+    assert page.is_hidden("#note-form")  # notes are shown, not written, in a page without a server
     page.fill("#f-q", "zzz-nothing-says-this")
     page.wait_for_selector("text=no episode matches")
     assert all(u.startswith(("file:", "data:")) for u in requests), requests

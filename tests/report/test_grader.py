@@ -73,7 +73,10 @@ def test_delta_rows_are_named_as_recorded_without_a_build(eco_runs, tmp_path):
             and check["missing_changes"] == info["missing_changes"]
         )
         assert check["collateral_rows"] == info["collateral_rows"]
-        assert a["task"] == {"found": False, "reason": a["task"]["reason"]}
+        assert a["task"]["found"] is False and a["task"]["recorded"]["from"].startswith("the episode itself")
+        assert a["task"]["recorded"]["request"] == next(
+            m["content"] for m in a["episode"]["messages"] if m["role"] == "user"
+        )
         assert "no benchmark build among the inputs" in a["task"]["reason"]
 
 

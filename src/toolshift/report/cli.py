@@ -161,8 +161,12 @@ def view(
     for f in inputs.bad:
         for p in f.problems()[:3]:
             console.print(f"[yellow]{p}[/]", highlight=False, soft_wrap=True)
-    console.print(f"serving {viewer.runs.size} episodes from {len(inputs.episode_sources())} files at "
-                  f"[bold]{url_of(server)}[/] (Ctrl-C stops)", soft_wrap=True)  # fmt: skip
+    recordings = viewer.runs_info()["recordings"]
+    shown = f"{viewer.runs.size - recordings} episodes" + (
+        f" and {recordings} gateway recordings" if recordings else ""
+    )
+    console.print(f"serving {shown} from {len(inputs.episode_sources())} files at [bold]{url_of(server)}[/] "
+                  "(Ctrl-C stops; press ? in the page for its keys)", soft_wrap=True)  # fmt: skip
     try:
         server.serve_forever()
     except KeyboardInterrupt:

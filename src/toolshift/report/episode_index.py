@@ -37,7 +37,7 @@ from toolshift.fileio import NotJsonError, atomic_path, jsonl_lines, loads_json,
 from toolshift.traces.episode import EPISODE_FORMAT, Episode
 from toolshift.traces.store import read_header
 
-INDEX_FORMAT: Final = "toolshift.episode-index/3"
+INDEX_FORMAT: Final = "toolshift.episode-index/4"
 MAX_ERRORS = 20
 """Bad lines whose reason an index keeps (all are counted)."""
 CATEGORIES = ("domain", "agent", "model", "harness", "version", "outcome", "strict", "termination", "kind",
@@ -51,7 +51,7 @@ TRIAL_KEY = ("run", "condition", "kind", "harness", "agent", "model", "domain", 
 """What identifies a task's trials (D320): the run that made them (`run_of`), the condition and harness they
 ran under, the agent and model, the task and the ecosystem version. Rows that share all of these are trials
 of one task in one run; pass^k is computed over them and nothing wider."""
-NUMBERS = ("offset", "length", "line", "trial", "turns", "calls", "collateral")
+NUMBERS = ("offset", "length", "line", "trial", "turns", "calls", "collateral", "missing", "failed", "tokens")
 OUTCOMES = ("success", "failure", "unjudged")
 STRICT = ("strict", "collateral", "failure", "unknown", "unjudged")
 """The strict verdict: a success with no collateral write, a success with one, a failure (never strict) whose
@@ -126,19 +126,55 @@ def strict_of(outcome: Any) -> tuple[str, int]:
     return ("strict" if strict else "collateral"), count
 
 
+def missing_of(outcome: Any) -> int:
+    """The gold changes the judge found missing (`outcome.info.missing_changes`), -1 when not recorded."""
+    info = outcome.info if outcome is not None and isinstance(getattr(outcome, "info", None), dict) else {}
+    value = info.get("missing_changes")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else -1
+
+
+def _number(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _counts(messages: list[Any]) -> tuple[int, int, int, int]:
+    """(turns, calls, failed calls, tokens) of an episode's messages: assistant messages, their tool calls, tool
+    results marked as errors, and the prompt and completion tokens the assistant messages record."""
+    turns = calls = failed = tokens = 0
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        if m.get("role") == "assistant":
+            turns += 1
+            calls += len(m.get("tool_calls") or ())
+            usage = m.get("usage")
+            if isinstance(usage, dict):
+                tokens += _number(usage.get("prompt_tokens")) + _number(usage.get("completion_tokens"))
+        elif m.get("role") == "tool" and m.get("error") is True:
+            failed += 1
+    return turns, calls, failed, tokens
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
 def condition_of(source: dict[str, Any], meta: dict[str, Any]) -> str:
     """The condition an episode ran under, from its own `source` (`condition`, the loop's `loop.condition`,
-    a baseline's `setting`), else its file's header (`condition`, the loop's `loop`, `setting`); "" if none."""
+    a baseline's `setting`), else its file's header (`condition`, the loop's `loop`, `setting`); "" if none.
+    An oracle episode that followed only the step- or only the cost-optimal reference path (`source.criterion`,
+    where the two differ) adds `step path` / `cost path`: the two are two episodes of one trial, not two trials."""
     loop = source.get("loop") if isinstance(source.get("loop"), dict) else {}
+    found = ""
     for value in (source.get("condition"), loop.get("condition"), source.get("setting"), meta.get("condition"),
                   meta.get("loop"), meta.get("setting")):  # fmt: skip
         if _text(value):
-            return str(value)
-    return ""
+            found = str(value)
+            break
+    criterion = _text(source.get("criterion"))
+    if criterion in ("step", "cost"):
+        return f"{found} · {criterion} path" if found else f"{criterion} path"
+    return found
 
 
 def shared_of(source: dict[str, Any]) -> str:
@@ -324,13 +360,20 @@ def scan(source: Path, read_from: Path) -> FileIndex:
                 err = BadInputError.from_validation(exc)
                 bad(number, f"invalid episode: field {err.field!r}: {err.detail}")
                 continue
-            turns = calls = 0
-            for m in f.messages:
-                if isinstance(m, dict) and m.get("role") == "assistant":
-                    turns += 1
-                    calls += len(m.get("tool_calls") or ())
+            turns, calls, failed, tokens = _counts(f.messages)
             strict, collateral = strict_of(f.outcome)
-            nums = (offset, len(raw), number, f.trial, turns, calls, collateral)
+            nums = (
+                offset,
+                len(raw),
+                number,
+                f.trial,
+                turns,
+                calls,
+                collateral,
+                missing_of(f.outcome),
+                failed,
+                tokens,
+            )
             for col, v in zip(number_cols, nums, strict=True):
                 col.append(v)
             ids += f.id.encode("utf-8")
@@ -486,7 +529,7 @@ class RunSet:
             "line": int(f.columns["line"][r]),
             "id": f.id(r),
         }
-        for name in ("trial", "turns", "calls", "collateral"):
+        for name in ("trial", "turns", "calls", "collateral", "missing", "failed", "tokens"):
             out[name] = int(f.columns[name][r])
         for name in (*CATEGORIES, "task_id"):
             out[name] = f.value(name, r)

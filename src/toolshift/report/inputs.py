@@ -35,6 +35,7 @@ KINDS = (
     "steward-results",
     "evolve-run",
     "loop-results",
+    "notes",
 )
 """The result kinds this reader recognises (docs/formats.md). A renderer names the kinds it draws on."""
 
@@ -190,6 +191,8 @@ def classify(path: Path) -> tuple[str | None, Any]:
         return "steward-results", raw
     if fmt == "toolshift.loop-results/1":
         return "loop-results", raw
+    if fmt == "toolshift.notes/1":
+        return "notes", raw
     if isinstance(raw.get("simulations"), list) or (path.parent / "simulations").is_dir():
         return "tau2-results", raw
     return None, raw
@@ -318,6 +321,7 @@ KIND_NAMES: dict[str, tuple[str, str]] = {
     "steward-results": ("steward result", "steward results"),
     "evolve-run": ("evolve run", "evolve runs"),
     "loop-results": ("loop result", "loop results"),
+    "notes": ("notes file", "notes files"),
 }
 """How the report's subtitle names one and several files of each kind."""
 

@@ -16,6 +16,7 @@ KIND_LABELS = {
     "bench-build": "benchmark build",
     "run-config": "run configuration",
     "run-results": "run summary",
+    "notes": "viewer notes",
     "unreadable": "unreadable",
 }
 

@@ -23,30 +23,19 @@ from toolshift.errors import BadInputError
 from toolshift.fileio import write_text_atomic
 from toolshift.report.view.aggregate import aggregate
 from toolshift.report.view.query import sort_rows
-from toolshift.report.view.server import STATIC, Viewer
+from toolshift.report.view.server import SCRIPTS, STATIC, Viewer
 
 EXPORT_FORMAT: Final = "toolshift.view-export/1"
 MAX_EXPORT = 2000
 """The most episodes one export holds (every episode is in the page in full)."""
-SELECT_KEYS = {
-    "task",
-    "agent",
-    "model",
-    "version",
-    "outcome",
-    "strict",
-    "domain",
-    "file",
-    "q",
-    "sort",
-    "desc",
-}
+SELECT_KEYS = {"task", "agent", "model", "version", "outcome", "strict", "domain", "file", "run", "condition",
+               "harness", "kind", "q", "expr", "sort", "desc"}  # fmt: skip
 
 
 def parse_select(select: str) -> dict[str, str]:
     """The viewer's address syntax (`name=value&…`, a leading `#` allowed) as a query; unknown names refused."""
     query = {k: v[-1] for k, v in parse_qs(select.lstrip("#"), keep_blank_values=True).items()}
-    unknown = sorted(set(query) - SELECT_KEYS - {"row", "offset"})
+    unknown = sorted(set(query) - SELECT_KEYS - {"row", "offset", "id", "id_file", "step", "vs", "vs_file"})
     if unknown:
         raise BadInputError(
             f"--select names {', '.join(unknown)}; it takes {', '.join(sorted(SELECT_KEYS))}", field="select"
@@ -73,6 +62,7 @@ def bundle(viewer: Viewer, query: dict[str, str]) -> dict[str, Any]:
     summaries, episodes = [], []
     for i, r in enumerate(rows.tolist()):
         answer = viewer.episode({"row": str(r)})
+        answer["notes"] = {**answer.get("notes", {}), "path": ""}  # shown, not written, in the page
         answer["summary"] = {**answer["summary"], "row": i}
         summaries.append(answer["summary"])
         episodes.append(answer)
@@ -86,6 +76,8 @@ def bundle(viewer: Viewer, query: dict[str, str]) -> dict[str, Any]:
         "runs": {
             "files": [f for f in info["files"] if f["path"] in files],
             "episodes": len(summaries),
+            "recordings": sum(1 for r in summaries if r["kind"] == "recording"),
+            "command": info["command"],
             "bad_files": [],
             "problems": [],
             "flow": info["flow"],
@@ -97,6 +89,7 @@ def bundle(viewer: Viewer, query: dict[str, str]) -> dict[str, Any]:
         "rows": summaries,
         "episodes": episodes,
         "aggregate": aggregate(runs, rows),
+        "fields": viewer.fields(),
     }
 
 
@@ -104,17 +97,16 @@ def render(data: dict[str, Any]) -> str:
     """The viewer's page with its CSS, scripts and `data` inlined; a CSP that admits only those, by hash."""
     html = (STATIC / "index.html").read_text(encoding="utf-8")
     css = (STATIC / "viewer.css").read_text(encoding="utf-8")
-    script = "\n".join(
-        (STATIC / n).read_text(encoding="utf-8") for n in ("local.js", "episode.js", "viewer.js")
-    )
+    script = "\n".join((STATIC / n).read_text(encoding="utf-8") for n in ("local.js", *SCRIPTS))
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     payload = payload.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     csp = f"default-src 'none'; script-src '{_sha(script)}'; style-src '{_sha(css)}'; img-src data:"
     html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>',
                   f'<meta http-equiv="Content-Security-Policy" content="{csp}">', html)  # fmt: skip
     html = html.replace('<link rel="stylesheet" href="viewer.css">', f"<style>{css}</style>")
-    html = re.sub(r'<script src="episode.js"></script>\s*<script src="viewer.js"></script>',
-                  lambda _: f'<script type="application/json" id="bundle">{payload}</script>\n<script>{script}</script>',
+    html = html.replace('<link rel="icon" href="data:,">\n', "")  # nothing to load, not even an icon
+    tags = r"\s*".join(re.escape(f'<script src="{name}"></script>') for name in SCRIPTS)
+    html = re.sub(tags, lambda _: f'<script type="application/json" id="bundle">{payload}</script>\n<script>{script}</script>',
                   html)  # fmt: skip
     return html.replace("<title>toolshift view</title>", "<title>toolshift view (export)</title>")
 

@@ -128,7 +128,36 @@ def recorded_task(episode: Episode) -> dict[str, Any] | None:
         return {"from": f"the {episode.outcome.judged_by if episode.outcome else ''} record".replace("  ", " "),
                 "instruction": info.get("instruction"), "expected_actions": _actions(info.get("gold_actions")),
                 "communicate": info.get("outputs") or [], "nl_assertions": []}  # fmt: skip
-    return None
+    return own_record(episode)
+
+
+def _strings(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def own_record(episode: Episode) -> dict[str, Any] | None:
+    """The task as any episode shows it when no build is given: the request (its first user message), the
+    policy it was given (its system message), the tools it was shown, the plan a loop or Steward handed it, and
+    what its judge recorded of Δgold (the gold rows it left undone, the rows it changed besides); None for an
+    episode with none of these (a gateway's recording)."""
+    first = {m.role: m.content for m in reversed(episode.messages) if isinstance(m.content, str)}
+    info = episode.outcome.info if episode.outcome is not None else {}
+    loop = episode.source.get("loop") if isinstance(episode.source.get("loop"), dict) else {}
+    out = {
+        "from": "the episode itself (give the benchmark build among the inputs for Δgold and the gold path)",
+        "request": first.get("user"),
+        "policy": first.get("system"),
+        "tools": _strings(episode.source.get("exposed_tools")),
+        "plan": loop.get("plan") or episode.source.get("plan"),
+        "missing_rows": _strings(info.get("missing_rows")),
+        "missing_changes": info.get("missing_changes"),
+        "collateral_rows": _strings(info.get("collateral_rows")),
+        "judged_by": episode.outcome.judged_by if episode.outcome is not None else None,
+        "expected_actions": [],
+        "communicate": [],
+        "nl_assertions": [],
+    }
+    return out if out["request"] or out["policy"] or out["tools"] else None
 
 
 def task_panel(episode: Episode, book: TaskBook) -> dict[str, Any]:

@@ -12,12 +12,23 @@ needs an explicit `allow_remote`. Bound to loopback, it answers only requests wh
                                         agent, model, version, outcome, strict, task, file; q = text in
                                         the id, task or messages; sort = a column, desc = 1 descending)
     GET /api/aggregate?…                SR, strict SR, pass^k with intervals for the same filters
-    GET /api/episode?row=N              one episode in full, its index row, its verdict (strict
+    GET /api/episode?id=ID[&file=F]     one episode in full (by its id, and its file where the id is not
+                                        unique; `row=N` also), its index row, its verdict (strict
                                         success, the collateral and the missing rows), the grader
-                                        breakdown, its task (from a build among the inputs), its file's
-                                        run configuration (the store header's meta), the flow's marks
+                                        breakdown, its task (from a build among the inputs, else as the
+                                        episode records it), its file's run configuration (the store
+                                        header's meta), the flow's marks, its notes and its task's
+    GET /api/fields                     what a filter expression may name, and each field's values
+    GET /api/table.csv?… /api/table.json?…   the filtered set's rows, as a file to download
     GET /api/poll                       the inputs' generation: it grows when a run folder changed (a
                                         run still writing), and the page then reloads its list
+    POST /api/notes                     add (`{file, on, episode?, task, domain, text}`) or delete
+                                        (`{file, delete: ID}`) a note, kept beside the episode's file
+
+Every list query also takes `expr`, a filter expression (`toolshift.report.view.expr`). A POST must carry
+`Content-Type: application/json` and the header `X-Toolshift-View: 1` (which a page of another origin
+cannot send without a preflight this server never answers) and, where the browser sends one, an `Origin`
+naming this server.
 
 Polling rescans only file sizes and modification times; a change re-opens the inputs (a grown file is
 indexed afresh, an unchanged one comes from the index cache) and swaps them in whole.
@@ -43,20 +54,19 @@ import numpy as np
 
 from toolshift.errors import BadInputError, ToolshiftError
 from toolshift.report.inputs import Inputs, discover
+from toolshift.report.view import expr, notes
 from toolshift.report.view.aggregate import aggregate
 from toolshift.report.view.grader import TaskBook, grader, task_panel
 from toolshift.report.view.marks import FlowMarker
 from toolshift.report.view.query import facets, search_mask, sort_rows
 from toolshift.report.view.raw import tau2_raw
+from toolshift.report.view.table import table_csv, table_json
 
 STATIC = Path(__file__).parent / "static"
-PAGES = {
-    "/": "index.html",
-    "/index.html": "index.html",
-    "/viewer.js": "viewer.js",
-    "/episode.js": "episode.js",
-    "/viewer.css": "viewer.css",
-}
+SCRIPTS = ("expr.js", "episode.js", "compare.js", "viewer.js")
+"""The page's scripts, in the order it loads them (the static export inlines them in this order)."""
+PAGES = {"/": "index.html", "/index.html": "index.html", "/viewer.css": "viewer.css",
+         **{f"/{name}": name for name in SCRIPTS}}  # fmt: skip
 TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
@@ -68,6 +78,7 @@ FILTERS = {"domain": "domain", "agent": "agent", "model": "model", "version": "v
 MAX_LIMIT = 500
 SOCKET_TIMEOUT = 30.0
 """Seconds the viewer waits on a silent client socket (reading its request or sending it an answer)."""
+MAX_BODY = 64 * 1024
 
 
 def is_loopback(host: str) -> bool:
@@ -105,8 +116,12 @@ def signature(paths: list[Path]) -> tuple[tuple[str, int, int], ...]:
             except OSError:
                 continue
             if p.is_dir():
-                try:
-                    todo += [c for c in p.iterdir() if not c.name.startswith(".")]
+                try:  # notes written beside a run are not a change of the run
+                    todo += [
+                        c
+                        for c in p.iterdir()
+                        if not c.name.startswith(".") and not c.name.endswith(".notes.json")
+                    ]
                 except OSError:
                     continue
             else:
@@ -159,7 +174,49 @@ class Viewer:
         runs = self.runs  # one snapshot for the whole answer: a refresh swaps it whole
         filters = {FILTERS[k]: v for k, v in query.items() if k in FILTERS and v != "*"}
         text = query.get("q", "").strip()
-        return runs, filters, text, np.nonzero(search_mask(runs, filters, text))[0]
+        keep = search_mask(runs, filters, text)
+        if query.get("expr", "").strip():
+            keep &= expr.mask(query["expr"], runs)
+        return runs, filters, text, np.nonzero(keep)[0]
+
+    def find(self, query: dict[str, str]) -> int:
+        """The row an episode query names: `id` (with `file` where the id is not unique), or `row`."""
+        runs = self.runs
+        if "id" in query:
+            wanted, file = query["id"], query.get("file")
+            start = 0
+            for f in runs.files:
+                if not file or str(f.source) == file:
+                    ids = f.ids()
+                    if wanted in ids:
+                        return start + ids.index(wanted)
+                start += f.episodes
+            raise BadInputError(f"no episode {wanted!r}" + (f" in {file}" if file else ""), field="id")
+        try:
+            row = int(query.get("row", ""))
+            runs.locate(row)
+        except (ValueError, IndexError) as exc:
+            raise BadInputError(f"no episode row {query.get('row')!r}", field="row") from exc
+        return row
+
+    def fields(self) -> dict[str, Any]:
+        return expr.vocabulary(self.runs)
+
+    def table(self, query: dict[str, str], kind: str) -> bytes:
+        runs, _, _, rows = self.selection(query)
+        if query.get("sort"):
+            rows = sort_rows(runs, rows, query["sort"], descending=query.get("desc") == "1")
+        return table_csv(runs, rows) if kind == "csv" else table_json(runs, rows)
+
+    def note(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Add or delete a note beside one of the inputs' episode files (named by `file`)."""
+        sources = {str(f.source): f.source for f in self.runs.files}
+        source = sources.get(str(body.get("file")))
+        if source is None:
+            raise BadInputError("not one of the viewer's episode files", field="file")
+        if body.get("delete"):
+            return {"deleted": notes.delete_note(source, str(body["delete"]))}
+        return {"note": notes.add_note(source, body).model_dump()}
 
     def runs_info(self) -> dict[str, Any]:
         files = []
@@ -172,9 +229,15 @@ class Viewer:
                 "problems": f.problems(),
             })  # fmt: skip
         problems = [p for f in self.inputs.bad for p in f.problems()]
+        from toolshift.terminal import toolshift_command
+
+        kinds = self.runs.codes["kind"]
+        recording = self.runs.lookup["kind"].get("recording")
         return {
             "files": files,
             "episodes": self.runs.size,
+            "recordings": int((kinds == recording).sum()) if recording is not None else 0,
+            "command": toolshift_command(),
             "bad_files": [str(f.path) for f in self.inputs.bad if not f.ok],
             "problems": problems,
             "flow": self.marker.describe() if self.marker else None,
@@ -207,13 +270,12 @@ class Viewer:
         return aggregate(runs, rows)
 
     def episode(self, query: dict[str, str]) -> dict[str, Any]:
-        try:
-            row = int(query.get("row", ""))
-            runs = self.runs
-            index, local = runs.locate(row)
-        except (ValueError, IndexError) as exc:
-            raise BadInputError(f"no episode row {query.get('row')!r}", field="row") from exc
-        out: dict[str, Any] = {"summary": runs.summary(row)}
+        runs = self.runs
+        row = self.find(query)
+        index, local = runs.locate(row)
+        summary = runs.summary(row)
+        same_id = sum(1 for f in runs.files if summary["id"] in f.ids())
+        out: dict[str, Any] = {"summary": summary, "unique": same_id == 1}
         try:
             episode = index.episode(local)
         except BadInputError as exc:
@@ -226,6 +288,8 @@ class Viewer:
                 str(k): v for k, v in tau2_raw(index.source, episode.id, len(episode.messages)).items()
             }
         out["run"] = dict(index.meta)
+        out["notes"] = notes.notes_for([f.source for f in runs.files], episode=episode.id, task=episode.task_id,
+                                       domain=episode.domain, file=index.source)  # fmt: skip
         out["grader"] = grader(episode, self.book)
         out["task"] = task_panel(episode, self.book)
         from toolshift.loop.marks import loop_marks
@@ -272,9 +336,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
+    def _send(self, status: int, body: bytes, content_type: str, download: str = "") -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
+        if download:
+            self.send_header("Content-Disposition", f'attachment; filename="{download}"')
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
@@ -300,8 +366,18 @@ class _Handler(BaseHTTPRequestHandler):
             static = STATIC / PAGES[url.path]
             self._send(HTTPStatus.OK, static.read_bytes(), TYPES[static.suffix])
             return
+        if url.path in ("/api/table.csv", "/api/table.json"):
+            kind = url.path.rsplit(".", 1)[1]
+            try:
+                body = self.viewer.table(query, kind)
+            except BadInputError as exc:
+                self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
+                return
+            self._send(HTTPStatus.OK, body, "text/csv; charset=utf-8" if kind == "csv" else "application/json",
+                       download=f"episodes.{kind}")  # fmt: skip
+            return
         api = {"/api/runs": self.viewer.runs_info, "/api/episodes": lambda: self.viewer.page(query),
-               "/api/aggregate": lambda: self.viewer.aggregate(query),
+               "/api/aggregate": lambda: self.viewer.aggregate(query), "/api/fields": self.viewer.fields,
                "/api/episode": lambda: self.viewer.episode(query), "/api/poll": self.viewer.refresh}  # fmt: skip
         answer = api.get(url.path)
         if answer is None:
@@ -311,6 +387,49 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(HTTPStatus.OK, answer())
         except BadInputError as exc:
             self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
+
+    def do_POST(self) -> None:
+        from toolshift.fileio import loads_json
+        from toolshift.world.mcp.http_guard import host_allowed, misdirected
+
+        host = self.headers.get("Host")
+        if not host_allowed(host, str(self.server.server_address[0])):
+            self._json(HTTPStatus.MISDIRECTED_REQUEST, {"error": misdirected(host)})
+            return
+        if urlsplit(self.path).path != "/api/notes":
+            self._json(HTTPStatus.NOT_FOUND, {"error": f"no such page: {self.path}"})
+            return
+        refused = _post_refused(self)
+        if refused is not None:
+            self._json(HTTPStatus.FORBIDDEN, {"error": refused})
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or "0")
+        except ValueError:
+            length = -1
+        if not 0 < length <= MAX_BODY:
+            self._json(HTTPStatus.BAD_REQUEST, {"error": f"a note's request is 1 to {MAX_BODY} bytes"})
+            return
+        try:
+            body = loads_json(self.rfile.read(length), source="request")
+            if not isinstance(body, dict):
+                raise BadInputError("a JSON object", source="request")
+            self._json(HTTPStatus.OK, self.viewer.note(body))
+        except BadInputError as exc:
+            self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
+
+
+def _post_refused(handler: BaseHTTPRequestHandler) -> str | None:
+    """Why a POST is refused (None: accepted): it must be JSON, say it comes from the viewer's page, and, where
+    the browser names its origin, come from this server's own."""
+    if handler.headers.get("X-Toolshift-View") != "1":
+        return "a note is written from the viewer's page (X-Toolshift-View: 1)"
+    if (handler.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
+        return "a note is sent as application/json"
+    origin = handler.headers.get("Origin")
+    if origin is not None and urlsplit(origin).netloc != handler.headers.get("Host"):
+        return f"a page of another origin ({origin}) may not write notes"
+    return None
 
 
 class _Server(ThreadingHTTPServer):

@@ -162,7 +162,16 @@ function taskPanel(t) {
       const text = (v) => (typeof v === "string" ? v : JSON.stringify(v, null, 1));
       if (r.description) dl.append(el("dt", { text: "description" }), el("dd", { text: text(r.description) }));
       if (r.instruction) dl.append(el("dt", { text: "instruction" }), el("dd", { class: "instruction", text: text(r.instruction) }));
+      if (r.request) dl.append(el("dt", { text: "request" }), el("dd", { class: "instruction request", text: r.request }));
+      if (r.plan) dl.append(el("dt", { text: "plan handed over" }), el("dd", { class: "instruction", text: text(r.plan) }));
+      if (r.missing_changes !== undefined && r.missing_changes !== null) {
+        dl.append(el("dt", { text: "gold changes left undone" }), el("dd", { text: r.missing_changes + (r.missing_rows.length ? " on " + r.missing_rows.join(", ") : "") }));
+      }
+      if (r.collateral_rows && r.collateral_rows.length) dl.append(el("dt", { text: "rows changed besides" }), el("dd", { class: "collateral", text: r.collateral_rows.join(", ") }));
+      if (r.tools && r.tools.length) dl.append(el("dt", { text: "tools shown (" + r.tools.length + ")" }), el("dd", { class: "tools", text: r.tools.join(", ") }));
       body.append(dl);
+      if (r.policy) body.append(el("details", { class: "long policy" }, el("summary", { text: "the policy it was given: " + r.policy.split("\n").length + " lines (click to show)" }), el("pre", { text: r.policy })));
+      if (!r.expected_actions.length && !r.communicate.length) return;
       body.append(el("h4", { text: "expected actions (" + r.expected_actions.length + ")" }));
       body.append(el("ol", { class: "path expected-actions" }, ...r.expected_actions.map((a) => el("li", {}, el("span", { class: "call-name", text: a.name }), " " + json(a.arguments)))));
       if (r.communicate.length) body.append(el("div", { text: "to communicate: " + json(r.communicate) }));
@@ -224,8 +233,9 @@ function rawBlock(m, raw) {
 
 function messageStep(m, index, marks, raw, loop) {
   const li = el("li", { class: "step role-" + m.role + (m.error ? " failed" : ""), "data-index": index });
-  const head = el("div", { class: "step-head" }, el("b", { text: m.role === "tool" ? "tool result" : m.role }),
-    el("span", { class: "msg-index", text: "#" + index }));
+  const link = el("a", { class: "msg-index", href: "#step=" + index, title: "a link to this step", text: "#" + index });
+  link.addEventListener("click", (e) => { e.preventDefault(); showStep(index); });
+  const head = el("div", { class: "step-head" }, el("b", { text: m.role === "tool" ? "tool result" : m.role }), link);
   if (m.role === "tool" && m.name) head.append(el("span", { class: "call-name", text: m.name }));
   if (m.error) head.append(el("span", { class: "badge error", text: "error" }));
   if (m.usage && m.usage.prompt_tokens !== undefined) head.append(el("span", { class: "tokens", text: m.usage.prompt_tokens + " + " + m.usage.completion_tokens + " tokens" }));
@@ -290,4 +300,122 @@ function diffStep(ep, index, verdict) {
 function field(dl, name, value) {
   if (value === undefined || value === null || value === "") return;
   dl.append(el("dt", { text: name }), el("dd", { text: value }));
+}
+
+// One episode's fields, panels and steps (the answer of api/episode).
+function showEpisode(data) {
+  $("placeholder").hidden = true;
+  $("episode").hidden = false;
+  const s = data.summary;
+  $("ep-title").textContent = (s.kind === "recording" ? "recording " : "") + s.id;
+  const dl = $("ep-fields");
+  dl.replaceChildren();
+  field(dl, "task", s.task_id + " (trial " + s.trial + ")");
+  field(dl, "domain", s.domain);
+  field(dl, "agent / model", s.agent + (s.model && s.model !== s.agent ? " / " + s.model : ""));
+  field(dl, "run", s.run);
+  field(dl, "condition", s.condition);
+  field(dl, "harness", s.harness);
+  field(dl, "kind", s.kind === "recording" ? "a gateway's recording of a session (its calls; never counted as an episode)" : "");
+  field(dl, "shared", s.shared ? "a copy of the " + s.shared + " condition's episode (the loop's first version)" : "");
+  field(dl, "version", s.version);
+  field(dl, "outcome", s.outcome);
+  field(dl, "strict", s.strict + (s.collateral > 0 ? " (" + s.collateral + " collateral change(s))" : ""));
+  field(dl, "file", s.file + ", line " + s.line);
+  const err = $("ep-error");
+  const steps = $("steps");
+  steps.replaceChildren();
+  const note = $("ep-marks-note");
+  note.hidden = true;
+  $("grader").replaceChildren();
+  $("task-panel").hidden = true;
+  showNotes(data.notes);
+  if (data.error) {
+    err.hidden = false;
+    err.textContent = data.error;
+    state.steps = 0;
+    $("step-info").textContent = "";
+    return;
+  }
+  err.hidden = true;
+  const ep = data.episode;
+  field(dl, "ended by", ep.termination_reason);
+  if (ep.duration !== undefined) field(dl, "duration", ep.duration.toFixed(1) + " s");
+  if (ep.agent_cost !== undefined) field(dl, "agent cost", "$" + ep.agent_cost.toFixed(4));
+  if (data.grader) graderPanel(data.grader);
+  taskPanel(data.task);
+  const run = data.run || {};
+  $("run-panel").hidden = !Object.keys(run).length;
+  $("run-meta").textContent = JSON.stringify(run, null, 1);
+  const marks = data.marks;
+  if (marks) {
+    note.hidden = false;
+    note.textContent = marks.available
+      ? "Flow marks: " + marks.saved_messages.length + " turn(s) saved, " + marks.lookups.length + " lookup(s) made, " + marks.detours + " detour(s)." +
+        (Object.keys(marks.unlisted || {}).length ? " Calls to tools the catalog lacks (counted as neither): " + Object.keys(marks.unlisted).join(", ") + "." : "")
+      : "No flow marks: " + marks.reason + ".";
+  }
+  const raw = data.raw || {};
+  const loop = data.loop_marks;
+  if (loop && loop.available) {
+    note.hidden = false;
+    note.textContent = (marks ? note.textContent + " " : "") + "Loop marks: " + loop.supplied.length +
+      " Steward supply step(s), " + loop.calls.length + " call(s) with served lookups" +
+      (loop.followed ? "; the agent followed " + (loop.followed === "steward" ? "Steward's plan " + (loop.plan || "") : "its own procedure") : "") + ".";
+  }
+  ep.messages.forEach((m, i) => steps.append(messageStep(m, i, marks, raw[i], loop)));
+  steps.append(diffStep(ep, ep.messages.length, data.verdict));
+  state.steps = ep.messages.length + 1;
+  state.step = 0;
+  showStep(0, false);
+}
+
+// Notes on this episode and on its task, kept beside the run (api/notes); read-only in a static export.
+function showNotes(notes) {
+  const body = $("notes-body");
+  body.replaceChildren();
+  const n = notes || { episode: [], task: [], problems: [] };
+  const count = n.episode.length + n.task.length;
+  $("notes-title").textContent = "Notes" + (count ? " (" + count + ")" : "");
+  if (count) $("notes-panel").open = true;
+  const item = (x, what) => {
+    const li = el("li", { class: "note-item", "data-note": x.id }, el("span", { class: "note-on", text: what + " · " + x.written.replace("T", " ").replace("+00:00", " UTC") }),
+      el("div", { class: "note-text", text: x.text }));
+    if (!window.toolshiftLocal) {
+      const del = el("button", { type: "button", class: "note-delete", title: "delete this note", text: "delete" });
+      del.addEventListener("click", () => saveNote({ file: x.file, delete: x.id }).catch(showError));
+      li.append(del);
+    }
+    return li;
+  };
+  const list = el("ul", { class: "notes" }, ...n.episode.map((x) => item(x, "this episode")), ...n.task.map((x) => item(x, "task " + x.task)));
+  if (count) body.append(list);
+  for (const p of n.problems || []) body.append(el("div", { class: "error", text: p }));
+  if (n.path) body.append(el("div", { class: "note", text: "kept in " + n.path }));
+  $("note-form").hidden = Boolean(window.toolshiftLocal);
+  if (window.toolshiftLocal) body.append(el("div", { class: "note", text: "Notes are written in the live viewer (toolshift view)." }));
+}
+
+async function saveNote(body) {
+  const response = await fetch("api/notes", { method: "POST", headers: { "Content-Type": "application/json", "X-Toolshift-View": "1" }, body: JSON.stringify(body) });
+  const answer = await response.json();
+  if (!response.ok) throw new Error(answer.error || response.statusText);
+  $("note-status").textContent = body.delete ? "deleted" : "saved";
+  const c = state.current;
+  const data = await getJSON("api/episode?id=" + encodeURIComponent(c.id) + "&file=" + encodeURIComponent(c.file));
+  showNotes(data.notes);
+  return answer;
+}
+
+function setupNotes() {
+  for (const on of ["episode", "task"]) {
+    $("note-" + on).addEventListener("click", () => {
+      const c = state.current;
+      const text = $("note-text").value.trim();
+      if (!c || !text) { $("note-status").textContent = "write the note first"; return; }
+      saveNote({ file: c.file, on: on, episode: on === "episode" ? c.id : null, task: c.task, domain: c.domain, text: text })
+        .then(() => { $("note-text").value = ""; })
+        .catch((e) => { $("note-status").textContent = String(e.message || e); });
+    });
+  }
 }
