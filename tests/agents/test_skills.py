@@ -130,3 +130,15 @@ def test_the_embedded_agent_opens_a_foreign_skill_through_the_tool(tmp_path: Pat
     assert "Call `cancel_appointment`" in (reads[0].content or "")  # the body, read through the tool
     calls = [c.name for m in episode.messages if m.role == "assistant" for c in m.tool_calls or []]
     assert calls[0] == SKILL_TOOL and "cancel_appointment" in calls  # read first, then acted
+
+
+def test_a_preloaded_skill_is_in_the_prompt_and_not_offered_through_the_tool(tmp_path: Path) -> None:
+    skills = read_skills(foreign_folder(tmp_path / "skills"))
+    shelf = SkillShelf(skills, label="mixed", preload=["update-email"])
+    section = shelf.section()
+    assert "- update-email (loaded): Call `update_patient` with the patient id and the new email." in section
+    assert "- cancel-appointment: Cancel a patient's appointment" in section and SKILL_TOOL in section
+    assert shelf.tool().input_schema["properties"]["name"]["enum"] == ["cancel-appointment"]
+    assert shelf.session().record()["preloaded"] == ["update-email"]
+    alone = SkillShelf(skills[1:], preload=["update-email"])  # everything preloaded: no tool to read with
+    assert alone.on_demand == [] and SKILL_TOOL not in alone.section()

@@ -332,7 +332,7 @@ class EmbeddedModel:
         if just_answered in exposers and any(c.tool not in exposers | {END_CONVERSATION} for c in choices):
             # a tool search just listed tools it can call: call one, not search again by another span (D235)
             choices = [c for c in choices if c.tool not in exposers]
-        first = skill_first(choices, made, said)
+        first = skill_first(choices, made, said, tools)
         grammar = self._action(messages, tools, spans, [first] if first else choices, shown)
         words = words_of(said)
         by_name = {t.name: t for t in tools}

@@ -23,7 +23,7 @@ from typing import Any
 
 from toolshift.agents.chat import ProposedCall, ToolDef
 from toolshift.agents.copying import ArgChoice, ToolChoice
-from toolshift.agents.listing import words_of
+from toolshift.agents.listing import relevance, words_of
 from toolshift.agents.toolbox import ToolOutcome
 from toolshift.errors import BadInputError
 from toolshift.fileio import write_text_atomic
@@ -37,6 +37,8 @@ MAX_SKILL_BYTES = 256 * 1024
 MAX_FILE_BYTES = 64 * 1024
 MAX_FILES = 50
 MAX_SKILLS = 2000
+MAX_PRELOAD = 4000
+"""Characters of a preloaded skill's body put in the prompt."""
 FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 """The front-matter fields the Agent Skills specification allows (skills-ref refuses any other)."""
 
@@ -196,14 +198,17 @@ def materialise(skills: Iterable[AgentSkill], out: str | Path) -> Path:
 class SkillShelf:
     """A library of Agent Skills as the agent is given it: listed up front, each opened through `read_skill`."""
 
-    def __init__(self, skills: Iterable[AgentSkill], *, label: str = "") -> None:
+    def __init__(self, skills: Iterable[AgentSkill], *, label: str = "", preload: Iterable[str] = ()) -> None:
         self.skills = {s.name: s for s in skills}
         self.label = label
         """What the library is (a method and version, a folder), recorded with each episode."""
+        self.preload = tuple(n for n in preload if n in self.skills)
+        """Skills whose body is in the prompt from the start (a method that deploys its skill preloaded)."""
+        self.on_demand = [n for n in self.skills if n not in self.preload]
 
     @classmethod
-    def from_folder(cls, root: str | Path, *, label: str = "") -> SkillShelf:
-        return cls(read_skills(root), label=label or str(root))
+    def from_folder(cls, root: str | Path, *, label: str = "", preload: Iterable[str] = ()) -> SkillShelf:
+        return cls(read_skills(root), label=label or str(root), preload=preload)
 
     def digest(self) -> str:
         """12 hex digits over every skill's text and files: which library an episode was given."""
@@ -219,23 +224,27 @@ class SkillShelf:
         """The system prompt's `# Skills` section: one line per skill, name and description."""
         if not self.skills:
             return ""
-        lines = [f"- {s.name}: {' '.join(s.description.split())}" for s in self.skills.values()]
-        return (
-            "# Skills\n"
-            f"Skills you can use. Before you act on one, call {SKILL_TOOL} with its name to read it.\n"
-            + "\n".join(lines)
-        )
+        loaded = [
+            f"- {n} (loaded): {' '.join(self.skills[n].body.split())[:MAX_PRELOAD]}" for n in self.preload
+        ]
+        lines = [f"- {n}: {' '.join(self.skills[n].description.split())}" for n in self.on_demand]
+        head = "Skills loaded for you, and skills you can use." if loaded else "Skills you can use."
+        ask = f" Before you act on one, call {SKILL_TOOL} with its name to read it." if lines else ""
+        return f"# Skills\n{head}{ask}\n" + "\n".join([*loaded, *lines])
 
     def tool(self) -> ToolDef:
         """`read_skill(name, file?)`: the names (and files) it takes are enumerated, so a call names a real one."""
-        names = list(self.skills)
+        names = list(self.on_demand)
         props: dict[str, Any] = {
-            "name": {"type": "string", "enum": names, "description": "The skill to read."}
-        }
+            "name": {
+                "type": "string", "enum": names, "description": "The skill to read.",
+                "enumDescriptions": [self.skills[n].description[:300] for n in names],
+            }
+        }  # fmt: skip
         files = sorted({rel for s in self.skills.values() for rel in s.files})
         if files:
             props["file"] = {"type": "string", "enum": files, "description": "One of the skill's files."}
-        listing = "; ".join(f"{s.name}: {s.description[:120]}" for s in self.skills.values())
+        listing = "; ".join(f"{n}: {self.skills[n].description[:120]}" for n in names)
         return ToolDef(
             name=SKILL_TOOL,
             description=f"Read a skill's instructions before using it. Skills: {listing}"[:4000],
@@ -290,6 +299,7 @@ class SkillSession:
             "library": self.shelf.label,
             "digest": self.shelf.digest(),
             "offered": list(self.shelf.skills),
+            "preloaded": list(self.shelf.preload),
             "opened": list(self.opened),
         }
 
@@ -312,10 +322,10 @@ class SkillToolbox:
 
     async def list_tools(self) -> list[ToolDef]:
         tools = await self._inner.list_tools()
-        return [*tools, self._session.shelf.tool()] if self._session.shelf.skills else tools
+        return [*tools, self._session.shelf.tool()] if self._session.shelf.on_demand else tools
 
     async def call(self, call: ProposedCall) -> ToolOutcome:
-        if call.name == SKILL_TOOL and self._session.shelf.skills:
+        if call.name == SKILL_TOOL and self._session.shelf.on_demand:
             return self._session.open(call)
         return await self._inner.call(call)
 
@@ -326,23 +336,31 @@ def with_skill_tool(shown: list[ToolDef], tools: list[ToolDef]) -> list[ToolDef]
     return [*shown, *(t for t in tools if t.name == SKILL_TOOL and t not in shown)]
 
 
-def skill_first(choices: list[ToolChoice], made: Any, said: str) -> ToolChoice | None:
-    """The embedded agent's first call, when skills are offered: `read_skill` of the skills whose names share the
-    most words with what the customer said (any that shares one). The prompt says to read a skill before using
-    it, which a 135M model does not do unasked (D400). None once anything was called, or when no name is relevant."""
+def skill_first(
+    choices: list[ToolChoice], made: Any, said: str, tools: list[ToolDef] | None = None
+) -> ToolChoice | None:
+    """The embedded agent's first call, when skills are offered: `read_skill` of the skills most relevant to what
+    the customer said, by the relevance it ranks tools with (`listing.relevance`: a word of the skill's name
+    counts twice, one of its description once; the descriptions are the tool's `enumDescriptions`), when that is
+    at least 2. The prompt says to read a skill before using it, which a 135M model does not do unasked (D400,
+    D403). None once anything was called, or when no skill is relevant."""
     skill = next((c for c in choices if c.tool == SKILL_TOOL), None)
     names = next((a for a in skill.args if a.name == "name"), None) if skill is not None else None
     if names is None or list(made):
         return None
+    tool = next((t for t in tools or [] if t.name == SKILL_TOOL), None)
+    prop = ((tool.input_schema or {}).get("properties") or {}).get("name", {}) if tool is not None else {}
+    described = dict(zip(prop.get("enum", []), prop.get("enumDescriptions", []), strict=False))
     words = words_of(said)
-    scores = {lit: len(words & words_of(json.loads(lit).replace("-", " "))) for lit in names.literals}
+    scores = {}
+    for lit in names.literals:
+        name = json.loads(lit)
+        scores[lit] = relevance(ToolDef(name.replace("-", " "), described.get(name, ""), {}), words)
     best = max(scores.values(), default=0)
-    if not best:
+    if best < 2:
         return None
-    return ToolChoice(
-        SKILL_TOOL,
-        (ArgChoice(names.name, names.kind, True, tuple(k for k, n in scores.items() if n == best)),),
-    )
+    keep = tuple(k for k, n in scores.items() if n == best)
+    return ToolChoice(SKILL_TOOL, (ArgChoice(names.name, names.kind, True, keep),))
 
 
 __all__ = [

@@ -155,6 +155,7 @@ def write_page(
     if vs_steward:
         lines += ["", "SR minus Steward's on the same tasks and versions:", ""]
         lines += _diff_table(order, names, {a: vs_steward.get(a, {}) for a in order}, None, versions)
+    lines += ["", *_skill_use(paths, names, spec.model)]
     lines += ["", "## Maintenance tokens", "", _tokens_note(), "",
               "| method | " + " | ".join(versions) + " | calls | rollouts |", "|---|" + "---|" * (len(versions) + 2)]  # fmt: skip
     for name in methods:
@@ -203,6 +204,39 @@ def _progress(spec: Spec, ctx: Any, methods: list[str], paths: list[Path], work:
         "what the episodes present say (the page written by the same command with `--score-only`); rows and versions not yet run are absent. The run folder is kept "
         "(docs/results/episodes/README.md) and resumes by the same command.",
         "",
+    ]
+
+
+def _skill_use(paths: list[Path], names: dict[str, str], model: str) -> list[str]:
+    """Per rival row: how many skills the agent was offered and how often it opened one (`source.skills`)."""
+    from toolshift.bench.ecosystem.evaluate import agent_label
+    from toolshift.traces.store import iter_episodes
+
+    rows = []
+    for path in paths:
+        offered, opened, n = 0, 0, 0
+        label = ""
+        for ep in iter_episodes(path):
+            record = ep.source.get("skills")
+            if not isinstance(record, dict):
+                break
+            label = agent_label(ep)
+            n += 1
+            offered += len(record.get("offered") or [])
+            opened += bool(record.get("opened"))
+        if n:
+            rows.append(
+                f"| {names.get(label, method_of(label, model))} | {n} | {offered / n:.1f} | {opened} ({100 * opened / n:.0f}%) |"
+            )
+    if not rows:
+        return []
+    return [
+        "How the agent used each rival's library on the test tasks (`source.skills` of each episode): the skills "
+        "offered (listed in its prompt) and the episodes in which it opened one through `read_skill`.",
+        "",
+        "| method | episodes | skills offered (mean) | episodes that opened a skill |",
+        "|---|---|---|---|",
+        *rows,
     ]
 
 

@@ -46,6 +46,11 @@ RIVALS: dict[str, Callable[[Step, list[Any]], list[Any]]] = {
     "skillopt": skillopt.maintain,
 }
 
+PRELOAD = {"trace2skill": "domain", "skillopt": "all"}
+"""How each method's repository gives the agent its skill: Trace2Skill's agent runs "with the current skill
+preloaded" (here the task's domain's skill), SkillOpt's skill is the target's prompt; EvoSkill's harnesses and
+AutoSkill's retrieval give skills on demand (listed, read through `read_skill`). D403."""
+
 
 @dataclass(frozen=True)
 class Spec:
@@ -100,6 +105,8 @@ class _Item:
     task_id: str
     version: int
     library: Asset | None
+    preload: str = ""
+    """How the method deploys its library (`PRELOAD`): "" on demand, "all" or "domain" preloaded."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,13 @@ def _run_one(opened: _Opened, item: _Item) -> str:
     user = make_user(config.model_copy(update={"seed": seed}), p.task, 0)
     shelf = None
     if item.library is not None:
-        shelf = SkillShelf.from_folder(item.library.local(), label=Path(item.library.path).name)
+        found = SkillShelf.from_folder(item.library.local())
+        preload = [
+            n for n, sk in found.skills.items()
+            if item.preload == "all"
+            or (item.preload == "domain" and (sk.front.get("metadata") or {}).get("domain") == p.task.domain)
+        ]  # fmt: skip
+        shelf = SkillShelf(found.skills.values(), label=Path(item.library.path).name, preload=preload)
     versions = VersionCatalogs(ctx.worlds, sorted({t.domain for t in ctx.tasks.values()}))
     ep = asyncio.run(
         run_planned(p, agent, user, ctx.worlds, ctx.eco_id, versions, setting, item.label, skills=shelf)
@@ -141,7 +154,7 @@ def _run_one(opened: _Opened, item: _Item) -> str:
 
 def episodes(
     ctx: Any, spec: Spec, path: Path, jobs: list[tuple[str, str, int, str | None]], meta: dict[str, Any],
-    executor: Executor | None = None,
+    executor: Executor | None = None, preload: str = "",
 ) -> list[Episode]:  # fmt: skip
     """The jobs' episodes — (row label, task, version, library folder) — those already in `path` by id, the rest
     run where `executor` says (`toolshift.agents.executor`: this process, local workers, or Ray) and appended."""
@@ -158,7 +171,9 @@ def episodes(
     todo = [j for j in jobs if ids[j] not in have]
     if todo:
         libraries = {f: executor.asset(f) for f in {j[3] for j in todo if j[3] is not None}}
-        items = [_Item(label, t, v, libraries[f] if f is not None else None) for label, t, v, f in todo]
+        items = [
+            _Item(label, t, v, libraries[f] if f is not None else None, preload) for label, t, v, f in todo
+        ]
         with EpisodeWriter(path, meta=meta, append=True) as writer:
 
             def keep(ep: Episode) -> None:
@@ -213,7 +228,8 @@ def maintain_rival(
     meta = {"ecosystem": ctx.eco_id, "method": name, "command": spec.command}
     rollouts = Rollouts(
         lambda jobs: episodes(ctx, spec, folder / "rollouts.episodes.jsonl",
-                              [(f"{name}:{i.split(':')[1]}", t, w, str(f)) for i, t, w, f in jobs], meta, executor),
+                              [(f"{name}:{i.split(':')[1]}", t, w, str(f)) for i, t, w, f in jobs], meta, executor,
+                              PRELOAD.get(name, "")),
         folder / "scratch", name, v,
     )  # fmt: skip
     step = Step(model, rollouts, pool(ctx, spec, v, val, progress))
@@ -233,7 +249,7 @@ def test_rival(ctx: Any, spec: Spec, name: str, v: int, lib: Path, executor: Exe
     path = Path(spec.run) / "model" / f"{label}.episodes.jsonl"
     tests = [r.task_id for r in ctx.refs("test", spec.sample) if r.version == v]
     meta = {"ecosystem": ctx.eco_id, "method": name, "max_turns": spec.max_turns, "command": spec.command}
-    episodes(ctx, spec, path, [(label, t, v, str(lib)) for t in tests], meta, executor)
+    episodes(ctx, spec, path, [(label, t, v, str(lib)) for t in tests], meta, executor, PRELOAD.get(name, ""))
     return path
 
 
