@@ -57,6 +57,16 @@ def test_a_lone_surrogate_in_a_bfcl_result_names_record_and_field_and_skip_bad_c
     assert "lone surrogate" in skipped.stdout + skipped.stderr
 
 
+def test_bfcl_entries_under_one_id_are_refused_not_made_two_episodes_with_one_id(tmp_path):
+    run = _bfcl_copy(tmp_path, lambda ls: [*ls, ls[0]])
+    err = refused(toolshift("traces", "convert", "bfcl", run, "--out", tmp_path / "o"), str(run / BFCL_FILE))
+    assert "record 2" in err and "field 'id'" in err and "repeats (record 0 has it)" in err
+    skipped = toolshift("traces", "convert", "bfcl", run, "--out", tmp_path / "o2", "--skip-bad")
+    assert skipped.returncode == 0 and "repeats" in skipped.stdout, skipped.stdout[-2000:]
+    again = toolshift("traces", "convert", "bfcl", BFCL_RUN, BFCL_RUN, "--out", tmp_path / "o3")
+    refused(again, "field 'id'", "an earlier input too")
+
+
 def test_a_lone_surrogate_in_a_task_file_names_the_field(tmp_path):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text('{"id": "t1", "domain": "clinic", "instruction": "a\\ud800"}\n')

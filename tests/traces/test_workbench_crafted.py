@@ -54,9 +54,12 @@ CASES = {
 def test_each_crafted_row_is_bad_input_or_converted(tmp_path, case):
     text, calls, field = CASES[case]
     path = _csv(tmp_path, text, calls)
-    if field is None:  # an unhashable key is kept as its source text: the row converts
+    if field is None:  # an unhashable key: the row converts, its call flagged and kept as written (issue 56)
         conv = convert_workbench_csv(path)
-        assert conv.kept == 2
+        conv.note_unknown_tools()
+        assert conv.kept == 2 and conv.malformed_calls == 1
+        flagged = [c for e in conv.episodes for m in e.messages for c in m.tool_calls or [] if c.malformed]
+        assert flagged[0].arguments == {"_raw": "{[1]: 2}"}  # never rewritten to {"[1]": 2}
         return
     with pytest.raises(BadInputError) as err:
         convert_workbench_csv(path)

@@ -65,7 +65,7 @@ def convert_agentdojo(path: Path, *, skip_bad: bool = False) -> Conversion:
     except BadInputError as exc:
         conv.skip_bad(exc, skip_bad=skip_bad)
         return conv
-    conv.episodes.append(episode)
+    conv.keep(episode, source=str(path), record=0, skip_bad=skip_bad)
     if episode.outcome is not None and episode.outcome.success is None:
         conv.notes.append(f"{path}: no utility verdict (null): kept without one")
     conv.catalogs[episode.domain] = _catalog(episode, conv)

@@ -84,7 +84,7 @@ def convert_bfcl(path: Path, *, skip_bad: bool = False) -> Conversion:
             if episode is None:
                 conv.skip("BFCL: Error during inference (no turns were recorded)")
                 continue
-            conv.episodes.append(episode)
+            conv.keep(episode, source=str(path), record=index, skip_bad=skip_bad)
     conv.catalogs[DOMAIN] = _catalog(conv)
     conv.note_unknown_tools()
     return conv

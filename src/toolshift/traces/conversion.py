@@ -75,6 +75,7 @@ class Conversion:
     notes: list[str] = field(default_factory=list)
     """What the reader should know about how the catalogs were built (a missing extra, a fallback)."""
     inputs: list[str] = field(default_factory=list)
+    _seen: dict[str, int | str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def kept(self) -> int:
@@ -83,6 +84,29 @@ class Conversion:
     def skip(self, reason: str) -> None:
         self.skipped[reason] += 1
 
+    def keep(self, episode: Episode, *, source: str, record: int | str, skip_bad: bool) -> None:
+        """Add one converted episode; one whose id an episode already kept has is a malformed record (two
+        episodes under one id would be one episode to every reader after; issue 56), refused or counted."""
+        first = self._ids().get(episode.id)
+        if first is not None:
+            error = BadInputError(
+                f"episode id {episode.id!r} repeats (record {first} has it)",
+                source=source,
+                record=record,
+                field="id",
+            )
+            self.skip_bad(error, skip_bad=skip_bad)
+            return
+        self._ids()[episode.id] = record
+        self.episodes.append(episode)
+
+    def _ids(self) -> dict[str, int | str]:
+        """Episode id → the record that brought it (the position, for episodes added without `keep`)."""
+        if len(self._seen) < len(self.episodes):
+            for i, e in enumerate(self.episodes):
+                self._seen.setdefault(e.id, i)
+        return self._seen
+
     def skip_bad(self, error: BadInputError, *, skip_bad: bool) -> None:
         """Count a malformed record when `skip_bad`, else raise its error."""
         if not skip_bad:
@@ -90,6 +114,14 @@ class Conversion:
         self.skip(f"malformed record ({error.field or 'record'}): {error.detail[:60]}")
 
     def extend(self, other: Conversion) -> None:
+        """Add another input's conversion; an episode id both hold is refused naming the later input."""
+        both = self._ids().keys() & {e.id for e in other.episodes}
+        if both:
+            raise BadInputError(
+                f"episode id {min(both)!r} is in an earlier input too (the same run given twice?)",
+                source=(other.inputs or ["input"])[0],
+                field="id",
+            )
         self.episodes += other.episodes
         for domain, catalog in other.catalogs.items():
             mine = self.catalogs.get(domain)

@@ -413,6 +413,7 @@ def read_results(
     by_id = _tasks_by_id(tasks, results_file)
     report = report if report is not None else Conversion(converter=CONVERTER)
     run = Tau2Run(info=info, tasks=tasks, timestamp=doc.get("timestamp"), layout=layout)
+    seen: dict[str, tuple[str, int]] = {}
     for file, index, sim in records:
         report.records += 1
         try:
@@ -424,6 +425,19 @@ def read_results(
         if isinstance(episode, str):
             report.skip(episode)
             continue
+        if episode.id in seen:  # two simulations under one id would be one episode to every reader after
+            first = seen[episode.id]
+            report.skip_bad(
+                BadInputError(
+                    f"simulation id {episode.id!r} repeats ({first[0]} record {first[1]} has it)",
+                    source=file,
+                    record=index,
+                    field="id",
+                ),
+                skip_bad=skip_bad,
+            )
+            continue
+        seen[episode.id] = (file, index)
         run.episodes.append(episode)
     return run
 

@@ -204,7 +204,7 @@ def convert_taubench_v1(path: Path, *, domain: str | None = None, skip_bad: bool
         except BadInputError as exc:
             conv.skip_bad(exc, skip_bad=skip_bad)
             continue
-        conv.episodes.append(episode)
+        conv.keep(episode, source=str(path), record=index, skip_bad=skip_bad)
     conv.note_unknown_tools()
     return conv
 

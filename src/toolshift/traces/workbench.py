@@ -49,7 +49,7 @@ from toolshift.errors import BadInputError
 from toolshift.fileio import read_text
 from toolshift.models import Effect
 from toolshift.traces.catalog import CatalogTool, ToolCatalog
-from toolshift.traces.conversion import Conversion
+from toolshift.traces.conversion import RAW_ARGUMENTS, Conversion
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
 
 CONVERTER = "workbench"
@@ -165,6 +165,28 @@ def _node_value(node: ast.AST, text: str) -> Any:
     return ast.get_source_segment(text, node)
 
 
+class RawInput(str):
+    """A step's `tool_input` as written, when JSON cannot carry it faithfully: the call is kept malformed."""
+
+
+def _faithful(node: ast.AST) -> bool:
+    """Whether a repr says in JSON exactly what it says in Python: every mapping key a string literal (an int
+    key would meet a string key of the same text; `{[1]: 2}` has no JSON key at all), no `nan`/`NaT` read as
+    null, no call but `array`/`Timestamp`/`Decimal` (issue 56: such an input is flagged, never rewritten)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Dict) and not all(
+            isinstance(k, ast.Constant) and isinstance(k.value, str) for k in sub.keys
+        ):
+            return False
+        if isinstance(sub, ast.Name) and sub.id in ("nan", "NaN", "NaT"):
+            return False
+        if isinstance(sub, ast.Call) and not (
+            isinstance(sub.func, ast.Name) and sub.func.id in ("array", "Timestamp", "Decimal")
+        ):
+            return False
+    return True
+
+
 def parse_full_response(text: str) -> dict[str, Any]:
     """`{'input', 'output', 'intermediate_steps': [(AgentAction(...), obs), ...]}` without eval.
 
@@ -222,6 +244,9 @@ def _step(step: ast.AST, text: str, k: int) -> dict[str, Any]:
             fields[kw.arg or ""] = _node_value(kw.value, text)
     if not isinstance(fields.get("tool"), str):
         raise _ReprError(f"{where}[0].tool", "missing or not a string")
+    given = next((kw.value for kw in action.keywords if kw.arg == "tool_input"), None)
+    if given is not None and not _faithful(given):
+        fields["tool_input"] = RawInput(ast.get_source_segment(text, given) or "")
     if fields.get("log") is not None and not isinstance(fields["log"], str):
         raise _ReprError(f"{where}[0].log", f"not a string (it is {type(fields['log']).__name__})")
     return {
@@ -312,7 +337,7 @@ def convert_workbench_csv(path: Path, *, skip_bad: bool = False) -> Conversion:
                 for c in msg.tool_calls or []
                 if c.name not in WORKBENCH_TOOLS
             }
-            conv.episodes.append(episode)
+            conv.keep(episode, source=str(path), record=index, skip_bad=skip_bad)
     conv.catalogs[domain] = workbench_catalog(domain, hallucinated)
     conv.note_unknown_tools()
     return conv
@@ -356,8 +381,13 @@ def _row_episode(
     messages = [Message(role="user", content=query)]
     for k, step in enumerate(parsed["steps"]):
         tool_input = step["tool_input"]
-        arguments = tool_input if isinstance(tool_input, dict) else {"tool_input": tool_input}
-        call = ToolCall(id=f"step{k}", name=step["tool"], arguments=arguments)
+        if isinstance(tool_input, RawInput):  # flagged: kept as written, reaching no tool
+            call = ToolCall(
+                id=f"step{k}", name=step["tool"], arguments={RAW_ARGUMENTS: str(tool_input)}, malformed=True
+            )
+        else:
+            arguments = tool_input if isinstance(tool_input, dict) else {"tool_input": tool_input}
+            call = ToolCall(id=f"step{k}", name=step["tool"], arguments=arguments)
         messages.append(Message(role="assistant", content=step["log"], tool_calls=[call]))
         observation = step["observation"]
         messages.append(
