@@ -122,3 +122,39 @@ def test_the_ledger_answers_a_resumed_call_without_asking_again(tmp_path):
         fh.write('{"id": "torn", "vers')  # a killed run's last line
     assert set(Ledger(tmp_path / "calls.jsonl").calls) == {"x"}
     assert model.ledger is ledger
+
+
+def test_the_page_scores_rows_pairs_them_with_no_skill_and_reads_maintenance(ctx, tmp_path):
+    """The page on two real rows of the small build: the oracle as the No Skill row (every task solved) and the
+    frozen-v1 procedure (the v1 path replayed on v2, where the catalog changed), with one version's maintenance."""
+    import json as _json
+
+    from toolshift.bench.ecosystem.baselines import run_baseline
+    from toolshift.skillmethods.report import write_page
+    from toolshift.skillmethods.run import Spec
+
+    run = tmp_path / "run"
+    paths = [
+        run_baseline(ctx.build, name, run / "model", split="test", setting="domain-tools", command="c")
+        for name in ("oracle", "frozen-v1")
+    ]
+    (run / "methods" / "evoskill").mkdir(parents=True)
+    work = {"version": 1, "calls": 3, "call_tokens": {"propose": 1500, "generate": 500}, "rollouts": 2,
+            "rollout_tokens": 8000, "skills": 1, "train_tasks": 4}  # fmt: skip
+    (run / "methods" / "evoskill" / "v1.json").write_text(_json.dumps(work))
+    spec = Spec(str(ctx.build), str(run), "oracle", 3, 4, 2, command="toolshift skills eval …")
+    body = write_page(spec, ["no-skill", "evoskill"], paths, tmp_path / "page.md", resamples=50)
+    page = (tmp_path / "page.md").read_text()
+    frozen = next(a for a in body["scores"] if a.startswith("frozen-v1"))
+    oracle = next(a for a in body["scores"] if a.startswith("oracle"))
+    for v in ("v1", "v2"):
+        diff = body["vs_no_skill"][frozen][v]["mean"]
+        assert diff == pytest.approx(
+            body["scores"][frozen][v]["SR"]["mean"] - body["scores"][oracle][v]["SR"]["mean"]
+        )
+    assert (
+        body["scores"][oracle]["v1"]["SR"]["mean"] == 1.0 and body["vs_no_skill"][frozen]["v1"]["mean"] == 0.0
+    )
+    assert body["maintenance"]["evoskill"]["v1"]["k_per_task"] == pytest.approx(10000 / 1000 / 4)
+    assert "| EvoSkill | 2.5 | – |" in page and "| No Skill | v1 |" in page
+    assert "This run did not finish" in page  # no EvoSkill test episode exists

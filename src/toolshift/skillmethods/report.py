@@ -129,7 +129,7 @@ def write_page(
         "",
         _protocol(spec),
         "",
-        *_progress(spec, ctx, methods, paths, work),
+        *_progress(spec, ctx, methods, work),
         "## Results per method and version",
         "",
         "| method | version | n | " + " | ".join(METRICS) + " |",
@@ -186,22 +186,25 @@ def write_page(
     return body
 
 
-def _progress(spec: Spec, ctx: Any, methods: list[str], paths: list[Path], work: dict[str, Any]) -> list[str]:
-    """How far the run got: test episodes per row against those planned, versions maintained per method."""
+def _progress(spec: Spec, ctx: Any, methods: list[str], work: dict[str, Any]) -> list[str]:
+    """How far the run got: each method's test episodes against those planned, and its versions maintained."""
+    from toolshift.skillmethods.run import method_file
     from toolshift.traces.store import iter_episodes
 
     planned = spec.sample * (spec.versions or ctx.versions)
-    held = {p: sum(1 for _ in iter_episodes(p)) for p in paths}
-    total = sum(held.values())
-    want = planned * len(methods)
-    if total >= want:
+    held = {}
+    for m in methods:
+        path = method_file(spec, m)
+        held[m] = sum(1 for _ in iter_episodes(path)) if path.exists() else 0
+    if all(n >= planned for n in held.values()):
         return []
-    rows = ", ".join(f"`{p.name}` {n}" for p, n in held.items())
+    rows = ", ".join(f"{m} {n}" for m, n in held.items())
     made = ", ".join(f"{m} {len(work.get(m, {}))}" for m in methods if m != "no-skill")
     return [
-        f"**This run did not finish: {total} of {want} test episodes** ({planned} per method). "
-        f"Test episodes per file: {rows}. Versions maintained per method: {made}. The tables below show "
-        "what the episodes present say (the page written by the same command with `--score-only`); rows and versions not yet run are absent. The run folder is kept "
+        f"**This run did not finish: {sum(min(n, planned) for n in held.values())} of {planned * len(methods)} "
+        f"test episodes** ({planned} per method). Test episodes per method: {rows}. Versions maintained per "
+        f"method: {made}. The tables below show what the episodes present say (the page written by the same "
+        "command with `--score-only`); rows and versions not yet run are absent. The run folder is kept "
         "(docs/results/episodes/README.md) and resumes by the same command.",
         "",
     ]

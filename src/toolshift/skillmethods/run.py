@@ -253,20 +253,21 @@ def test_rival(ctx: Any, spec: Spec, name: str, v: int, lib: Path, executor: Exe
     return path
 
 
-def run_files(spec: Spec, methods: list[str]) -> list[Path]:
-    """The test episode files of `methods` in the run folder, those that exist (a stopped run's page)."""
+def method_file(spec: Spec, method: str) -> Path:
+    """Where a method's test episodes are: Steward's and No Skill's as `steward eval` writes them, a rival's row."""
     from toolshift.steward.model_agent import model_label
 
     folder = Path(spec.run) / "model"
-    name = spec.model.replace(":", "_").replace("/", "_")
-    files = {
-        "no-skill": folder / f"{name}.domain-tools.episodes.jsonl",
-        "steward": folder / f"{model_label(spec.model, True, True)}.episodes.jsonl",
-    }
-    paths = [
-        files[m] if m in files else folder / f"{row_label(m, spec.model)}.episodes.jsonl" for m in methods
-    ]
-    return [p for p in paths if p.exists()]
+    if method == "no-skill":
+        return folder / f"{spec.model.replace(':', '_').replace('/', '_')}.domain-tools.episodes.jsonl"
+    if method == "steward":
+        return folder / f"{model_label(spec.model, True, True)}.episodes.jsonl"
+    return folder / f"{row_label(method, spec.model)}.episodes.jsonl"
+
+
+def run_files(spec: Spec, methods: list[str]) -> list[Path]:
+    """The test episode files of `methods` in the run folder, those that exist (a stopped run's page)."""
+    return [p for m in methods if (p := method_file(spec, m)).exists()]
 
 
 def run_methods(spec: Spec, methods: list[str], progress: ProgressHook | None = None) -> list[Path]:
