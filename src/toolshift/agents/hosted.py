@@ -106,7 +106,7 @@ async def host_conversation(
             context = EpisodeContext(
                 episode_id=episode_id, task_id=task.id, mcp_url=url, tools=await desk.listing(), title=title,
                 policy=policy, workdir=workdir, max_turns=limits.max_turns, call_tool=desk.in_process,
-                extra={"instructions": instructions},
+                list_tools=desk.listing, extra={"instructions": instructions},
             )  # fmt: skip
             start = getattr(agent, "start", None)
             try:

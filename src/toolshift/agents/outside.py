@@ -62,6 +62,9 @@ class EpisodeContext:
     """The model toolshift serves for this agent (`python:…@embedded`), or None when the agent brings its own."""
     call_tool: Callable[[str, dict[str, Any]], Awaitable[tuple[str, bool]]] | None = None
     """In-process calls: `(text, is_error)`, recorded as calls over MCP are."""
+    list_tools: Callable[[], Awaitable[list[ToolDef]]] | None = None
+    """The tools on offer now, in process (a tool search or a later user turn may have added some), as the
+    MCP listing at `mcp_url` gives them."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -24,7 +24,7 @@ from toolshift.traces.store import ReadReport, iter_episodes
 app = typer.Typer(no_args_is_help=True, help="Episodes: convert published runs, anatomy, split, export.")
 console = terminal.console()
 
-CONVERTERS = ("taubench-v1", "workbench", "tau2", "bfcl", "agentdojo")
+CONVERTERS = ("taubench-v1", "workbench", "tau2", "bfcl", "agentdojo", "inspect")
 
 
 def _convert(kind: str, inputs: list[Path], domain: str | None, skip_bad: bool) -> Conversion:
@@ -32,6 +32,7 @@ def _convert(kind: str, inputs: list[Path], domain: str | None, skip_bad: bool) 
 
     from toolshift.traces.agentdojo import agentdojo_files, convert_agentdojo
     from toolshift.traces.bfcl import bfcl_files, convert_bfcl
+    from toolshift.traces.inspect_log import convert_inspect, inspect_files
     from toolshift.traces.tau2 import convert_tau2, tau2_files
     from toolshift.traces.taubench import convert_taubench_v1
     from toolshift.traces.workbench import convert_workbench_csv, workbench_files
@@ -48,6 +49,8 @@ def _convert(kind: str, inputs: list[Path], domain: str | None, skip_bad: bool) 
         inputs = [f for path in inputs for f in agentdojo_files(path)]
     elif kind == "tau2":
         inputs = [f for path in inputs for f in tau2_files(path)]
+    elif kind == "inspect":
+        inputs = [f for path in inputs for f in inspect_files(path)]
     total_conv = Conversion(converter=kind)
     for path in track(inputs, description=f"converting {kind}", console=console, transient=True):
         if kind == "taubench-v1":
@@ -58,6 +61,8 @@ def _convert(kind: str, inputs: list[Path], domain: str | None, skip_bad: bool) 
             total_conv.extend(convert_bfcl(path, skip_bad=skip_bad))
         elif kind == "agentdojo":
             total_conv.extend(convert_agentdojo(path, skip_bad=skip_bad))
+        elif kind == "inspect":
+            total_conv.extend(convert_inspect(path, skip_bad=skip_bad))
         else:
             total_conv.extend(convert_tau2(path, skip_bad=skip_bad, domain=domain))
     total_conv.note_unknown_tools()
@@ -66,11 +71,12 @@ def _convert(kind: str, inputs: list[Path], domain: str | None, skip_bad: bool) 
 
 @app.command("convert")
 def convert(
-    kind: Annotated[str, typer.Argument(help="taubench-v1 | workbench | tau2 | bfcl | agentdojo")],
+    kind: Annotated[str, typer.Argument(help="taubench-v1 | workbench | tau2 | bfcl | agentdojo | inspect")],
     inputs: Annotated[
         list[Path],
         typer.Argument(
-            help="Files or folders (tau2: a results file or folder, a leaderboard submission, a folder of runs)."
+            help="Files or folders (tau2: a results file or folder, a leaderboard submission, a folder of runs; "
+            "inspect: a log or a log folder)."
         ),
     ],
     out: Annotated[
@@ -317,6 +323,22 @@ def export_tau2(
             exc.detail, source=str(file_of[str(exc.record)]), record=exc.record, field=exc.field
         ) from None
     console.print(f"wrote {len(episodes)} simulations of {len(run.tasks)} tasks to {path}")
+
+
+@app.command("export-inspect")
+def export_inspect_cmd(
+    files: Annotated[list[Path], typer.Argument(help="Episode files (*.episodes.jsonl).")],
+    out: Annotated[Path, typer.Option("--out", help="The inspect log to write (.eval or .json).")],
+    task: Annotated[str, typer.Option(help="The task name the log gives.")] = "toolshift/episodes",
+) -> None:
+    """Write episodes as an inspect_ai log that `inspect view` opens (one sample per episode; extra `inspect`)."""
+    from toolshift.traces.inspect_log import export_inspect
+
+    episodes = [episode for path in files for episode in iter_episodes(path)]
+    if not episodes:
+        raise BadInputError("no episodes in these files", source=", ".join(str(f) for f in files))
+    path = export_inspect(episodes, out, task=task)
+    console.print(f"wrote {len(episodes)} episodes as samples to {path}")
 
 
 @app.command("anatomy-report")

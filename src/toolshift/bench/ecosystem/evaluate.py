@@ -161,7 +161,9 @@ def agent_label(ep: Episode) -> str:
     return label if user == "scripted" else f"{label} (user {user})"
 
 
-def _instance(refs: dict[tuple[str, int], ReferenceRecord], task_id: str, version: int) -> InstanceReference:
+def instance_reference(
+    refs: dict[tuple[str, int], ReferenceRecord], task_id: str, version: int
+) -> InstanceReference:
     r = refs[(task_id, version)]
     assert r.step is not None and r.cost is not None
     prev = refs.get((task_id, version - 1))
@@ -231,7 +233,7 @@ def evaluate(
             excluded[agent]["missing the step or cost episode"] += 1
             continue
         ev = evals.setdefault(agent, AgentEval(agent))
-        ev.scores.append(score_instance(_instance(refs, task_id, version), step_run, cost_run))
+        ev.scores.append(score_instance(instance_reference(refs, task_id, version), step_run, cost_run))
     for agent, counts in excluded.items():
         evals.setdefault(agent, AgentEval(agent)).excluded.update(counts)
     for ev in evals.values():

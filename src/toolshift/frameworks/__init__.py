@@ -1,0 +1,1 @@
+"""toolshift inside the frameworks researchers already use: inspect_ai tasks and the verifiers bridge."""
