@@ -159,3 +159,43 @@ def test_a_gateway_without_recording_keeps_its_token_out_of_log_lines(monkeypatc
     with caplog.at_level(logging.WARNING):
         logging.getLogger("mcp.server").warning("rejected header Bearer %s", "gw-token-NoRec-551")
     assert gw.redactor is not None and "gw-token-NoRec-551" not in caplog.text
+
+
+GENERATED_PASSWORD = "q7#Vd!2pLx@9Zr$4Kt^w"
+"""What a password manager makes, typed where a name should go (issue 56: free text was not scanned)."""
+
+
+def test_a_password_typed_into_a_search_field_and_key_formats_in_free_text_are_not_recorded(tmp_path):
+    out = tmp_path / "rec"
+    gw = build_gateway(
+        GatewayConfig(
+            backends=[{"name": "clinic", "world": "clinic"}], middleware=["record"], record={"out": str(out)}
+        )
+    )
+    server = GatewayServer(gw)
+    aws, github = "AKIAIOSFODNN7EXAMPLE", "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"
+
+    async def main() -> None:
+        await prepare(gw)
+        async with gw.running(), in_memory_client(server) as client:
+            await client.call_tool("search_patients", {"full_name": GENERATED_PASSWORD})
+            await client.call_tool("search_patients", {"full_name": f"key {aws} and {github}"})
+            await client.call_tool("search_patients", {"full_name": "Maria Garcia", "limit": 2})
+
+    anyio.run(main)
+    text = (out / "clinic.episodes.jsonl").read_text(encoding="utf-8")
+    assert [s for s in (GENERATED_PASSWORD, aws, github) if s in text] == []
+    assert text.count("[redacted]") >= 3 and "Maria Garcia" in text  # a name is not a secret
+
+
+def test_the_free_text_scanner_catches_key_formats_and_random_tokens_not_words():
+    r = Redactor()
+    assert r.scrub("search for Tr0ub4dor&3xY!") == "search for [redacted]!"
+    assert r.scrub("sk_live_4eC39HqLyjWDarjtT1zdp7dc") == "[redacted]"
+    assert r.scrub("c2VjcmV0LXRva2VuLWZvci1hcGktYWNjZXNzLTEyMzQ1Njc4OQ==") == "[redacted]"
+    for plain in ("Find patient Maria Garcia born 1980-02-03", "hana707@vendors.example.net", "APT-00003",
+                  "https://example.com/a/b?c=1", "ap_search_vendors_then_create_vendor_invoice"):  # fmt: skip
+        assert r.scrub(plain) == plain
+    assert (
+        Redactor(scan=False).scrub("sk_live_4eC39HqLyjWDarjtT1zdp7dc") == "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
+    )
