@@ -29,7 +29,7 @@ else
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 endif
 
-.PHONY: demo test lint bench clean inspector harnesses tau2-venv chromium extras
+.PHONY: demo test lint bench clean inspector harnesses tau2-venv chromium extras drift-servers
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -91,10 +91,20 @@ $(EXTRAS_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet inspect-ai==0.3.285  # inspect_ai: toolshift's tasks run by the real `inspect eval` (tests/frameworks)
 	touch $(EXTRAS_STAMP)
 
+# Real MCP servers' published versions for tests/drift (toolshift.drift): the filesystem and git servers at two
+# versions each, the memory and sqlite servers at one, each installed in isolation into .cache/drift from npm and
+# PyPI and checked against the integrity hashes pinned in src/toolshift/drift/pins.json (D360). Where npm or pip
+# cannot install them the drift tests skip, saying so.
+DRIFT_STAMP := .cache/drift/.tests-installed
+drift-servers: $(DRIFT_STAMP)
+$(DRIFT_STAMP): $(STAMP) src/toolshift/drift/pins.json
+	@$(VENV)/bin/toolshift drift install --tests && touch $@ \
+	  || echo "the drift test servers could not all be installed: tests/drift will skip those it lacks"
+
 # The set-up steps after the venv (npm, τ²-bench's venv, apt's Chromium, pip's extras) wait mostly on downloads
 # and installs into separate places, so they run side by side; each one's output is kept together.
 test: $(STAMP)
-	$(MAKE) --no-print-directory -j4 --output-sync=target lint inspector tau2-venv chromium extras
+	$(MAKE) --no-print-directory -j4 --output-sync=target lint inspector tau2-venv chromium extras drift-servers
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)

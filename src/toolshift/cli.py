@@ -113,6 +113,11 @@ SUBAPPS: dict[str, tuple[str, str, str]] = {
         "app",
         "Steward against the skill methods seed 000 compares it with (EvoSkill, AutoSkill, Trace2Skill, SkillOpt).",
     ),
+    "drift": (
+        "toolshift.drift.cli",
+        "app",
+        "Real drift: real MCP servers' published versions as an evolving ecosystem, Steward kept in step.",
+    ),
     "report": (
         "toolshift.report.cli",
         "app",

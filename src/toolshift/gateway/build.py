@@ -67,6 +67,10 @@ def build_gateway(config: GatewayConfig) -> Gateway:
             from toolshift.gateway.supply import StewardMiddleware
 
             middleware.append(StewardMiddleware(config))
+        elif name == "watch":
+            from toolshift.gateway.watch import WatchMiddleware
+
+            middleware.append(WatchMiddleware(config))
     gateway.use(middleware)
     return gateway
 

@@ -53,6 +53,8 @@ def config_from_flags(
     flow: Path | None = None,
     catalog: Path | None = None,
     steward: Path | None = None,
+    watch: Path | None = None,
+    watch_library: Path | None = None,
     decider: str | None = None,
     threshold: float | None = None,
     transport: str | None = None,
@@ -104,6 +106,14 @@ def config_from_flags(
         raw["steward"] = {"library": str(steward)}
         if "steward" not in middleware:
             middleware.insert(0, "steward")
+    if watch_library is not None and watch is None:
+        raise BadInputError("--watch-library needs --watch LOG", field="watch")
+    if watch is not None:
+        raw["watch"] = {**raw.get("watch", {}), "log": str(watch)}
+        if watch_library is not None:
+            raw["watch"]["library"] = str(watch_library)
+        if "watch" not in middleware:
+            middleware.append("watch")
     raw["middleware"] = middleware
     for key, value in (
         ("transport", transport),
@@ -139,6 +149,13 @@ def serve(
     steward: Annotated[
         Path | None, typer.Option(help="Steward middleware: supply tools and skills from this library.")
     ] = None,
+    watch: Annotated[
+        Path | None, typer.Option(help="Watch middleware: log every catalog version the backend serves here.")
+    ] = None,
+    watch_library: Annotated[
+        Path | None,
+        typer.Option(help="With --watch: the Steward library re-checked (and maintained) on each."),
+    ] = None,
     decider: Annotated[str | None, typer.Option(help="reach or next-step.")] = None,
     threshold: Annotated[float | None, typer.Option(help="The decider's θ.")] = None,
     transport: Annotated[str | None, typer.Option(help="stdio or http.")] = None,
@@ -157,7 +174,8 @@ def serve(
 
     cfg = config_from_flags(
         config, world=world, command=command, url=url, build=build, domain=domain, version=version,
-        record=record, agent=agent, flow=flow, catalog=catalog, steward=steward, decider=decider, threshold=threshold,
+        record=record, agent=agent, flow=flow, catalog=catalog, steward=steward, watch=watch,
+        watch_library=watch_library, decider=decider, threshold=threshold,
         transport=transport, host=host, port=port, idle_timeout=idle_timeout, call_timeout=call_timeout,
     )  # fmt: skip
     if cfg.transport == "http":

@@ -18,8 +18,8 @@ from toolshift.errors import BadInputError
 from toolshift.world.mcp.http_guard import is_loopback
 
 GATEWAY_FORMAT = "toolshift.gateway/1"
-MiddlewareName = Literal["record", "flows", "steward"]
-KNOWN_MIDDLEWARE: tuple[str, ...] = ("record", "flows", "steward")
+MiddlewareName = Literal["record", "flows", "steward", "watch"]
+KNOWN_MIDDLEWARE: tuple[str, ...] = ("record", "flows", "steward", "watch")
 DEFAULT_TOKEN_ENV = "TOOLSHIFT_GATEWAY_TOKEN"
 
 
@@ -111,6 +111,19 @@ class StewardConfig(BaseModel):
     call finds no plan, the session is served the backend's own tools, as without Steward (D214)."""
 
 
+class WatchConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    log: Path
+    """The catalog log (`toolshift.catalog-log/1`): every catalog version the backend has served, in order."""
+    library: Path | None = None
+    """A Steward library re-checked against each new catalog (`toolshift steward check`)."""
+    domain: str | None = None
+    """The library's domain the backend serves (default: the backend's name)."""
+    maintain: bool = True
+    """After the check, bring the library to the new catalog by maintenance with no episodes (D365, D369)."""
+
+
 class GatewayConfig(BaseModel):
     """The whole gateway: what `toolshift gateway serve` runs."""
 
@@ -123,6 +136,7 @@ class GatewayConfig(BaseModel):
     record: RecordConfig | None = None
     flows: FlowsConfig | None = None
     steward: StewardConfig | None = None
+    watch: WatchConfig | None = None
     transport: Literal["stdio", "http"] = "stdio"
     host: str = "127.0.0.1"
     port: int = Field(default=8766, ge=0, le=65535)
@@ -148,6 +162,13 @@ class GatewayConfig(BaseModel):
             if self.middleware[0] != "steward":
                 raise ValueError(
                     "steward must come first in the middleware list (recordings and flows see world calls)"
+                )
+        if "watch" in self.middleware:
+            if self.watch is None:
+                raise ValueError("middleware watch needs a watch section (log: file)")
+            if len(self.backends) != 1:
+                raise ValueError(
+                    "middleware watch fronts exactly one backend (a catalog log is one server's)"
                 )
         if "record" in self.middleware and self.record is None:
             raise ValueError("middleware record needs a record section (out: folder)")
@@ -206,6 +227,9 @@ def resolve_paths(config: GatewayConfig, base: Path) -> GatewayConfig:
         config.record.out = base / config.record.out
     if config.steward is not None:
         config.steward.library = fix(config.steward.library) or config.steward.library
+    if config.watch is not None:
+        config.watch.log = fix(config.watch.log) or config.watch.log
+        config.watch.library = fix(config.watch.library)
     if config.flows is not None:
         config.flows.flow = fix(config.flows.flow) or config.flows.flow
         config.flows.catalog = fix(config.flows.catalog) or config.flows.catalog

@@ -175,10 +175,12 @@ def bind_step(
     schema: dict[str, Any] | None,
     unknown: frozenset[str] = frozenset(),
     enums: dict[str, list[Any]] | None = None,
+    texts: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The concrete argument dicts of one plan step (several for an `each` step). An optional argument
     (not in the schema's `required`) bound to a fact the user was asked for and did not give (`unknown`)
-    is left out: the user has nothing to set it to."""
+    is left out: the user has nothing to set it to. `texts`: the results as the server wrote them, for a
+    text argument bound to a whole result that parses as JSON (a file of JSON copied as it is, D364)."""
     props = (schema or {}).get("properties", {})
     required = set((schema or {}).get("required", []))
     fixed: dict[str, Any] = {}
@@ -201,6 +203,14 @@ def bind_step(
                 raise NoMatch(b["step"], str(exc)) from exc
             if step.get("each") and "*" in b["path"] and varying is None:
                 varying = (name, values)
+            elif (
+                not b["path"]
+                and texts is not None
+                and b["step"] < len(texts)
+                and not isinstance(values[0], str)
+                and (_field_schema(props, name) or {}).get("type") == "string"
+            ):
+                fixed[name] = texts[b["step"]]
             else:
                 fixed[name] = values[0]
         elif "template" in b:  # a text around the user's facts (D364)
@@ -240,6 +250,8 @@ class SkillFollower:
         self.queue: list[tuple[int, dict[str, Any]]] = []
         self.step = 0
         self.results: list[Any] = []
+        self.texts: list[str] = []
+        """Each result as the server wrote it (a JSON file's text, beside its parsed value)."""
         self.calls = 0
         self.failure = ""
         self.asked: set[str] = set()
@@ -327,6 +339,7 @@ class SkillFollower:
                     self._add_page(value)
                 elif len(self.results) <= self.queue_step:
                     self.results.append(value)
+                    self.texts.append(content)
             return self._next_call()
         if self.phase == "told":
             self.phase = "ended"
@@ -432,7 +445,13 @@ class SkillFollower:
             try:
                 enums = field_enums(self.supply.catalog, tool.domain) if writes and tool else None
                 batch = bind_step(
-                    step, self.facts, self.results, tool.input_schema if tool else None, unknown, enums
+                    step,
+                    self.facts,
+                    self.results,
+                    tool.input_schema if tool else None,
+                    unknown,
+                    enums,
+                    self.texts,
                 )
             except MissingFact as exc:
                 if exc.fact in self.asked and not self.rebinding:
