@@ -228,7 +228,9 @@ class SkillShelf:
             f"- {n} (loaded): {' '.join(self.skills[n].body.split())[:MAX_PRELOAD]}" for n in self.preload
         ]
         lines = [f"- {n}: {' '.join(self.skills[n].description.split())}" for n in self.on_demand]
-        head = "Skills loaded for you, and skills you can use." if loaded else "Skills you can use."
+        head = " ".join(
+            (["Skills loaded for you."] if loaded else []) + (["Skills you can use."] if lines else [])
+        )
         ask = f" Before you act on one, call {SKILL_TOOL} with its name to read it." if lines else ""
         return f"# Skills\n{head}{ask}\n" + "\n".join([*loaded, *lines])
 
