@@ -28,6 +28,8 @@ import weakref
 from collections import Counter
 from typing import Any
 
+from toolshift.errors import ToolshiftError
+
 SECRET_NAME = re.compile(
     r"(pass(word|wd|phrase)?|secret|token|api[_-]?key|apikey|credential|authori[sz]ation|cookie|private[_-]?key)",
     re.IGNORECASE,
@@ -66,9 +68,15 @@ class FreeTextScanner:
     secret's text, longest first."""
 
     def __init__(self) -> None:
-        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-        from detect_secrets.plugins.base import RegexBasedDetector
-        from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+        try:
+            from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+            from detect_secrets.plugins.base import RegexBasedDetector
+            from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+        except ImportError:
+            raise ToolshiftError(
+                "detect-secrets is not installed, and recordings scan free text with it (D306): "
+                "pip install 'detect-secrets>=1.5,<2' (or make .venv/.installed again)"
+            ) from None
 
         plugins = get_mapping_from_secret_type_to_class().values()
         self.formats = [
