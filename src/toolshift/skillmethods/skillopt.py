@@ -5,9 +5,11 @@ the skill, reflects on minibatches of trajectories into edit patches (`append`, 
 `delete`), aggregates them, selects at most `learning_rate` edits, applies them, and accepts the candidate only if
 its score on a selection split strictly improves (the gate). The package's own `apply_patch`
 (`skillopt.optimizer.skill`) and `evaluate_gate` (`skillopt.evaluation.gate`) do the Update and Gate steps here
-(the `skillopt` extra). Its trainer is not run whole: its reflect, merge and rank calls go through its HTTP chat
-backends, which the embedded model is not, so those calls are made here through `MethodModel` (one edit per
-minibatch call; a ranking call picks the first edit kept). Not here: epochs' slow update and the meta-skill
+(the `skillopt` extra). Its trainer is not run whole: the PyPI wheel (0.2.0) ships none of its prompt files
+(`load_prompt("analyst_error")` raises FileNotFoundError), and its chat backends need an HTTP endpoint, where the
+embedded model served over chat completions (`toolshift model serve`) answers as the customer-service agent it is
+(a reply of at most 160 characters, here a question), never with SkillOpt's JSON patch; so its reflect and rank
+calls are made here through `MethodModel` (one edit per minibatch call; a ranking call picks the first edit kept). Not here: epochs' slow update and the meta-skill
 memory. The skill is given to the agent as one Agent Skill; a new version starts from the previous version's
 skill (the repository's "transfer learning: seed skill").
 """
