@@ -45,6 +45,8 @@ class _Desk:
         self.ended = False
         self.refused = 0
         """Calls refused because the turn limit was reached."""
+        self.seconds = 0.0
+        """Time spent answering the agent's calls (the world's work and toolshift's, waiting included)."""
         self._lock = asyncio.Lock()
 
     async def listing(self) -> list[ToolDef]:
@@ -56,6 +58,13 @@ class _Desk:
             return [t for t in every if self.arrivals.get(t.name, 0) <= turn]
 
     async def call(self, name: str, arguments: dict[str, Any]) -> tuple[ToolOutcome, bool]:
+        clock = time.perf_counter()
+        try:
+            return await self._call(name, arguments)
+        finally:
+            self.seconds += time.perf_counter() - clock
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> tuple[ToolOutcome, bool]:
         async with self._lock:
             call = ProposedCall(id=f"call_{uuid.uuid4().hex[:16]}", name=name, arguments=arguments)
             self.conv.agent_call(call)
@@ -139,6 +148,7 @@ async def host_conversation(
                         conv.info["agent_failure"] = f"{type(exc).__name__}: {exc}"[:2000]
                         return
                     model_calls += turn.model_calls or 0
+                    turn.info.setdefault("turn_seconds", round(time.perf_counter() - clock, 4))
                     conv.agent_reply(turn, time.perf_counter() - clock)
                     # a turn is a model call where the agent reports them, else an action (a call or a reply)
                     conv.turns = model_calls or conv.tool_calls + sum(
@@ -177,6 +187,7 @@ async def host_conversation(
                         await close()
                 if model_calls:
                     conv.turns = model_calls
+                conv.info["door_seconds"] = round(desk.seconds, 4)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -29,6 +29,7 @@ class ChatLoopAgent:
         self.stack = AsyncExitStack()
         self.mcp = await self.stack.enter_async_context(Client(episode.mcp_url, mode="legacy"))
         self.llm = AsyncOpenAI(base_url=episode.model.openai_base_url, api_key=episode.model.api_key)
+        self.stack.push_async_callback(self.llm.close)
         self.model = episode.model.model
         self.steps = episode.max_turns
         instructions = str(episode.extra.get("instructions") or episode.policy)

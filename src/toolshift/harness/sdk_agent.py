@@ -23,6 +23,7 @@ class AgentsSdkAgent:
     def __init__(self) -> None:
         self.history: list[Any] = []
         self.server: Any = None
+        self.client: Any = None
         self.agent: Any = None
         self.max_turns = 30
 
@@ -73,6 +74,10 @@ class AgentsSdkAgent:
     async def close(self) -> None:
         if self.server is not None:
             await self.server.cleanup()
+        if (
+            self.client is not None
+        ):  # closed on this loop: left to the collector it would be closed on a dead one
+            await self.client.close()
 
 
 def make_agent() -> AgentsSdkAgent:

@@ -43,6 +43,7 @@ class ServedModel:
                 "calls": len(answered),
                 "failed": sum(1 for c in calls if c.error is not None),
                 "seconds": round(sum(c.seconds for c in calls), 3),
+                "served_seconds": round(sum(c.served_seconds for c in calls), 3),
                 "system_chars": max(c.system_chars for c in calls),
                 "tools_chars": max(c.tools_chars for c in calls),
                 "tools": max(c.tools for c in calls),

@@ -65,6 +65,8 @@ class ModelCall:
     text_chars: int = 0
     over_budget: bool = False
     error: str | None = None
+    served_seconds: float = 0.0
+    """The whole request as the server handled it: reading, the model's answer (`seconds`), writing."""
 
 
 @dataclass
@@ -152,6 +154,14 @@ def model_app(host: ModelHost, *, bind: str = "127.0.0.1", token: str | None = N
 
     def endpoint(api: Api) -> Any:
         async def handle(request: Request) -> Response:
+            clock = time.perf_counter()
+            try:
+                return await answer(request)
+            finally:
+                if host.calls:
+                    host.calls[-1].served_seconds = round(time.perf_counter() - clock, 4)
+
+        async def answer(request: Request) -> Response:
             body = await request.body()
             if len(body) > MAX_REQUEST_BYTES:
                 return JSONResponse(error_body(api, 413, f"request over {MAX_REQUEST_BYTES} bytes"), 413)
@@ -172,8 +182,8 @@ def model_app(host: ModelHost, *, bind: str = "127.0.0.1", token: str | None = N
                 Exception
             ) as exc:  # the model failed after its own retries: the harness sees a server error
                 return JSONResponse(error_body(api, 500, f"{type(exc).__name__}: {exc}"[:1000]), 500)
-            if wire.stream:
-                return StreamingResponse(response_events(wire, reply), media_type="text/event-stream")
+            if wire.stream:  # the events are made here, before the timing ends: only their sending is after
+                return StreamingResponse(list(response_events(wire, reply)), media_type="text/event-stream")
             return JSONResponse(response_body(wire, reply))
 
         return handle

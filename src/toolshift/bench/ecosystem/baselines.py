@@ -119,8 +119,10 @@ def plan_baseline(
     split: str | None = "test",
     sample: int | None = None,
     seed: int = 0,
+    versions: tuple[int, ...] | None = None,
 ) -> list[PlannedEpisode]:
-    """What a baseline runs: which task × version episodes, and for scripted ones, which calls."""
+    """What a baseline runs: which task × version episodes (`versions`: only these), and for scripted ones, which
+    calls. The sample is drawn over tasks before the versions are chosen, so a task sampled is one of every run."""
     by = {(r.task_id, r.version): r for r in records}
     chosen = [r for r in records if r.valid and (split is None or r.split == split)]
     if sample is not None:
@@ -131,6 +133,8 @@ def plan_baseline(
         ids = sorted({r.task_id for r in chosen})
         picked = set(rng.sample(ids, min(sample, len(ids))))
         chosen = [r for r in chosen if r.task_id in picked]
+    if versions is not None:
+        chosen = [r for r in chosen if r.version in versions]
     out: list[PlannedEpisode] = []
     for r in chosen:
         task = tasks[r.task_id]
@@ -199,7 +203,9 @@ def _open(spec: _BaselineSpec) -> _Opened:
     """`Job.open`: plan the run again from the build (the same seeded sample) in this process."""
     from toolshift.agents.config import RunConfig, make_model
 
-    eco, worlds, planned = _plan_run(spec.build.local(), spec.baseline, spec.split, spec.sample, spec.seed)
+    eco, worlds, planned = _plan_run(
+        spec.build.local(), spec.baseline, spec.split, spec.sample, spec.seed, spec.versions
+    )
     run, baseline = spec.run, spec.baseline
     config = RunConfig(
         world=str(worlds.build),
@@ -304,6 +310,7 @@ def run_baseline(
     workers: int = 1,
     executor: Executor | None = None,
     nodes: NodeProgress | None = None,
+    versions: tuple[int, ...] | None = None,
 ) -> Path:
     """Run one baseline on the evolved build in one setting with one user simulator, appending its episodes
     to `out/<baseline>[.<setting>][.user-<user>].episodes.jsonl`.
@@ -332,7 +339,7 @@ def run_baseline(
     executor = executor or Executor.choose("local", workers)
     if Path(out).exists() and not Path(out).is_dir():
         raise BadInputError("--out must be a folder, and this is a file", source=str(out), field="out")
-    eco, _, planned = _plan_run(build, baseline, split, sample, seed)
+    eco, _, planned = _plan_run(build, baseline, split, sample, seed, versions)
     path = Path(out) / baseline_file(baseline, setting, user)
     turns = max_turns or (40 if baseline in SCRIPTED else 10 if baseline == "embedded" else 30)
     # The endpoint as `toolshift run` resolves it (--base-url, TOOLSHIFT_BASE_URL, OPENAI_BASE_URL), so the
@@ -382,7 +389,7 @@ def run_baseline(
             keep(ep)
 
         if todo:  # one version's whole catalog at a time: each process builds each version's catalog once
-            spec = _BaselineSpec(executor.asset(build), baseline, split, sample, seed, run)
+            spec = _BaselineSpec(executor.asset(build), baseline, split, sample, seed, run, versions)
             executor.run(
                 Job(_open, _run_one, spec, name=f"bench {baseline}"), list(by_key), key=str,
                 on_result=lambda _key, text: keep(Episode.model_validate_json(text)), on_lost=lost,
@@ -392,14 +399,23 @@ def run_baseline(
 
 
 def _plan_run(
-    build: str | Path, baseline: str, split: str | None, sample: int | None, seed: int
+    build: str | Path,
+    baseline: str,
+    split: str | None,
+    sample: int | None,
+    seed: int,
+    versions: tuple[int, ...] | None = None,
 ) -> tuple[EcosystemManifest, VersionWorlds, list[PlannedEpisode]]:
     """The build's ecosystem, its worlds and the run's planned episodes (the parent's and each worker's)."""
     eco = load_ecosystem(build)
     _, records = load_references(build)
     worlds = VersionWorlds(build)
     tasks = {t.id: t for d in eco.domains for t in worlds.tasks(d)}
-    return eco, worlds, plan_baseline(baseline, records, tasks, split=split, sample=sample, seed=seed)
+    return (
+        eco,
+        worlds,
+        plan_baseline(baseline, records, tasks, split=split, sample=sample, seed=seed, versions=versions),
+    )
 
 
 @dataclass(frozen=True)
@@ -413,6 +429,22 @@ class _BaselineSpec:
     sample: int | None
     seed: int
     run: RunSetting
+    versions: tuple[int, ...] | None = None
+
+
+def parse_versions(text: str | None) -> tuple[int, ...] | None:
+    """`--versions 1,3` as a tuple of version numbers (None: every version)."""
+    if text is None or not text.strip():
+        return None
+    try:
+        found = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise BadInputError(
+            f"--versions takes version numbers separated by commas, not {text!r}", field="versions"
+        ) from None
+    if not found or min(found) < 1:
+        raise BadInputError(f"--versions takes versions from 1, not {text!r}", field="versions")
+    return found
 
 
 def baseline_file(baseline: str, setting: str = "standard", user: str = "scripted") -> str:

@@ -224,10 +224,13 @@ def baseline(
     ] = 1,
     executor: Annotated[str, typer.Option(help=EXECUTOR_HELP)] = "local",
     ray_address: Annotated[str | None, typer.Option(help=RAY_ADDRESS_HELP)] = None,
+    versions: Annotated[
+        str | None, typer.Option(help="Only these versions, comma-separated (e.g. 1,3); default every one.")
+    ] = None,
 ) -> None:
     """Run a baseline or a model on every version over MCP in one setting and record its episodes (resumable)."""
     from toolshift.agents.executor import Executor, NodeBars
-    from toolshift.bench.ecosystem.baselines import run_baseline
+    from toolshift.bench.ecosystem.baselines import parse_versions, run_baseline
 
     if split not in ("test", "train", "all"):
         raise BadInputError(f"unknown split {split!r} (test, train or all)", field="split")
@@ -250,6 +253,7 @@ def baseline(
             user=user,
             executor=chosen,
             nodes=NodeBars(bar) if chosen.is_ray else None,
+            versions=parse_versions(versions),
         )
     console.print(f"wrote {path}")
 

@@ -186,7 +186,13 @@ def evaluate(
     eco = load_ecosystem(build)
     _, records = load_references(build)
     refs = {(r.task_id, r.version): r for r in records}
-    tasks: dict[str, Task] = {t.id: t for d in eco.domains for t in domain_tasks(build, d)}
+    tasks: dict[str, Task] = {}
+    folder: dict[
+        str, str
+    ] = {}  # task id -> the build's domain folder (an imported world's may differ from its name)
+    for d in eco.domains:
+        for t in domain_tasks(build, d):
+            tasks[t.id], folder[t.id] = t, d
     costs = {(d, e.version): e.costs for d in eco.domains for e in load_history(build, d).versions}
     # (agent, task, version) -> {criterion: path}
     paths: dict[tuple[str, str, int], dict[str, AgentPath]] = defaultdict(dict)
@@ -218,7 +224,9 @@ def evaluate(
             lines.append((agent, _serve_command(ep, build, version, meta)))
             lines.append((agent, ""))  # the file's own command, known once all its tasks are read
             criterion = str(ep.source.get("criterion") or "both")
-            path = agent_path(ep, task.expected_changes, costs[(task.domain, version)], task.generated_values)
+            path = agent_path(
+                ep, task.expected_changes, costs[(folder[ep.task_id], version)], task.generated_values
+            )
             paths[(agent, ep.task_id, version)][criterion] = path
         command = str(meta.get("command") or "") or _run_command(meta, f, _task_option(build, run_ids, tasks))
         for agent, line in lines:
