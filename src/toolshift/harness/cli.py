@@ -125,6 +125,9 @@ def compare(
     instrument: bool = typer.Option(
         True, "--instrument/--no-instrument", help="Also the oracle-driven rows."
     ),
+    instrument_sample: int = typer.Option(
+        10, "--instrument-sample", min=1, help="Δτ-Bench tasks of those rows."
+    ),
     workers: int = typer.Option(1, "--workers", min=1, help="Local processes for the episodes."),
     page_only: bool = typer.Option(
         False, "--page-only", help="Write the page from the episodes already run."
