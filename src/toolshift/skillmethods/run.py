@@ -210,7 +210,8 @@ def pool(ctx: Any, spec: Spec, v: int, val: list[str], progress: ProgressHook | 
     for name, t in cat.tools.items():
         tools.setdefault(t.domain, {})[name] = t.description
     gold = {t: [n for n, _ in r.step.calls] for t, r in refs.items() if r.step is not None}
-    return Pool(v, sorted(refs), eps, val, ctx.tasks, tools, gold)
+    here = {r.task_id for r in ctx.records if r.valid and r.version == v}  # a task may lack a valid path at v
+    return Pool(v, sorted(refs), eps, [t for t in val if t in here], ctx.tasks, tools, gold)
 
 
 def maintain_rival(
