@@ -41,7 +41,11 @@ def test_an_agent_is_replayed_with_a_flow_learned_without_it() -> None:
 def test_nested_figures_score_each_agent_by_the_choice_made_without_it() -> None:
     tl = timelines(_runs(), AIRLINE)
     cv, kept, shares = choose_options(tl, AIRLINE, thetas=(0.2, 0.5))
-    assert kept == cv.chosen_options() and [o for o, _ in shares][:6] == cv.candidates[:6]
+    assert kept == cv.chosen_options() and [o for o, _ in shares] == cv.candidates
+    assert {o.weighting for o in cv.candidates} == {
+        "episodes",
+        "agents",
+    }  # no task ran twice: tasks = episodes
     for d in cv.deciders:
         picked = nested_pick(cv, d)
         assert [a for a, _ in picked.picks] == list(cv.agents)

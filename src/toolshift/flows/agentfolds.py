@@ -49,11 +49,14 @@ class Options:
     records: bool = False
     fallbacks: bool = False
     ints: bool = False
+    named: bool = False
 
     def label(self) -> str:
         parts = ["every run" if self.learn_from_all else "successful runs", f"weighed by {self.weighting}"]
         if self.walk_ranks:
-            parts.append(f"walk ranks {self.walk_ranks}, prior {self.walk_prior:g}")
+            parts.append(
+                f"walk ranks {self.walk_ranks}, prior {self.walk_prior:g}" + (", named" if self.named else "")
+            )
         parts += [name for name, on in (("record bindings", self.records), ("fallback sources", self.fallbacks),
                                          ("integer bindings", self.ints)) if on]  # fmt: skip
         return ", ".join(parts)
@@ -64,7 +67,7 @@ class Options:
             return None
         return learn_flow(timelines, catalog, learn_from_all=self.learn_from_all, weighting=self.weighting,
                           walk_ranks=self.walk_ranks, walk_prior=self.walk_prior, records=self.records,
-                          fallbacks=self.fallbacks, ints=self.ints)  # fmt: skip
+                          fallbacks=self.fallbacks, ints=self.ints, named=self.named)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -206,21 +209,27 @@ def nested_pick(cv: AgentCrossval, decider: str) -> NestedPick:
 
 
 STAGES: tuple[Callable[[Options], list[Options]], ...] = (
-    lambda base: [replace(base, walk_ranks=3, walk_prior=1.0)],
+    lambda base: [
+        replace(base, walk_ranks=3, walk_prior=1.0),
+        replace(base, walk_ranks=3, walk_prior=1.0, named=True),
+    ],
     lambda base: [
         replace(base, records=True),
         replace(base, fallbacks=True),
         replace(base, records=True, fallbacks=True),
     ],
 )
-"""After the first stage (every run or the successful ones × the three weightings), what is tried on the kept
-candidate: walks, then record bindings and fallback sources."""
+"""After the first stage (every run or the successful ones × the weightings), what is tried on the kept candidate:
+walks (format 3, and with named walks, format 7), then record bindings and fallback sources."""
 
 
-def first_stage(verdicts: bool) -> list[Options]:
-    """Every run or (where the runs carry verdicts) the successful ones, each with every weighting."""
+def first_stage(timelines: Sequence[Timeline], verdicts: bool) -> list[Options]:
+    """Every run or (where the runs carry verdicts) the successful ones, each with every weighting; `tasks` only
+    where some agent ran a task more than once (else it counts exactly as `episodes`)."""
     sources = (True, False) if verdicts else (True,)
-    return [Options(learn_from_all=a, weighting=w) for a in sources for w in ("episodes", "tasks", "agents")]
+    repeats = len({(t.agent, t.task_id) for t in timelines}) < len(timelines)
+    weightings = ("episodes", "tasks", "agents") if repeats else ("episodes", "agents")
+    return [Options(learn_from_all=a, weighting=w) for a in sources for w in weightings]
 
 
 def choose_options(timelines: Sequence[Timeline], catalog: Catalog, *, verdicts: bool = True,
@@ -228,7 +237,7 @@ def choose_options(timelines: Sequence[Timeline], catalog: Catalog, *, verdicts:
                    progress: Callable[[], Any] | None = None) -> tuple[AgentCrossval, Options, list[tuple[Options, float]]]:  # fmt: skip
     """The staged search (module doc): the cross-validation over every candidate tried, the options chosen
     (`AgentCrossval.chosen_options`), and each candidate with its mean chosen share, in the order tried."""
-    tried = first_stage(verdicts)
+    tried = first_stage(timelines, verdicts)
     cv = agent_crossval(
         timelines, catalog, tried, thetas=thetas, budget=budget, margin=margin, progress=progress
     )

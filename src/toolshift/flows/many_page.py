@@ -253,6 +253,33 @@ def _within_section(key: str, s: AgentStudy) -> tuple[str, dict[str, float]]:
     return text, figures
 
 
+def _pooled(name: str, studies: list[AgentStudy], seed: str) -> str:
+    """Every agent's held-out replay of several studies taken together: one share and one paired difference."""
+    held = {d: ReplayResult(d, -1.0, [e for s in studies for e in s.held_out[d].episodes], []) for d in ORDER}
+    ceilings = {e: c for s in studies for e, c in s.ceilings.items()}
+    diff = saved_difference(held["reach"], held["next-step"])
+    shares = "; ".join(
+        f"{d} {ci(saved_share(held[d]))} of turns, {ci(share_of_ceiling(held[d], ceilings), 0)} of the ceiling, "
+        f"{held[d].detours / max(len(held[d].episodes), 1):.2f} detours an episode"
+        for d in ORDER
+    )
+    return (f"**{name}**, each agent held out: {shares}. Reach minus next-step, paired over tasks: "
+            f"{ci(diff, points=True)} (the seed, on newer pipelines: {seed}).")  # fmt: skip
+
+
+CAVEATS = """## What this page does not show, and why
+
+- **BFCL**: two models' files of 2 entries per category (16 episodes): ceilings only; leaving one of two agents out
+  leaves one to learn from. AIREV-Agent-0.8B's files record no call's result (refused, D341).
+- **WorkBench**: ceilings only here (two agents); its replays are on docs/results/flows.md.
+- **telecom-workflow**: one agent (grok-3): no agent to leave out.
+- **Replays from the record**: a lookup is a saving only if the agent's own later call before its next write
+  answers it; detours are lower bounds (seed 003: 55–72% of an environment replay's), and an agent that repeats
+  its own reads would repeat a lookup's too.
+- **Another harness**: τ-bench's runs are served τ²-bench's catalog, whose tools are τ-bench's and one more read
+  (`get_flight_status`, `get_item_details`) that τ-bench's agents never call, so a lookup of it is a detour."""
+
+
 def _goals(transfers: dict[str, dict[str, float]], within: dict[str, dict[str, float]]) -> str:
     rows = []
     for domain, f in transfers.items():
@@ -329,5 +356,11 @@ def render(study: Study) -> str:
                 "",
                 f"The seed ({suite}, reach / next-step at θ = {SEED_THETA:g}): {SEED_DOJO.get(suite, '—')}.",
             ]
-    parts += ["", _goals(transfers, within), ""]
+    dojo = [s for key, s in study.within.items() if key.startswith("AgentDojo")]
+    if dojo:
+        parts += [
+            "",
+            _pooled("All AgentDojo suites", dojo, "−0.53 points (−1.74 – 0.00): a tie, 32% of the ceiling"),
+        ]
+    parts += ["", _goals(transfers, within), "", CAVEATS, ""]
     return "\n".join(parts)
