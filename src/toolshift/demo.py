@@ -21,8 +21,11 @@ console = terminal.console()
 def _steps(out: Path) -> list[tuple[str, object]]:
     from toolshift.agents.demo import run as agents_demo
     from toolshift.bench.ecosystem.demo import run as ecosystem_demo
+    from toolshift.evolve.demo import run as evolve_demo
     from toolshift.flows.demo import run as flows_demo
+    from toolshift.gateway.demo import run as gateway_demo
     from toolshift.report.demo import run as report_demo
+    from toolshift.steward.demo import run as steward_demo
     from toolshift.traces.demo import run as traces_demo
     from toolshift.world.demo import run as world_demo
 
@@ -32,8 +35,20 @@ def _steps(out: Path) -> list[tuple[str, object]]:
         ("Flows: lookups learned from recorded runs, replayed on held-out ones", flows_demo),
         ("Agent runs: the embedded model and the oracle over MCP, judged by the world diff", agents_demo),
         (
-            "Evolving ecosystem: 3 versions, reference paths, three baselines scored",
+            "Evolving ecosystem (system 1): 3 versions, reference paths, three baselines scored",
             functools.partial(ecosystem_demo, keep=out / "ecosystem"),
+        ),
+        (
+            "Steward (system 1): a skill library learned on v1, rebound and pruned as the catalog changes",
+            functools.partial(steward_demo, build=out / "ecosystem" / "build", out=out / "steward"),
+        ),
+        (
+            "Task evolution (system 2): one generation on the clinic world, and what changed in a child",
+            functools.partial(evolve_demo, out=out / "evolve"),
+        ),
+        (
+            "Gateway and flows (system 3): sessions recorded, a flow learned from them, lookups served",
+            functools.partial(gateway_demo, out=out / "gateway"),
         ),
         ("Report: the demo's runs in one HTML page", functools.partial(report_demo, out=out)),
     ]

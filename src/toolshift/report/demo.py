@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from pathlib import Path
 
@@ -35,9 +36,19 @@ def run(console: Console, out: Path) -> Path:
     tau2 = out / "tau2" / EXAMPLE_RUN.name
     tau2.parent.mkdir(exist_ok=True)
     shutil.copyfile(EXAMPLE_RUN, tau2)
-    inputs = [p for p in (out / "ecosystem",) if p.exists()] + [tau2.parent] + _published_runs(out, console)
+    kept = [out / name for name in ("ecosystem", "steward", "evolve", "gateway")]
+    inputs = [p for p in kept if p.exists()] + [tau2.parent] + _published_runs(out, console)
     report = build_report(inputs, out / REPORT, options=Options(resamples=500), title="toolshift demo")
     console.print(f"sections: {', '.join(report.sections)} ({report.bytes / 1024:.0f} KiB, self-contained)")
     console.print(f"[bold]report: {report.path.resolve()}[/]", soft_wrap=True)
-    console.print(f"browse the episodes: toolshift view {' '.join(str(p) for p in inputs)}", soft_wrap=True)
+    console.print(
+        f"browse the episodes (press ? in the page for its keys): {view_command(inputs)}", soft_wrap=True
+    )
     return report.path
+
+
+def view_command(inputs: list[Path]) -> str:
+    """The viewer over the demo's runs, as a new shell types it (the command and the paths as given)."""
+    from toolshift.terminal import toolshift_command
+
+    return f"{toolshift_command()} view {' '.join(shlex.quote(str(p)) for p in inputs)}"
