@@ -135,6 +135,11 @@ SUBAPPS: dict[str, tuple[str, str, str]] = {
         "app",
         "Agents that own their loop: harness CLIs from spec files, Python agents, agent SDKs.",
     ),
+    "frameworks": (
+        "toolshift.frameworks.cli",
+        "app",
+        "toolshift inside inspect_ai and verifiers: the comparison behind docs/results/frameworks.md.",
+    ),
 }
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "view": (

@@ -153,7 +153,7 @@ def _outcome(sample: Any) -> Outcome | None:
 def export_inspect(episodes: list[Episode], out: Path, *, task: str = "toolshift/episodes") -> Path:
     """Write episodes as one inspect log (by inspect's own writer; `.eval` or `.json` by `out`'s suffix)."""
     log_module = _inspect()
-    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalResults, EvalSample, EvalSpec
+    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalResults, EvalSample, EvalSpec, EvalStats
     from inspect_ai.model import ModelOutput
     from inspect_ai.scorer import Score
 
@@ -170,7 +170,11 @@ def export_inspect(episodes: list[Episode], out: Path, *, task: str = "toolshift
                 target="Δgold ⊆ Δagent",
                 messages=[_inspect_message(m) for m in ep.messages],
                 output=ModelOutput.from_content(model=ep.model or "toolshift", content=_last_reply(ep)),
-                scores={"toolshift_verdict": Score(value=value, explanation=ep.termination_reason or "")},
+                scores={
+                    "toolshift_verdict": Score(
+                        value=value, answer=_last_reply(ep), explanation=ep.termination_reason or ""
+                    )
+                },
                 metadata={"task_id": ep.task_id, "domain": ep.domain},
                 store={STORE_KEY: json.loads(ep.model_dump_json())},
             )
@@ -181,12 +185,13 @@ def export_inspect(episodes: list[Episode], out: Path, *, task: str = "toolshift
         model=models[0] if len(models) == 1 else "mixed", dataset=EvalDataset(name=task, samples=len(samples)),
         config=EvalConfig(),
     )  # fmt: skip
+    starts = sorted(ep.start_time for ep in episodes if ep.start_time)
+    ends = sorted(ep.end_time for ep in episodes if ep.end_time)
     log = EvalLog(
-        eval=spec,
-        status="success",
-        samples=samples,
+        eval=spec, status="success", samples=samples,
         results=EvalResults(total_samples=len(samples), completed_samples=len(samples)),
-    )
+        stats=EvalStats(started_at=starts[0] if starts else "", completed_at=ends[-1] if ends else ""),
+    )  # fmt: skip
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp{out.suffix}")
     log_module.write_eval_log(log, str(tmp))
