@@ -86,6 +86,19 @@ def pack(path: str | Path) -> tuple[str, bytes]:
     return hashlib.sha256(data).hexdigest(), data
 
 
+def stamp(path: str | Path) -> tuple[tuple[str, int, int], ...]:
+    """What a file or folder looks like without reading it: every file's name, size and modification time."""
+    root = Path(path)
+    members = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    out = []
+    for member in members:
+        st = member.stat()
+        out.append(
+            (member.relative_to(root).as_posix() if member != root else root.name, st.st_size, st.st_mtime_ns)
+        )
+    return tuple(out)
+
+
 def cache_root() -> Path:
     """This node's asset cache: `TOOLSHIFT_ASSET_CACHE`, else per Ray node id under the temp dir."""
     configured = os.environ.get(CACHE_ENV)
@@ -141,4 +154,4 @@ def unpack(digest: str, name: str, fetch: Callable[[], bytes], root: Path | None
     return target
 
 
-__all__ = ["CACHE_ENV", "Asset", "cache_root", "pack", "unpack"]
+__all__ = ["CACHE_ENV", "Asset", "cache_root", "pack", "stamp", "unpack"]

@@ -96,7 +96,7 @@ class Executor:
     retries: int = 2
     """Ray: further tries of an item whose worker process or node died, before it is reported lost."""
     max_in_flight: int | None = None
-    shipped: dict[str, Asset] = field(default_factory=dict, compare=False, repr=False)
+    shipped: dict[str, tuple[Any, Asset]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def choose(cls, executor: str = "local", workers: int = 1, ray_address: str | None = None) -> Executor:
@@ -115,18 +115,26 @@ class Executor:
 
     def asset(self, path: str | Path) -> Asset:
         """A file or folder the workers will read. On Ray it is packed and put in the object store once per
-        content (digest), and each node fetches it once; locally it is the path itself."""
+        content (digest), and each node fetches it once; locally it is the path itself. Asked again for a
+        path whose files are unchanged (names, sizes, modification times), the same asset, not packed again."""
         if not self.is_ray:
             return Asset(str(path))
+        from toolshift.agents.assets import pack, stamp
         from toolshift.agents.ray_executor import ship
 
         key = str(Path(path).resolve())
+        now = stamp(path)
         held = self.shipped.get(key)
-        fresh = ship(path, self.address)
-        if held is not None and held.digest == fresh.digest:
-            return held
-        self.shipped[key] = fresh
-        return fresh
+        if held is not None and held[0] == now:
+            return held[1]
+        digest, data = pack(path)
+        asset = (
+            held[1]
+            if held is not None and held[1].digest == digest
+            else ship(path, digest, data, self.address)
+        )
+        self.shipped[key] = (now, asset)
+        return asset
 
     def run(
         self,
@@ -205,7 +213,7 @@ def code_digest() -> str:
 def lost_episode(task: Task, *, episode_id: str, trial: int, agent_name: str, lost: Lost) -> Episode:
     """The record of an item the executor could not run: a `world_error` charged to the harness (left out
     of scores, as a hung episode is), with the reason and the tries in `outcome.info`."""
-    now = datetime.now(UTC)
+    now = datetime.now(UTC).isoformat(timespec="milliseconds")
     info = {
         "lost": lost.reason,
         "attempts": lost.attempts,

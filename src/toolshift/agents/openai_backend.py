@@ -104,6 +104,10 @@ def cached_tokens(usage: Any) -> int | None:
     return cached if isinstance(cached, int) else None
 
 
+NODE_BASE_URL = "TOOLSHIFT_NODE_BASE_URL"
+"""This machine's OpenAI-compatible endpoint for every `openai:` model it runs, over the run's `--base-url`."""
+
+
 class OpenAIChatModel:
     """Chat completions with tool calling through the `openai` SDK; our retries, not the SDK's."""
 
@@ -124,7 +128,13 @@ class OpenAIChatModel:
 
         self.name = model
         self.model = model
-        self.base_url = base_url or os.environ.get("TOOLSHIFT_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+        # a node's own endpoint (set where its `ray start` runs) wins over the run's: the same model served per node
+        self.base_url = (
+            os.environ.get(NODE_BASE_URL)
+            or base_url
+            or os.environ.get("TOOLSHIFT_BASE_URL")
+            or os.environ.get("OPENAI_BASE_URL")
+        )
         key = api_key or os.environ.get("TOOLSHIFT_API_KEY") or os.environ.get("OPENAI_API_KEY")
         if key is None and self.base_url is None:
             raise ModelConfigError(

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolshift.agents.assets import Asset, pack
+from toolshift.agents.assets import Asset
 from toolshift.agents.executor import Executor, Job, Lost, NodeCount, NodeProgress, code_digest, lost_episode
 from toolshift.agents.loop import hung_episode
 from toolshift.agents.runner import HUNG_GRACE, DurableLog, EpisodeListener, RunPlan, done_key, episode_id
@@ -45,6 +45,9 @@ NODE_REFRESH = 2.0
 """Seconds between readings of the cluster's live nodes while items run."""
 NO_NODE_WAIT = 300.0
 """Seconds a run waits for a live node with a CPU before it stops, saying so."""
+SUSPECT_SECONDS = 30.0
+"""After a task failed for its worker's or node's death, how long its node gets new tasks only when no other
+node is free (a SIGKILLed node looks alive until the cluster's health checks miss it)."""
 OPENED_KEPT = 4
 """Jobs a worker process keeps open (the loop sends one per version and condition)."""
 
@@ -124,15 +127,25 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> Any:
     if ray.is_initialized():
         return ray
     if address:
-        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, **_forwarded())
         return ray
     if _local is None or _local.watchdog.poll() is not None:
         _local = LocalCluster(num_cpus)
         atexit.register(_local.stop)
     _use_auth(_local.auth)
     with _keeping_signal_handlers():
-        ray.init(address=_local.address, ignore_reinit_error=True, log_to_driver=False)
+        ray.init(address=_local.address, ignore_reinit_error=True, log_to_driver=False, **_forwarded())
     return ray
+
+
+FORWARDED = ("TOOLSHIFT_BASE_URL", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+"""The driver's endpoints, given to every worker of its job (Ray's `runtime_env`); API keys are not sent:
+each node reads its own from the environment its `ray start` ran in."""
+
+
+def _forwarded() -> dict[str, Any]:
+    env = {name: os.environ[name] for name in FORWARDED if os.environ.get(name)}
+    return {"runtime_env": {"env_vars": env}} if env else {}
 
 
 @contextlib.contextmanager
@@ -175,10 +188,10 @@ def shutdown() -> None:
         ray.shutdown()
 
 
-def ship(path: str | Path, address: str | None = None) -> Asset:
-    """`path` packed and put in the cluster's object store once; nodes fetch it by digest when a job opens."""
+def ship(path: str | Path, digest: str, data: bytes, address: str | None = None) -> Asset:
+    """`path`, packed (`assets.pack`), put in the cluster's object store; nodes fetch it by digest when a job
+    opens."""
     ray = connect(address)
-    digest, data = pack(path)
     return Asset(str(path), digest, ray.put(data))
 
 
@@ -227,6 +240,31 @@ def live_nodes(ray: Any) -> dict[str, _Node]:
     return out
 
 
+def _place(
+    pending: deque[int], nodes: dict[str, _Node], busy: Counter[str], avoid: dict[int, set[str]],
+    suspect: dict[str, float], now: float,
+) -> tuple[int, str] | None:  # fmt: skip
+    """The next item to start and its node (taken off `pending`), or None when none can start now.
+
+    An item never goes back to a node where it failed while another live node could take it (it waits for
+    that one); a node where a worker or the node died lately (a SIGKILLed node looks alive for seconds)
+    gets new items only when no other node is free; among the rest, the least loaded node."""
+    free = [nid for nid, n in nodes.items() if busy[nid] < n.cpus]
+    if not free:
+        return None
+    for pos, index in enumerate(pending):
+        failed = avoid.get(index, set())
+        choice = [nid for nid in free if nid not in failed]
+        if not choice:
+            if set(nodes) - failed:
+                continue  # a node it has not failed on is busy: wait for it
+            choice = free
+        fresh = [nid for nid in choice if suspect.get(nid, 0.0) < now] or choice
+        del pending[pos]
+        return index, min(fresh, key=lambda nid: (busy[nid] / nodes[nid].cpus, nid))
+    return None
+
+
 def run_on_ray(
     executor: Executor,
     job: Job,
@@ -249,7 +287,8 @@ def run_on_ray(
     names = [key(item) for item in items]
     pending = deque(range(len(items)))
     tries: Counter[int] = Counter()
-    avoid: dict[int, str] = {}
+    avoid: dict[int, set[str]] = {}
+    suspect: dict[str, float] = {}
     in_flight: dict[Any, tuple[int, str, float]] = {}
     accepted: set[str] = set()
     cap = executor.max_in_flight or len(items)
@@ -279,12 +318,10 @@ def run_on_ray(
                     counts.setdefault(n.label, NodeCount())
             busy = Counter(node for _, node, _ in in_flight.values())
             while pending and len(in_flight) < window:
-                free = [nid for nid, n in nodes.items() if busy[nid] < n.cpus]
-                if not free:
+                placed = _place(pending, nodes, busy, avoid, suspect, now)
+                if placed is None:
                     break
-                index = pending.popleft()
-                choice = [nid for nid in free if nid != avoid.get(index)] or free
-                node = min(choice, key=lambda nid: (busy[nid] / nodes[nid].cpus, nid))
+                index, node = placed
                 ref = remote.options(
                     name=f"{job.name} {names[index]}",
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
@@ -332,8 +369,9 @@ def run_on_ray(
                                          time.monotonic() - started))  # fmt: skip
                     else:
                         count.retried += 1
-                        avoid[index] = node
+                        avoid.setdefault(index, set()).add(node)
                         pending.appendleft(index)
+                    suspect[node] = time.monotonic() + SUSPECT_SECONDS
                     refreshed = 0.0
                     report()
                     continue

@@ -9,7 +9,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from toolshift import terminal
+from toolshift.agents.executor import RAY_ADDRESS_HELP
 from toolshift.errors import BadInputError, report_file_errors
+
+SOLVER_EXECUTOR_HELP = "local (this process) or ray (the solver's attempts on a Ray cluster: --ray-address)."
 
 app = typer.Typer(
     help="Task evolution (TURTLE): evolve tasks toward the solver's frontier, verified on worlds.",
@@ -104,9 +107,12 @@ def _progress_events(progress: Progress):  # type: ignore[no-untyped-def]
     return Events(program_started=started, attempt_done=attempt, program_done=done)
 
 
-def _run(store, max_steps: int | None) -> None:  # type: ignore[no-untyped-def]
+def _run(store, max_steps: int | None, executor: str = "local", ray_address: str | None = None) -> None:  # type: ignore[no-untyped-def]
+    from toolshift.agents.executor import Executor, NodeBars
     from toolshift.evolve.engine import Engine
     from toolshift.evolve.select import select
+
+    chosen = Executor.choose(executor, 1, ray_address)
 
     config = store.config()
     with Progress(
@@ -117,7 +123,8 @@ def _run(store, max_steps: int | None) -> None:  # type: ignore[no-untyped-def]
         TimeElapsedColumn(),
         console=console,
     ) as progress:
-        engine = Engine(store, config, events=_progress_events(progress))
+        engine = Engine(store, config, events=_progress_events(progress), executor=chosen,
+                        nodes=NodeBars(progress, ok="") if chosen.is_ray else None)  # fmt: skip
         records = engine.run(max_steps=max_steps)
     checkpoint = store.checkpoint()
     if checkpoint is not None and checkpoint.steps_done >= checkpoint.steps_total:
@@ -192,6 +199,8 @@ def run_cmd(
     max_steps: int = typer.Option(
         None, "--max-steps", min=0, help="Stop after this many steps (resume later)."
     ),
+    executor: str = typer.Option("local", "--executor", help=SOLVER_EXECUTOR_HELP),
+    ray_address: str = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
 ) -> None:
     """Evolve the seed tasks; every evaluated program is checkpointed, and re-running resumes."""
     from pydantic import ValidationError
@@ -228,7 +237,7 @@ def run_cmd(
         if out.exists() and not out.is_dir():
             raise BadInputError("--out must be a folder, and this is a file", source=str(out), field="out")
         store.create(config, tasks)
-    _run(store, max_steps)
+    _run(store, max_steps, executor, ray_address)
 
 
 @app.command("resume")
@@ -236,6 +245,8 @@ def resume_cmd(
     out: Path = typer.Argument(..., help="A run folder made by `toolshift evolve run`."),
     generations: int = typer.Option(None, "--generations", min=0, help="Extend (or shorten) the run."),
     max_steps: int = typer.Option(None, "--max-steps", min=0, help="Stop after this many steps."),
+    executor: str = typer.Option("local", "--executor", help=SOLVER_EXECUTOR_HELP),
+    ray_address: str = typer.Option(None, "--ray-address", help=RAY_ADDRESS_HELP),
 ) -> None:
     """Continue an interrupted (or extended) run where its last evaluated program left off."""
     from toolshift.evolve.store import RunStore
@@ -244,7 +255,7 @@ def resume_cmd(
     store.config()  # a folder that is no run is bad input, named
     if generations is not None:
         store.set_generations(generations)
-    _run(store, max_steps)
+    _run(store, max_steps, executor, ray_address)
 
 
 @app.command("select")

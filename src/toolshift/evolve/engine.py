@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from toolshift.agents.executor import Executor, NodeProgress
 from toolshift.evolve.archive import Cost, Mutation, ProgramRecord, choose_inspirations, choose_parent
 from toolshift.evolve.diffs import make_diff
 from toolshift.evolve.edits import Edit, EditError, edit_json
@@ -79,6 +80,9 @@ class Engine:
     structural: StructuralProposer = field(default_factory=StructuralProposer)
     roots: dict[str, Task] = field(default_factory=dict)
     """The seed tasks by id (what a lineage's programs are verified and judged against)."""
+    executor: Executor | None = None
+    """Where the solver's attempts run (None or local: this process); proposing and selecting stay here."""
+    nodes: NodeProgress | None = None
     _rewriter: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -151,6 +155,8 @@ class Engine:
             solver,
             self.store.episodes_path(pid),
             on_attempt=lambda e: self.events.attempt_done(pid, e),
+            executor=self.executor,
+            nodes=self.nodes,
         )
         attempts = [attempt_record(e, task, solver.partial_credit) for e in episodes]
         costs["solver"] = Cost(

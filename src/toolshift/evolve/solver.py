@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolshift.agents.config import RunConfig, check_model_spec, make_agent, make_user
+from toolshift.agents.executor import Executor, Job, Lost, NodeProgress, lost_episode
 from toolshift.agents.loop import EpisodeHung, EpisodeLimits, hung_episode, run_episode, run_isolated
 from toolshift.agents.policies import DONE_TEXT, ScriptedCall, ScriptedPolicy, TurnScriptedPolicy
 from toolshift.agents.runner import HUNG_GRACE, DurableLog, read_finished
@@ -257,8 +258,11 @@ def solve(
     episodes_path: Path,
     *,
     on_attempt: Callable[[Episode], None] | None = None,
+    executor: Executor | None = None,
+    nodes: NodeProgress | None = None,
 ) -> list[Episode]:
-    """The task's N episodes, in trial order: those already in `episodes_path`, then the missing ones."""
+    """The task's N episodes, in trial order: those already in `episodes_path`, then the missing ones (in this
+    process, `config.concurrency` at a time, or with a Ray `executor` one Ray task per attempt)."""
     task = verified.task
     run = config.run_config(task.domain)
     finished = read_finished(episodes_path)
@@ -266,12 +270,67 @@ def solve(
         trial: e for (tid, trial, fp), e in finished.items() if tid == task.id and fp == task.fingerprint()
     }
     todo = [k for k in range(config.attempts) if k not in have]
-    if todo:
+    meta = {"task": task.id, "solver": config.model_dump(mode="json")}
+    if todo and executor is not None and executor.is_ray:
+        have.update(
+            _attempts_elsewhere(verified, config, todo, episodes_path, meta, on_attempt, executor, nodes)
+        )
+    elif todo:
         opener = _opener(verified)
-        meta = {"task": task.id, "solver": config.model_dump(mode="json")}
         new = asyncio.run(_attempts(task, config, run, opener, todo, episodes_path, meta, on_attempt))
         have.update(new)
     return [have[k] for k in range(config.attempts)]
+
+
+def _open_attempts(spec: tuple[VerifiedTask, SolverConfig]) -> tuple[VerifiedTask, SolverConfig, Any]:
+    verified, config = spec
+    return verified, config, _opener(verified)
+
+
+def _attempt(opened: tuple[VerifiedTask, SolverConfig, Any], trial: int) -> str:
+    """One attempt in a worker (its deadline kept by the executor), as JSON."""
+    verified, config, opener = opened
+    task, run = verified.task, config.run_config(verified.task.domain)
+    episode = asyncio.run(
+        run_episode(
+            task, _agent(config, run, task, trial), make_user(run, task, trial), opener, episode_id=f"{task.id}:{trial}",
+            trial=trial, limits=run.limits(), harness="toolshift.evolve/1", source={"evolve": task.id},
+        )
+    )  # fmt: skip
+    return episode.model_dump_json()
+
+
+def _attempts_elsewhere(
+    verified: VerifiedTask, config: SolverConfig, todo: list[int], path: Path, meta: dict[str, Any],
+    on_attempt: Callable[[Episode], None] | None, executor: Executor, nodes: NodeProgress | None,
+) -> dict[int, Episode]:  # fmt: skip
+    """The attempts as Ray tasks; this process appends each as it arrives."""
+    task = verified.task
+    done: dict[int, Episode] = {}
+    grace = min(HUNG_GRACE, max(1.0, config.episode_timeout / 2))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with DurableLog(path, meta) as log:
+
+        def keep(episode: Episode) -> None:
+            log.write(episode)
+            done[episode.trial] = episode
+            if on_attempt is not None:
+                on_attempt(episode)
+
+        def lost(trial: int, why: Lost) -> None:
+            eid, name = f"{task.id}:{trial}", config.model
+            if why.hung:
+                keep(hung_episode(task, episode_id=eid, trial=trial, agent_name=name, reason=why.reason,
+                                  seconds=why.seconds))  # fmt: skip
+            else:
+                keep(lost_episode(task, episode_id=eid, trial=trial, agent_name=name, lost=why))
+
+        executor.run(
+            Job(_open_attempts, _attempt, (verified, config), name=f"evolve {task.id}"), todo, key=str,
+            on_result=lambda _t, text: keep(Episode.model_validate_json(text)), on_lost=lost, progress=nodes,
+            deadline=config.episode_timeout + grace,
+        )  # fmt: skip
+    return done
 
 
 async def _attempts(

@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from toolshift import terminal
+from toolshift.agents.executor import EXECUTOR_HELP, RAY_ADDRESS_HELP
 from toolshift.errors import BadInputError
 
 console = terminal.console(stderr=True)
@@ -70,15 +71,19 @@ def loop_cmd(
             "decodes on one thread, so one worker per core).",
         ),
     ] = 1,
+    executor: Annotated[str, typer.Option(help=EXECUTOR_HELP)] = "local",
+    ray_address: Annotated[str | None, typer.Option(help=RAY_ADDRESS_HELP)] = None,
 ) -> None:
     """Serve the build's test tasks version by version through the gateway, learning after each version from
     its recordings; off, each part alone and all on, on the same tasks. Writes OUT/results.json."""
     from toolshift.agents.config import check_model_spec
+    from toolshift.agents.executor import Executor, NodeBars
     from toolshift.bench.ecosystem.store import load_ecosystem
     from toolshift.loop.instrument import INSTRUMENT
     from toolshift.loop.results import markdown, plot_differences, write_results
     from toolshift.loop.run import Loop, LoopSpec, test_tasks
 
+    chosen = Executor.choose(executor, workers, ray_address)
     if model != INSTRUMENT:
         check_model_spec(model, role="model")
     if not (build / "manifest.json").is_file():
@@ -120,7 +125,7 @@ def loop_cmd(
     import os
 
     started = round(os.getloadavg()[0], 2)
-    loop = Loop(spec, progress)
+    loop = Loop(spec, progress, executor=chosen, nodes=NodeBars(bar) if chosen.is_ray else None)
     with bar:
         loop.run()
     load = {"start": started, "end": round(os.getloadavg()[0], 2), "cores": os.cpu_count()}
@@ -139,6 +144,8 @@ def loop_cmd(
     args += [f"--max-tokens {max_tokens}"] if max_tokens is not None else []
     args += ["--no-handoff"] if not handoff else []
     args += [f"--workers {workers}"] if workers != 1 else []
+    args += [f"--executor {executor}"] if executor != "local" else []
+    args += [f"--ray-address {ray_address}"] if ray_address else []
     args += [f"--page {page}"] if page else []
     args += [f"--with {w}" for w in with_run or []]
     command = "toolshift loop " + " ".join(args)

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolshift.agents.assets import Asset
+from toolshift.agents.executor import Executor, Job, Lost, NodeProgress
 from toolshift.errors import BadInputError
 from toolshift.loop.learn import (
     Judged,
@@ -110,12 +113,22 @@ def test_tasks(build: Path, versions: list[int], sample: int | None, seed: int =
 
 
 class Loop:
-    """One loop run folder."""
+    """One loop run folder. Its episodes are served where `executor` says (`toolshift.agents.executor`; by
+    default `spec.workers` local processes); learning stays in this process."""
 
-    def __init__(self, spec: LoopSpec, progress: ProgressHook | None = None) -> None:
+    def __init__(
+        self,
+        spec: LoopSpec,
+        progress: ProgressHook | None = None,
+        *,
+        executor: Executor | None = None,
+        nodes: NodeProgress | None = None,
+    ) -> None:
         from toolshift.bench.ecosystem.settings import VersionWorlds
 
         self.spec = spec
+        self.executor = executor or Executor.choose("local", spec.workers)
+        self.nodes = nodes
         self.progress = progress or (lambda _label, _n: None)
         self.ran = 0
         """Episodes this process served (shared and resumed ones not counted)."""
@@ -252,22 +265,43 @@ class Loop:
                 w.write(agent_ep)
             self.progress(label, None)
 
-        if self.spec.workers > 1 and len(to_serve) > 1:
-            from toolshift.agents.workers import run_in_workers, split_shares
+        if not to_serve:
+            return
+        ex = self.executor
+        # what each domain's gateway mounts is decided here, from this folder, and sent with the batch
+        batch = {}
+        for domain in sorted({t.domain for t in to_serve}):
+            got, why = self.served(condition, version, domain)
+            parts = [ex.asset(x) if x is not None else None for x in (got.library, got.flow, got.catalog)]
+            batch[domain] = (*parts, why)
+        spec = _BatchSpec(self.spec, ex.asset(self.spec.build), condition, version, kind, batch, ex.is_ray)
+        _kept[_batch_key(spec)] = self  # a batch served in this process uses this loop itself
 
-            shares = [(self.spec, condition, version, kind, tuple(part))
-                      for part in split_shares(to_serve, self.spec.workers)]  # fmt: skip
-            run_in_workers(_serve_share, shares, lambda text: keep(*_from_wire(text)))
-        else:
-            for task in to_serve:
-                keep(*self.serve(condition, version, task, kind))
+        def lost(task: Task, why: Lost) -> None:
+            from toolshift.agents.executor import lost_episode
 
-    def serve(self, condition: str, version: int, task: Task, kind: str) -> tuple[Episode, Episode | None]:
+            ep = lost_episode(task, episode_id=self._eid(kind, task, version), trial=0, agent_name=self.spec.model,
+                              lost=why)  # fmt: skip
+            ep.ecosystem_version = f"{self.eco_id}/v{version}"
+            ep.source["loop"] = {"condition": condition, "version": version, "kind": kind, "success": False,
+                                 "strict": False, "why": f"lost: {why.reason}", "seconds": 0.0, "lookups_made": 0,
+                                 "lookups_used": 0, "steward_calls": 0, "gateway_calls": []}  # fmt: skip
+            keep(ep, None)
+
+        ex.run(
+            Job(_open_batch, _serve_item, spec, name=f"loop {label}"), to_serve, key=lambda t: t.id,
+            on_result=lambda _t, text: keep(*_from_wire(text)), on_lost=lost, progress=self.nodes,
+        )  # fmt: skip
+
+    def serve(
+        self, condition: str, version: int, task: Task, kind: str, served: tuple[Served, str] | None = None
+    ) -> tuple[Episode, Episode | None]:
         """One task served at `version` under `condition`: the agent's episode (with `source.loop`) and the
-        gateway's recording of it, judged, or None."""
+        gateway's recording of it, judged, or None. `served`: what the gateway mounts, when the caller
+        decided it (else read from this folder)."""
         eid = self._eid(kind, task, version)
         d = self.vdir(condition, version)
-        served, why_no_flow = self.served(condition, version, task.domain)
+        served, why_no_flow = served or self.served(condition, version, task.domain)
         record = d / "gateway" / eid.replace(":", "_")
         agent_ep, recording, seconds = asyncio.run(
             serve_episode(
@@ -444,17 +478,55 @@ def _in_order(episodes: dict[str, Episode], ids: list[str]) -> dict[str, Episode
     return dict(sorted(episodes.items(), key=lambda item: rank.get(item[0], len(rank))))
 
 
-def _serve_share(share: tuple[LoopSpec, str, int, str, tuple[Task, ...]], emit: Any) -> None:
-    """Worker side (`toolshift.agents.workers`): the loop opened again, the share's tasks served, each agent
-    episode and its recording emitted as one JSON object."""
-    spec, condition, version, kind, tasks = share
-    loop = Loop(spec)
-    for task in tasks:
-        agent_ep, recording = loop.serve(condition, version, task, kind)
-        emit(json.dumps({
-            "agent": agent_ep.model_dump_json(),
-            "recording": recording.model_dump_json() if recording is not None else None,
-        }))  # fmt: skip
+@dataclass(frozen=True)
+class _BatchSpec:
+    """A batch of one condition's episodes at one version, as the workers get it: the loop's definition, the
+    build, and per domain what its gateway mounts (library, flow, catalog, why no flow)."""
+
+    loop: LoopSpec
+    build: Asset
+    condition: str
+    version: int
+    kind: str
+    served: dict[str, tuple[Any, ...]]
+    scratch: bool
+    """Record each episode's gateway session under this machine's temp dir (a Ray node's), not the run folder."""
+
+
+_kept: dict[str, Loop] = {}
+
+
+def _batch_key(spec: _BatchSpec) -> str:
+    """Which loop a batch belongs to (the same key in the driver and in every worker: nothing here reads the build)."""
+    return f"{spec.loop!r}|{spec.build.digest}"
+
+
+def _open_batch(spec: _BatchSpec) -> tuple[Loop, _BatchSpec, dict[str, tuple[Served, str]]]:
+    """Worker side: the loop opened once per process (kept for the next batches), and what each domain's
+    gateway mounts, from the batch's assets."""
+    import tempfile
+    from dataclasses import replace
+
+    key = _batch_key(spec)
+    if key not in _kept:
+        out = Path(tempfile.gettempdir()) / f"toolshift-loop-{os.getpid()}" if spec.scratch else spec.loop.out
+        _kept.clear()
+        _kept[key] = Loop(replace(spec.loop, build=spec.build.local(), out=out, workers=1))
+    served = {
+        domain: (Served(*(a.local() if a is not None else None for a in parts[:3])), parts[3])
+        for domain, parts in spec.served.items()
+    }
+    return _kept[key], spec, served
+
+
+def _serve_item(opened: tuple[Loop, _BatchSpec, dict[str, tuple[Served, str]]], task: Task) -> str:
+    """One task of the batch served: the agent episode and its recording as one JSON object."""
+    loop, spec, served = opened
+    agent_ep, recording = loop.serve(spec.condition, spec.version, task, spec.kind, served[task.domain])
+    return json.dumps({
+        "agent": agent_ep.model_dump_json(),
+        "recording": recording.model_dump_json() if recording is not None else None,
+    })  # fmt: skip
 
 
 def _from_wire(text: str) -> tuple[Episode, Episode | None]:

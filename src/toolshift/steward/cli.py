@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from toolshift import terminal
+from toolshift.agents.executor import EXECUTOR_HELP, RAY_ADDRESS_HELP
 from toolshift.errors import BadInputError
 
 app = typer.Typer(
@@ -383,8 +384,13 @@ def eval_cmd(
     model_sample: Annotated[int, typer.Option(help="Part 3: test tasks per version for the model.")] = 2,
     max_turns: Annotated[int, typer.Option(help="Part 3: turn limit per model episode.")] = 8,
     workers: Annotated[
-        int, typer.Option(help="Part 3: processes to run the model's episodes in (the same episodes as one).")
+        int,
+        typer.Option(
+            help="Part 3: local processes to run the model's episodes in (the same episodes as one)."
+        ),
     ] = 1,
+    executor: Annotated[str, typer.Option(help=EXECUTOR_HELP)] = "local",
+    ray_address: Annotated[str | None, typer.Option(help=RAY_ADDRESS_HELP)] = None,
     model_rows: Annotated[
         str,
         typer.Option(
@@ -421,8 +427,9 @@ def eval_cmd(
 
     if model:  # refused before any work, not after the libraries are built
         _check_model(model)
-    if workers < 1:
-        raise BadInputError("--workers must be at least 1", field="workers")
+    from toolshift.agents.executor import Executor, NodeBars
+
+    chosen = Executor.choose(executor, workers, ray_address)
     from toolshift.steward.model_agent import MODEL_ROWS
 
     rows = [r.strip() for r in model_rows.split(",") if r.strip()]
@@ -433,12 +440,14 @@ def eval_cmd(
             field="model-rows",
         )
     ctx = context(build, run)
+    ctx.executor = chosen
     if dev is not None:
         from toolshift.steward.dev import dev_summary, dev_table, write_dev
 
         tasks = held_out(ctx, train_sample, dev)
         with _bar() as bar:
             update = _progress(bar)
+            ctx.nodes = NodeBars(bar) if chosen.is_ray else None
             build_libraries(ctx, update, train_sample)
             paths = follow(ctx, ("incremental", "full"), update, dev=tasks)
             if model:  # part 3's rows on the first --model-sample held-out tasks (D196)
@@ -454,6 +463,7 @@ def eval_cmd(
         return
     with _bar() as bar:
         update = _progress(bar)
+        ctx.nodes = NodeBars(bar) if chosen.is_ray else None
         work = build_libraries(ctx, update, train_sample)
         paths = follow(ctx, progress=update, sample=sample)
         paths.append(frozen_v1(ctx, sample))

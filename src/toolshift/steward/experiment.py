@@ -22,10 +22,12 @@ import random
 import zlib
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolshift.agents.assets import Asset
+from toolshift.agents.executor import Executor, Job, Lost, NodeProgress, lost_episode
 from toolshift.bench.ecosystem.paths import ReferenceRecord, load_references
 from toolshift.bench.ecosystem.settings import VersionWorlds
 from toolshift.bench.ecosystem.store import atomic_write, load_ecosystem
@@ -52,6 +54,10 @@ class Context:
     records: list[ReferenceRecord]
     tasks: dict[str, Task]
     catalogs: dict[int, Catalog]
+    executor: Executor = field(default_factory=Executor)
+    """Where the experiment's episodes run (`toolshift.agents.executor`); maintenance stays in this process."""
+    nodes: NodeProgress | None = None
+    """Each node's counts as they change, on Ray (the command's progress lines)."""
 
     def catalog(self, v: int) -> Catalog:
         if v not in self.catalogs:
@@ -73,6 +79,26 @@ def context(build: str | Path, run: str | Path) -> Context:
     worlds = VersionWorlds(build)
     tasks = {t.id: t for d in eco.domains for t in worlds.tasks(d)}
     return Context(Path(build), Path(run), eco.id, eco.config.versions, worlds, records, tasks, {})
+
+
+_opened: dict[str, Context] = {}
+
+
+def opened_context(build: str | Path, run: str | Path) -> Context:
+    """The build's context in this process, made once and kept for the next job (a worker runs many: one
+    per episode file and version); the driver's own is kept the same way, so a run in this process
+    reads the context it already has."""
+    key = str(Path(build).resolve())
+    if key not in _opened:
+        _opened.clear()
+        _opened[key] = context(build, run)
+    return _opened[key]
+
+
+def keep_context(ctx: Context) -> None:
+    """Let jobs run in this process use `ctx` itself (`opened_context`)."""
+    _opened.clear()
+    _opened[str(ctx.build.resolve())] = ctx
 
 
 # --- episodes through the real agent loop -----------------------------------------------------------
@@ -113,17 +139,73 @@ def domain_opener(worlds: VersionWorlds, domain: str, version: int) -> Callable[
     return open_world
 
 
+@dataclass(frozen=True)
+class _Item:
+    """One instrument episode of an episode file: its id, task, version, instrument and source fields.
+    `agent` is `("fact-replay", facts, calls)` or `("follower",)` (the file's library supplies it)."""
+
+    eid: str
+    task_id: str
+    version: int
+    agent: tuple[Any, ...]
+    source: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _FileSpec:
+    build: Asset
+    run: str
+    library: Asset | None
+    """The skill follower's library (the file's version), shipped to the workers; None for training."""
+    version: int
+
+
+def _open_file(spec: _FileSpec) -> tuple[Context, Any]:
+    from toolshift.steward.supply import Supply
+
+    ctx = opened_context(spec.build.local(), spec.run)
+    if spec.library is None:
+        return ctx, None
+    with Library.open(spec.library.local()) as lib:
+        return ctx, Supply(lib, ctx.catalog(spec.version))
+
+
+def _run_item(opened: tuple[Context, Any], item: _Item) -> str:
+    """One instrument episode through the agent loop on a fresh world of its version, as JSON."""
+    from toolshift.agents.loop import EpisodeLimits, run_episode
+    from toolshift.agents.users import ScriptedUser
+    from toolshift.steward.instruments import FactReplay, SkillFollower
+
+    ctx, supply = opened
+    task = ctx.tasks[item.task_id]
+    agent: Any = FactReplay(*item.agent[1:]) if item.agent[0] == "fact-replay" else SkillFollower(supply)
+    ep = asyncio.run(
+        run_episode(
+            task, agent, ScriptedUser(task.public_request, task.instruction),
+            domain_opener(ctx.worlds, task.domain, item.version), episode_id=item.eid,
+            limits=EpisodeLimits(max_turns=60, result_chars=200_000), agent_name=agent.name,
+            source=dict(item.source),
+        )
+    )  # fmt: skip
+    ep.ecosystem_version = f"{ctx.eco_id}/v{item.version}"
+    if hasattr(agent, "exposed"):
+        ep.source["exposed_tools"] = agent.exposed
+        ep.source["failure"] = agent.failure
+        ep.source["plan"] = getattr(agent, "plan_id", None)
+    return ep.model_dump_json()
+
+
 def _run_file(
     ctx: Context,
     path: Path,
-    jobs: list[tuple[str, Task, int, Any, dict[str, Any]]],
+    items: list[_Item],
     progress: ProgressHook | None,
     label: str,
+    *,
+    version: int,
+    library: Path | None = None,
 ) -> None:
-    """Run (episode id, task, version, agent, source) jobs not yet in `path`, appending each as it ends."""
-    from toolshift.agents.loop import EpisodeLimits, run_episode
-    from toolshift.agents.users import ScriptedUser
-
+    """Run the items not yet in `path` where `ctx.executor` says, appending each as it ends."""
     meta = {"ecosystem": ctx.eco_id, "steward": label}
     done: set[str] = set()
     if path.exists():
@@ -133,35 +215,36 @@ def _run_file(
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_episodes(path, [], meta=meta)
-    todo = [j for j in jobs if j[0] not in done]
+    todo = [i for i in items if i.eid not in done]
     if progress:
         progress(label, len(todo))
-    limits = EpisodeLimits(max_turns=60, result_chars=200_000)
+    if not todo:
+        return
+    # the instruments' episodes take milliseconds: local processes would cost more than they save
+    executor = ctx.executor if ctx.executor.is_ray else Executor()
+    keep_context(ctx)
+    spec = _FileSpec(executor.asset(ctx.build), str(ctx.run),
+                     executor.asset(library) if library is not None else None, version)  # fmt: skip
 
-    async def go(writer: EpisodeWriter) -> None:
-        for eid, task, version, agent_factory, source in todo:
-            agent = agent_factory()
-            ep = await run_episode(
-                task,
-                agent,
-                ScriptedUser(task.public_request, task.instruction),
-                domain_opener(ctx.worlds, task.domain, version),
-                episode_id=eid,
-                limits=limits,
-                agent_name=agent.name,
-                source=dict(source),
-            )
-            ep.ecosystem_version = f"{ctx.eco_id}/v{version}"
-            if hasattr(agent, "exposed"):
-                ep.source["exposed_tools"] = agent.exposed
-                ep.source["failure"] = agent.failure
-                ep.source["plan"] = getattr(agent, "plan_id", None)
+    with EpisodeWriter(path, meta=meta, append=True) as writer:
+
+        def keep(ep: Episode) -> None:
             writer.write(ep)
             if progress:
                 progress(label, None)
 
-    with EpisodeWriter(path, meta=meta, append=True) as writer:
-        asyncio.run(go(writer))
+        def lost(item: _Item, why: Lost) -> None:
+            ep = lost_episode(
+                ctx.tasks[item.task_id], episode_id=item.eid, trial=0, agent_name=label, lost=why
+            )
+            ep.ecosystem_version = f"{ctx.eco_id}/v{item.version}"
+            ep.source.update(item.source)
+            keep(ep)
+
+        executor.run(
+            Job(_open_file, _run_item, spec, name=f"steward {label}"), todo, key=lambda i: i.eid,
+            on_result=lambda _i, text: keep(Episode.model_validate_json(text)), on_lost=lost, progress=ctx.nodes,
+        )  # fmt: skip
 
 
 def train_path(ctx: Context, v: int) -> Path:
@@ -173,21 +256,18 @@ def training_episodes(
 ) -> Path:
     """Version v's training trajectories: each train task's step-optimal reference path replayed with
     its facts asked first (FactReplay), through the agent loop on a fresh world of that version."""
-    from toolshift.steward.instruments import FactReplay
-
-    jobs = []
+    items = []
     for r in ctx.refs("train", sample):
         if r.version != v or r.step is None:
             continue
         task = ctx.tasks[r.task_id]
         calls = [(n, a) for n, a in r.step.calls]
-        jobs.append((
-            f"train:{task.id}:v{v}", task, v,
-            lambda f=list(task.instruction.facts), c=calls: FactReplay(f, c),
+        items.append(_Item(
+            f"train:{task.id}:v{v}", task.id, v, ("fact-replay", list(task.instruction.facts), calls),
             {"baseline": "steward-fact-replay", "criterion": "step"},
         ))  # fmt: skip
     path = train_path(ctx, v)
-    _run_file(ctx, path, jobs, progress, f"training episodes v{v}")
+    _run_file(ctx, path, items, progress, f"training episodes v{v}", version=v)
     return path
 
 
@@ -269,27 +349,20 @@ def follow(
 ) -> list[Path]:
     """The skill-following instrument on the test split, every version, with each library; with `dev`
     (task ids from `held_out`), on those training tasks instead, in RUN/dev/."""
-    from toolshift.steward.instruments import SkillFollower
-    from toolshift.steward.supply import Supply
-
     paths = []
     folder, prefix = ("follow", "") if dev is None else ("dev", "dev-")
     refs = ctx.refs("test", sample) if dev is None else [r for r in ctx.refs("train") if r.task_id in dev]
     for kind in kinds:
         path = ctx.run / folder / f"steward-{kind}.episodes.jsonl"
         for v in range(1, ctx.versions + 1):
-            with Library.open(library_path(ctx, kind, v)) as lib:
-                supply = Supply(lib, ctx.catalog(v))
-            jobs = []
-            for r in refs:
-                if r.version != v:
-                    continue
-                task = ctx.tasks[r.task_id]
-                jobs.append((
-                    f"{prefix}steward-{kind}:{task.id}:v{v}", task, v, lambda s=supply: SkillFollower(s),
-                    {"baseline": f"steward-{kind}", "criterion": "both"},
-                ))  # fmt: skip
-            _run_file(ctx, path, jobs, progress, f"{prefix}{kind} v{v}")
+            items = [
+                _Item(f"{prefix}steward-{kind}:{r.task_id}:v{v}", r.task_id, v, ("follower",),
+                      {"baseline": f"steward-{kind}", "criterion": "both"})
+                for r in refs
+                if r.version == v
+            ]  # fmt: skip
+            _run_file(ctx, path, items, progress, f"{prefix}{kind} v{v}", version=v,
+                      library=library_path(ctx, kind, v))  # fmt: skip
         paths.append(path)
     return paths
 

@@ -24,10 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolshift.agents.assets import Asset
+from toolshift.agents.executor import Executor, Job, Lost, lost_episode
 from toolshift.steward.catalog import Catalog
-from toolshift.steward.experiment import Context, library_path
+from toolshift.steward.experiment import Context, keep_context, library_path, opened_context
 from toolshift.steward.library import Library
 from toolshift.steward.supply import Supply
+from toolshift.traces.episode import Episode
 
 
 @dataclass
@@ -112,11 +115,10 @@ def model_steward(
 ) -> Path:  # fmt: skip
     """`model` behind Steward (the `library` kind's library of each version) on `sample` test tasks × every
     version (with `tasks`, those training tasks instead; with `steward=False`, on the domain's tools, as the
-    benchmark serves them). `workers` > 1 runs the episodes in that many processes
-    (`toolshift.agents.workers`), same file. `command`, the command line that asked for the row, goes in
+    benchmark serves them). The episodes run where `ctx.executor` says (`workers` > 1: that many local
+    processes), same file. `command`, the command line that asked for the row, goes in
     the file's header, so a file kept beside its page says how to resume it (docs/results/episodes)."""
     from toolshift.agents.config import check_model_spec
-    from toolshift.traces.episode import Episode
     from toolshift.traces.store import EpisodeWriter, iter_episodes, write_episodes
 
     check_model_spec(model, "model")
@@ -136,15 +138,39 @@ def model_steward(
         if r.version == v and f"{label}:{r.task_id}:v{v}" not in done
     ]
     row = _Row(str(ctx.build), str(ctx.run), model, label, max_turns, base_url, handoff, steward, library)
+    if not todo:
+        return path
+    executor = _executor(ctx, workers)
+    keep_context(ctx)
+    libraries = (
+        {v: executor.asset(library_path(ctx, library, v)) for v in sorted({v for _, v in todo})}
+        if steward
+        else {}
+    )
+    spec = _RowSpec(row, executor.asset(ctx.build), libraries)
     with EpisodeWriter(path, meta=meta, append=True) as writer:
-        if workers > 1 and len(todo) > 1:
-            from toolshift.agents.workers import run_in_workers, split_shares
 
-            shares = [(row, tuple(part)) for part in split_shares(todo, workers)]
-            run_in_workers(_run_share, shares, lambda text: writer.write(Episode.model_validate_json(text)))
-        else:
-            asyncio.run(_run_row(ctx, row, todo, writer.write))
+        def lost(item: tuple[str, int], why: Lost) -> None:
+            task_id, v = item
+            ep = lost_episode(ctx.tasks[task_id], episode_id=f"{label}:{task_id}:v{v}", trial=0, agent_name=label,
+                              lost=why)  # fmt: skip
+            ep.ecosystem_version = f"{ctx.eco_id}/v{v}"
+            ep.source.update({"baseline": label, "criterion": "both"})
+            writer.write(ep)
+
+        executor.run(
+            Job(_open_row, _run_row_item, spec, name=f"steward {label}"), todo, key=lambda i: f"{i[0]}:v{i[1]}",
+            on_result=lambda _i, text: writer.write(Episode.model_validate_json(text)), on_lost=lost,
+            progress=ctx.nodes,
+        )  # fmt: skip
     return path
+
+
+def _executor(ctx: Context, workers: int) -> Executor:
+    """The context's executor; `workers` > 1 (the older way to ask for local processes) on a local one."""
+    if workers > 1 and not ctx.executor.is_ray:
+        return Executor.choose("local", workers)
+    return ctx.executor
 
 
 @dataclass(frozen=True)
@@ -162,43 +188,48 @@ class _Row:
     library: str = "incremental"
 
 
-async def _run_row(ctx: Context, row: _Row, todo: list[tuple[str, int]], emit: Any) -> None:
-    """Run the row's (task, version) episodes in order, calling `emit(episode)` with each."""
+@dataclass(frozen=True)
+class _RowSpec:
+    """A row's job: the row, the build and the row's library of each version to run (shipped to Ray nodes)."""
+
+    row: _Row
+    build: Asset
+    libraries: dict[int, Asset]
+
+
+def _open_row(spec: _RowSpec) -> tuple[Context, _RowSpec, dict[int, Any]]:
+    return opened_context(spec.build.local(), spec.row.run), spec, {}
+
+
+def _run_row_item(opened: tuple[Context, _RowSpec, dict[int, Any]], item: tuple[str, int]) -> str:
+    """One (task, version) episode of the row, as JSON (the version's skills read once per process)."""
     from toolshift.agents.config import RunConfig, make_model
     from toolshift.agents.loop import EpisodeLimits, run_episode
     from toolshift.agents.users import ScriptedUser
 
+    ctx, spec, skills_of = opened
+    row = spec.row
+    task_id, v = item
     config = RunConfig(world=row.build, model=row.model, max_turns=row.max_turns, base_url=row.base_url)
-    skills_of: dict[int, Any] = {}
-    for task_id, v in todo:
-        if v not in skills_of:
-            with Library.open(library_path(ctx, row.library, v)) as lib:
-                skills_of[v] = lib.skills()
-        task = ctx.tasks[task_id]
-        eid = f"{row.label}:{task.id}:v{v}"
-        cat = ctx.catalog(v)
-        domain_cat = Catalog(v, {n: t for n, t in cat.tools.items() if t.domain == task.domain})
-        supply = Supply(skills_of[v], domain_cat) if row.steward else None
-        exposed: set[str] = set()
-        agent = make_model(row.model, config, seed=zlib.crc32(eid.encode()))
-        opener = _opener(ctx, task.domain, v, supply, task.public_request, exposed, row.handoff)
-        ep = await run_episode(
-            task, agent, ScriptedUser(task.public_request, task.instruction), opener,
-            episode_id=eid, limits=EpisodeLimits(max_turns=row.max_turns), agent_name=row.label,
-            source={"baseline": row.label, "criterion": "both"},
-        )  # fmt: skip
-        ep.ecosystem_version = f"{ctx.eco_id}/v{v}"
-        ep.source["exposed_tools"] = sorted(exposed)
-        emit(ep)
-
-
-def _run_share(share: tuple[_Row, tuple[tuple[str, int], ...]], emit: Any) -> None:
-    """Worker side: the row's context opened again, the share's episodes run, each emitted as JSON."""
-    from toolshift.steward.experiment import context
-
-    row, todo = share
-    ctx = context(row.build, row.run)
-    asyncio.run(_run_row(ctx, row, list(todo), lambda ep: emit(ep.model_dump_json())))
+    if row.steward and v not in skills_of:
+        with Library.open(spec.libraries[v].local()) as lib:
+            skills_of[v] = lib.skills()
+    task = ctx.tasks[task_id]
+    eid = f"{row.label}:{task.id}:v{v}"
+    cat = ctx.catalog(v)
+    domain_cat = Catalog(v, {n: t for n, t in cat.tools.items() if t.domain == task.domain})
+    supply = Supply(skills_of[v], domain_cat) if row.steward else None
+    exposed: set[str] = set()
+    agent = make_model(row.model, config, seed=zlib.crc32(eid.encode()))
+    opener = _opener(ctx, task.domain, v, supply, task.public_request, exposed, row.handoff)
+    ep = asyncio.run(run_episode(
+        task, agent, ScriptedUser(task.public_request, task.instruction), opener,
+        episode_id=eid, limits=EpisodeLimits(max_turns=row.max_turns), agent_name=row.label,
+        source={"baseline": row.label, "criterion": "both"},
+    ))  # fmt: skip
+    ep.ecosystem_version = f"{ctx.eco_id}/v{v}"
+    ep.source["exposed_tools"] = sorted(exposed)
+    return ep.model_dump_json()
 
 
 def model_dev(
@@ -221,7 +252,7 @@ def model_domain_tools(
 
     return run_baseline(
         ctx.build, model, ctx.run / "model", split="test", sample=sample, seed=0, max_turns=max_turns,
-        setting="domain-tools", workers=workers, command=command,
+        setting="domain-tools", executor=_executor(ctx, workers), nodes=ctx.nodes, command=command,
     )  # fmt: skip
 
 

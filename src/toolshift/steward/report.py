@@ -32,6 +32,8 @@ def frozen_v1(ctx: Context, sample: int | None) -> Path:
         sample=sample,
         seed=0,
         setting="domain-tools",
+        executor=ctx.executor,
+        nodes=ctx.nodes,
     )
 
 
