@@ -34,6 +34,7 @@ figcaption{font-size:12px;color:#5b6475}
 .problems li{font-family:ui-monospace,monospace;font-size:12px;word-break:break-all}
 code{font-family:ui-monospace,monospace;font-size:12px;background:#f3f5f8;padding:1px 3px}
 tr.group th{background:#e9edf3;text-align:left;font-weight:600;white-space:normal}
+thead th{white-space:normal;vertical-align:bottom}
 details>summary{cursor:pointer;color:#2a4d8f}
 .banner{margin:14px 28px 0;max-width:1400px}
 @media (prefers-color-scheme:dark){

@@ -68,8 +68,12 @@ def groups(rs: RunSet, rows: np.ndarray, keys: tuple[str, ...]) -> dict[tuple[st
 
 def row_seed(key: tuple[str, ...]) -> int:
     """The bootstrap seed of one table row, from what the row is (its run, condition, agent, model …): a run's
-    interval is a function of its own episodes, the same whatever else the report holds."""
-    return zlib.crc32("\0".join(key).encode())
+    interval is a function of its own episodes, the same whatever else the report holds. A run named by its
+    folder or file counts by its last name only, so a run opened from another path has the same interval."""
+    run, *rest = key
+    if run and " " not in run and "/" in run:
+        run = run.rstrip("/").rsplit("/", 1)[-1]
+    return zlib.crc32("\0".join((run, *rest)).encode())
 
 
 def pass_k_cell(figures: dict) -> str:
@@ -96,7 +100,7 @@ def figures_row(rs: RunSet, rows: np.ndarray, resamples: int, seed: int) -> tupl
         figures["unjudged"],
         f"{turns.mean():.1f}" if kept.size else "—",
         f"{calls.mean():.1f}" if kept.size else "—",
-        ", ".join(f"{k} {n}" for k, n in ends.most_common(3)),
+        ", ".join(f"{k} {n}" for k, n in ends.most_common(2)),
     ]
     return cells, figures
 
@@ -121,14 +125,16 @@ def chart(labels: list[str], figures: list[dict]) -> Any:
 
 
 def grouped_table(header: list[str], rows: list[tuple[str, list[list]]], left: int) -> str:
-    """A table whose rows come in groups, each under a full-width heading row (a run)."""
-    head = "".join(f"<th{' class=l' if k < left else ''}>{esc(h)}</th>" for k, h in enumerate(header))
+    """A table whose rows come in groups, each under a full-width heading row (a run). Label columns (the first
+    `left`) and the text of "ended by" are left-aligned and wrap; figures stay on one line."""
+    text = {k for k, h in enumerate(header) if k < left or h == "ended by"}
+    head = "".join(f"<th{' class=l' if k in text else ''}>{esc(h)}</th>" for k, h in enumerate(header))
     body = []
     for title, group in rows:
         body.append(f'<tr class="group"><th class="l" colspan="{len(header)}">{esc(title)}</th></tr>')
         for row in group:
             body.append("<tr>" + "".join(
-                f'<td{" class=l" if k < left else ""}>{esc(v)}</td>' for k, v in enumerate(row)) + "</tr>")  # fmt: skip
+                f'<td{" class=l" if k in text else ""}>{esc(v)}</td>' for k, v in enumerate(row)) + "</tr>")  # fmt: skip
     return f'<div class="table-scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
 

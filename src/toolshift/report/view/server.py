@@ -255,6 +255,10 @@ class Viewer:
         runs, filters, text, rows = self.selection(query)
         if query.get("sort"):
             rows = sort_rows(runs, rows, query["sort"], descending=query.get("desc") == "1")
+        if query.get("focus", "").isdigit():  # the page that holds this row (an episode opened from a link)
+            at = np.nonzero(rows == int(query["focus"]))[0]
+            if at.size:
+                offset = int(at[0]) // limit * limit
         shown = rows[offset : offset + limit]
         return {
             "total": int(rows.size),

@@ -155,10 +155,11 @@ function exprError(message) {
   $("f-expr").setAttribute("aria-invalid", message ? "true" : "false");
 }
 
-async function loadPage() {
+async function loadPage(focus) {
   const ticket = ++state.request;
   const q = listQuery();
   q.set("offset", state.offset);
+  if (focus !== undefined) q.set("focus", focus); // the server answers with the page that holds this row
   q.set("limit", PAGE);
   let page;
   try {
@@ -265,6 +266,7 @@ async function openEpisode(ref, step, keepComparison = false) {
   if (ticket !== state.opening) return; // another episode was asked for meanwhile
   const s = data.summary;
   state.current = { id: s.id, file: s.file, row: s.row, unique: data.unique !== false, task: s.task_id, domain: s.domain, version: s.version };
+  if (keepComparison && !state.rows.some(isCurrent)) await loadPage(s.row); // opened from a link: show its page
   markSelected();
   showEpisode(data);
   loadCompareChoices().catch(showError);
