@@ -193,3 +193,28 @@ def test_the_shipped_specs_pin_the_versions_make_installs():
     for name, variable in (("codex", "CODEX_VERSION"), ("qwen-code", "QWEN_CODE_VERSION")):
         spec = load_spec(name)
         assert spec.package is not None and f"{variable} := {spec.package.version}" in makefile
+
+
+@pytest.mark.slow
+def test_a_harness_behind_the_loops_gateway_is_recorded_and_steward_learns_from_it(evolved_build, tmp_path):
+    """`toolshift loop --model harness:codex@oracle`: Codex's calls reach the world through the loop's gateway,
+    whose recordings carry the task's id (toolshift's client sends it), and Steward learns v1's library from them."""
+    _skip_unless_installed("harness:codex")
+    build = evolved_build(tmp_path / "build", ["payroll"], per_domain=6, versions=2)
+    out = tmp_path / "loop"
+    _toolshift("loop", str(build), "--model", "harness:codex@oracle", "--out", str(out), "--versions", "1,2",
+               "--sample", "2", "--conditions", "off,steward", "--resamples", "50")  # fmt: skip
+    results = json.loads((out / "results.json").read_text())
+    episodes = _episodes_of(out / "steward" / "v1" / "episodes.jsonl")
+    recordings = _episodes_of(out / "steward" / "v1" / "recordings.jsonl")
+    assert episodes and all(e["harness"] == "codex@0.171.0" for e in episodes)
+    assert all(
+        e["source"]["loop"]["success"] for e in episodes
+    )  # the oracle through Codex, through the gateway
+    assert recordings and {r["task_id"] for r in recordings} == {e["task_id"] for e in episodes}
+    learned = results["learned"]["steward"]["v1"]["steward"]
+    assert learned["episodes"] >= 1 and learned["skills_written"] >= 1
+
+
+def _episodes_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()[1:] if line.strip()]

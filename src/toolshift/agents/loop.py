@@ -38,6 +38,9 @@ TERMINATIONS = (
 )
 """Why an episode ended. `timeout` carries `outcome.info["timeout"]`: episode, model_call or user_call."""
 
+TASK_META = "toolshift/task"
+"""The request `_meta` key naming the episode's task on every call (the gateway's `TASK_META_KEY`)."""
+
 
 class WorldSession(Protocol):
     """One episode's private view of a world: an entered MCP client plus the diff since it opened.
@@ -189,6 +192,7 @@ async def run_episode(
             served = getattr(world, "served", None)
             # A task judged by its own benchmark gets that benchmark's harness: arguments go to the world as written.
             toolbox = toolbox_for(world, tool_timeout=limits.tool_timeout, check_schemas=task.judge is None)
+            toolbox.meta = {TASK_META: task.id}  # a gateway in between records whose calls these are
             prompt = system_prompt(world.title, world.policy)
             if shelf is not None and shelf.shelf.skills:
                 toolbox, prompt = shelf.wrap(toolbox), f"{prompt}\n\n{shelf.shelf.section()}"  # type: ignore[assignment]

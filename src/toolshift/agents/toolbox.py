@@ -60,6 +60,8 @@ class McpToolbox:
         """The server said its tool listing changed: list again before the model's next turn."""
         self.listed: dict[str, None] = {}
         """Every tool name any listing offered during the session, in order first offered."""
+        self.meta: dict[str, Any] | None = None
+        """Request `_meta` sent with every call (the task's id, `toolshift/task`, which a gateway records)."""
 
     async def list_tools(self) -> list[ToolDef]:
         cursor: str | None = None
@@ -115,8 +117,9 @@ class McpToolbox:
         if refused is not None:
             return refused
         try:
+            extra = {"meta": self.meta} if self.meta else {}
             result = await asyncio.wait_for(
-                self.client.call_tool(call.name, call.arguments, read_timeout_seconds=self.tool_timeout),
+                self.client.call_tool(call.name, call.arguments, read_timeout_seconds=self.tool_timeout, **extra),
                 self.tool_timeout,
             )
         except TimeoutError:
