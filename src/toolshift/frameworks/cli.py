@@ -59,3 +59,45 @@ def compare_cmd(
         console.print(f"wrote {markdown}")
     else:
         console.print(text, markup=False)
+
+
+@app.command("serve")
+def serve_cmd(
+    build: Path = typer.Option(
+        None, "--build", help="A Δτ-Bench build: its test tasks at --version and --setting."
+    ),
+    version: int = typer.Option(1, "--version", min=1),
+    setting: str = typer.Option("standard", "--setting"),
+    sample: int = typer.Option(
+        None, "--sample", min=1, help="Δτ-Bench: the seeded sample bench baseline takes."
+    ),
+    seed: int = typer.Option(0, "--seed"),
+    tau2: str = typer.Option(None, "--tau2", help="τ²-bench's airline or retail tasks instead."),
+    world: str = typer.Option(None, "--world", help="A world `toolshift run --world` takes (with --tasks)."),
+    tasks: Path = typer.Option(None, "--tasks", help="A task file on --world."),
+    limit: int = typer.Option(None, "--limit", min=1),
+    user: str = typer.Option("scripted", "--user"),
+    max_turns: int = typer.Option(30, "--max-turns", min=1),
+    port: int = typer.Option(8766, "--port", min=1, max=65535),
+) -> None:
+    """Serve live episodes over HTTP on loopback (GET /instances, POST /episodes, /episodes/ID/reply, /finish):
+    a framework in its own Python environment (a verifiers environment) drives toolshift's episodes through it."""
+    import uvicorn
+
+    from toolshift.errors import BadInputError
+    from toolshift.frameworks import instances
+    from toolshift.frameworks.service import EpisodeService
+
+    common = {"user": user, "max_turns": max_turns}
+    if build is not None:
+        found = instances.delta_tau(
+            build, version=version, setting=setting, sample=sample, seed=seed, **common
+        )
+    elif tau2 is not None:
+        found = instances.tau2(tau2, limit=limit, **common)
+    elif world is not None and tasks is not None:
+        found = instances.task_file(world, tasks, limit=limit, **common)
+    else:
+        raise BadInputError("name the tasks: --build, --tau2, or --world with --tasks", field="build")
+    console.print(f"serving {len(found)} task instances at http://127.0.0.1:{port}")
+    uvicorn.run(EpisodeService(found).app(), host="127.0.0.1", port=port, log_level="warning")

@@ -152,7 +152,7 @@ def world_tasks(
             user_sim = make_user(config.model_copy(update={"seed": episode_seed}), task, 0)
             return run_episode(
                 task, agent, user_sim, opener, episode_id=f"{label}:{task.id}:0",
-                limits=config.limits(), agent_name=label, source={"world": world},
+                limits=config.limits(), source={"world": world},
             )  # fmt: skip
 
         out.append(
