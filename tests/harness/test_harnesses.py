@@ -218,3 +218,38 @@ def test_a_harness_behind_the_loops_gateway_is_recorded_and_steward_learns_from_
 
 def _episodes_of(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()[1:] if line.strip()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", ["python:chat-loop", "harness:codex"])
+def test_scripted_users_turns_reach_an_outside_agent_and_the_benchmarks_own_checks_judge_it(agent):
+    """BFCL's multi-turn entries (one of each category, a held-out function among them) and an AgentDojo task:
+    each scripted user turn goes to the agent in its turn, and BFCL's checker and AgentDojo's utility judge."""
+    pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (make extras)")
+    pytest.importorskip("agentdojo", reason="agentdojo is not installed (make extras)")
+    _skip_unless_installed(agent)
+    from toolshift.agents.config import RunConfig, make_agent, make_user
+    from toolshift.agents.loop import run_episode
+    from toolshift.agents.worlds import world_opener
+    from toolshift.world.external import export_tasks
+
+    for family, limit, judge in (
+        ("bfcl", 1, "bfcl-multi-turn-checker"),
+        ("agentdojo", 1, "agentdojo-utility"),
+    ):
+        for task in export_tasks(family, limit=limit).tasks[:4]:
+            config = RunConfig(world=family, model=f"{agent}@oracle", max_turns=30)
+            episode = asyncio.run(
+                run_episode(
+                    task,
+                    make_agent(config, task, 0),
+                    make_user(config, task, 0),
+                    world_opener(family),
+                    episode_id=task.id,
+                    limits=config.limits(),
+                )
+            )
+            info = episode.outcome.info
+            assert episode.outcome.judged_by == judge and episode.outcome.success is True, (task.id, info)
+            said = [m.content for m in episode.messages if m.role == "user" and not m.tool_calls]
+            assert said == [t.text for t in task.turns]  # every scripted turn, in order, each after a reply

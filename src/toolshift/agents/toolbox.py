@@ -119,7 +119,9 @@ class McpToolbox:
         try:
             extra = {"meta": self.meta} if self.meta else {}
             result = await asyncio.wait_for(
-                self.client.call_tool(call.name, call.arguments, read_timeout_seconds=self.tool_timeout, **extra),
+                self.client.call_tool(
+                    call.name, call.arguments, read_timeout_seconds=self.tool_timeout, **extra
+                ),
                 self.tool_timeout,
             )
         except TimeoutError:
