@@ -48,6 +48,18 @@ def models() -> None:
         "anthropic:<name>",
         escape("Anthropic Messages API (pip install 'toolshift[anthropic]'; ANTHROPIC_API_KEY)"),
     )
+    table.add_row(
+        escape("harness:<name>[@<model>]"),
+        escape(
+            "a harness CLI run from its spec (codex, qwen-code, or a spec file's path); toolshift harness list"
+        ),
+    )
+    table.add_row(
+        escape("python:<module>:<factory>[@<model>]"),
+        escape(
+            "a Python agent that owns its loop; python:openai-agents, python:chat-loop are shipped examples"
+        ),
+    )
     console.print(table)
 
 
@@ -124,7 +136,8 @@ def run(
     model: str = typer.Option(
         "embedded",
         "--model",
-        help="embedded | embedded:recent | oracle | replay | openai:<name> | anthropic:<name>",
+        help="embedded | embedded:recent | oracle | replay | openai:<name> | anthropic:<name> | "
+        "harness:<name>[@<model>] | python:<module>:<factory>[@<model>] (docs/usage.md, Bring your own agent)",
     ),
     trials: int = typer.Option(1, "--trials", min=1, help="Trials per task."),
     out: Path = typer.Option(..., "--out", help="Run folder (resumable)."),
