@@ -122,7 +122,7 @@ def view(
         typer.Option(
             "--select",
             help="With --export: which episodes, in the viewer's address syntax "
-            "(agent=gpt-4o&outcome=failure&q=Mia&sort=turns&desc=1).",
+            "(agent=gpt-4o&outcome=failure&q=Mia&expr=turns>5&sort=turns&desc=1).",
         ),
     ] = "",
 ) -> None:
