@@ -143,7 +143,7 @@ def test_notes_are_written_only_from_the_page_and_kept_beside_the_run(folder):
     import httpx
 
     from toolshift.report.view.notes import notes_path
-    from toolshift.report.view.server import serving
+    from toolshift.report.view.server import _post_refused, serving
 
     viewer = Viewer(discover([folder]))
     source = str(folder / "a.episodes.jsonl")
@@ -182,6 +182,10 @@ def test_notes_are_written_only_from_the_page_and_kept_beside_the_run(folder):
             api, json={"file": source, "delete": ok.json()["note"]["id"]}, headers=page, timeout=60
         )
         assert gone.json() == {"deleted": True}
+    remote = type(
+        "Handler", (), {"server": type("S", (), {"server_address": ("0.0.0.0", 1)})(), "headers": page}
+    )
+    assert "only when the viewer is bound to a loopback" in _post_refused(remote)  # --allow-remote: no writes
     notes_path(folder / "a.episodes.jsonl").write_text(
         '{"format": "toolshift.notes/1", "notes": [{"id": 1}]}'
     )
