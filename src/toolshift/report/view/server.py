@@ -426,7 +426,9 @@ class _Handler(BaseHTTPRequestHandler):
 def _post_refused(handler: BaseHTTPRequestHandler) -> str | None:
     """Why a POST is refused (None: accepted): it must be JSON, say it comes from the viewer's page, and, where
     the browser names its origin, come from this server's own."""
-    if not is_loopback(str(handler.server.server_address[0])):  # --allow-remote: read-only for whoever reaches it
+    if not is_loopback(
+        str(handler.server.server_address[0])
+    ):  # --allow-remote: read-only to whoever reaches it
         return "notes are written only when the viewer is bound to a loopback address"
     if handler.headers.get("X-Toolshift-View") != "1":
         return "a note is written from the viewer's page (X-Toolshift-View: 1)"
