@@ -69,3 +69,10 @@ def evolved_build():
         return out
 
     return make
+
+
+@pytest.fixture(scope="session")
+def small_evolved_build(tmp_path_factory, evolved_build) -> Path:
+    """One small evolved build for the tests that only read one (accounts_payable, 12 tasks, versions 1–2):
+    copy it before changing anything in it."""
+    return evolved_build(tmp_path_factory.mktemp("small-build") / "b", ["accounts_payable"], 12, 2)

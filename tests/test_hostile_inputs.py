@@ -19,12 +19,38 @@ BFCL_FILE = "multi_turn/BFCL_v4_multi_turn_base_result.json"
 
 
 def toolshift(
-    *args: str | Path, env: dict[str, str] | None = None, timeout: float = 300
+    *args: str | Path, env: dict[str, str] | None = None, process: bool = False, timeout: float = 300
 ) -> subprocess.CompletedProcess:
-    """Run the real CLI; a wait past `timeout` fails the test (it would be a hang)."""
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env or {})}
-    cmd = [sys.executable, "-m", "toolshift", *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, env=full_env, check=False, timeout=timeout)
+    """Run the CLI: in this process through typer's runner (what `toolshift.cli.main` prints for an error is
+    its `ToolshiftError` on one line with its exit code; any other exception is a traceback), or with
+    `process` as a real process. A wait past `timeout` (a process) or pytest's guard fails the test."""
+    argv = [str(a) for a in args]
+    if process:
+        full_env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env or {})}
+        cmd = [sys.executable, "-m", "toolshift", *argv]
+        return subprocess.run(cmd, capture_output=True, text=True, env=full_env, check=False, timeout=timeout)
+    from typer.testing import CliRunner
+
+    from toolshift.cli import app
+    from toolshift.errors import ToolshiftError
+
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    try:
+        result = CliRunner().invoke(app, argv)
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    exc = result.exception
+    if exc is None or isinstance(exc, SystemExit):
+        return subprocess.CompletedProcess(argv, result.exit_code, result.output, "")
+    if isinstance(exc, ToolshiftError):
+        return subprocess.CompletedProcess(argv, exc.exit_code, result.output, f"error: {exc}\n")
+    import traceback
+
+    return subprocess.CompletedProcess(
+        argv, 1, result.output, "Traceback\n" + "".join(traceback.format_exception(exc))
+    )
 
 
 def refused(done: subprocess.CompletedProcess, *needles: str) -> str:
@@ -88,13 +114,10 @@ def test_nan_in_converter_input_is_refused_not_written_as_null(tmp_path):
     )
 
 
-@pytest.fixture(scope="module")
-def small_build(tmp_path_factory, evolved_build) -> Path:
-    return evolved_build(tmp_path_factory.mktemp("build") / "b", ["accounts_payable"], 12, 2)
-
-
-def test_a_non_utf8_byte_in_a_builds_spec_is_one_line_for_every_command_that_reads_it(tmp_path, small_build):
-    build = Path(shutil.copytree(small_build, tmp_path / "b"))
+def test_a_non_utf8_byte_in_a_builds_spec_is_one_line_for_every_command_that_reads_it(
+    tmp_path, small_evolved_build
+):
+    build = Path(shutil.copytree(small_evolved_build, tmp_path / "b"))
     spec = build / "domains" / "accounts_payable" / "spec.yaml"
     spec.write_bytes(spec.read_bytes() + b"\xff\xfe")
     for args in (("bench", "verify", build), ("bench", "stats", build)):
@@ -173,7 +196,9 @@ def test_a_key_file_that_never_ends_or_is_no_file_is_one_line(tmp_path):
         (str(tmp_path), "a folder"),
         (str(big), "at most 4,096 bytes"),
     ):
-        done = toolshift("steward", "show", library, env={"TOOLSHIFT_STEWARD_KEY": key}, timeout=60)
+        done = toolshift(
+            "steward", "show", library, env={"TOOLSHIFT_STEWARD_KEY": key}, process=True, timeout=60
+        )
         refused(done, key, "TOOLSHIFT_STEWARD_KEY", why)
 
 
@@ -252,9 +277,9 @@ def _redigest(build: Path) -> None:
     ],
 )
 def test_a_gold_path_step_naming_an_unknown_tool_or_argument_is_named(
-    tmp_path, small_build, edit, field, why
+    tmp_path, small_evolved_build, edit, field, why
 ):
-    build = Path(shutil.copytree(small_build, tmp_path / "b"))
+    build = Path(shutil.copytree(small_evolved_build, tmp_path / "b"))
     tasks = build / "domains" / "accounts_payable" / "tasks.jsonl"
     lines = tasks.read_text().splitlines()
     task = json.loads(lines[0])
@@ -267,8 +292,8 @@ def test_a_gold_path_step_naming_an_unknown_tool_or_argument_is_named(
     assert verified.returncode == 1 and f"{task['id']}: {field}: " in verified.stdout, verified.stdout[-2000:]
 
 
-def test_an_unknown_codec_in_an_ecosystem_is_named_by_gateway_check(tmp_path, small_build):
-    build = Path(shutil.copytree(small_build, tmp_path / "b"))
+def test_an_unknown_codec_in_an_ecosystem_is_named_by_gateway_check(tmp_path, small_evolved_build):
+    build = Path(shutil.copytree(small_evolved_build, tmp_path / "b"))
     history = build / "ecosystem" / "domains" / "accounts_payable.json"
     doc = json.loads(history.read_text())
     formats = [

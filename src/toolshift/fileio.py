@@ -313,6 +313,21 @@ def _kind(mode: int) -> str:
     return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "something else"
 
 
+def require_regular(path: str | Path, *, what: str = "file") -> Path:
+    """`path` when it names a regular file; otherwise one line: "no such <what>", or what it is instead
+    ("cannot read <what>: a FIFO, not a regular file"), so a FIFO is never reported as missing."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise BadInputError(f"no such {what}", source=str(path)) from None
+    except OSError as exc:
+        raise BadInputError(f"cannot read {what}: {exc.strerror or exc}", source=str(path)) from None
+    if not stat.S_ISREG(mode):
+        raise BadInputError(f"cannot read {what}: {_kind(mode)}, not a regular file", source=str(path))
+    return path
+
+
 def is_regular(path: str | Path) -> bool:
     """True for a regular file (after symlinks): what `open_input` reads. False for a FIFO, device, folder."""
     try:

@@ -86,7 +86,8 @@ def connect(
     except OSError as exc:
         raise BadInputError(f"no {what} here: {exc.strerror or exc}", source=str(path)) from None
     if not stat.S_ISREG(mode):
-        raise BadInputError(f"not a regular file, so not a {what}", source=str(path))
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else "not a file"
+        raise BadInputError(f"{kind}, not a regular file, so not a {what}", source=str(path))
     uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode={'rw' if writable else 'ro'}"
     try:
         conn = sqlite3.connect(uri, uri=True, check_same_thread=check_same_thread)

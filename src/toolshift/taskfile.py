@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import atomic_text, loads_json, read_text
+from toolshift.fileio import atomic_text, loads_json, read_text, require_regular
 from toolshift.models import Task
 
 TASKS_FORMAT = "toolshift.tasks/1"
@@ -27,10 +27,9 @@ def read_tasks(path: str | Path, *, missing_ok: bool = False, allow_empty: bool 
     (a build's domain that has no tasks yet, or kept none).
     """
     path = Path(path)
-    if not path.is_file():
-        if missing_ok:
-            return []
-        raise BadInputError("no such task file", source=str(path))
+    if not path.exists() and missing_ok:
+        return []
+    require_regular(path, what="task file")
     tasks: list[Task] = []
     seen: set[str] = set()
     lines = read_text(path, what="task file").splitlines()

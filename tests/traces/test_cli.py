@@ -147,7 +147,7 @@ def test_unknown_converter_and_missing_input_are_bad_input(tmp_path):
     unknown = _cli("traces", "convert", "agentbench", str(tmp_path), "--out", str(tmp_path / "o"))
     assert unknown.returncode == 2 and "unknown converter 'agentbench'" in unknown.stderr
     missing = _cli("traces", "convert", "workbench", str(tmp_path / "nope"), "--out", str(tmp_path / "o"))
-    assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+    assert missing.returncode == 2 and "no such WorkBench results file or folder" in missing.stderr
 
 
 def test_stats_refuses_an_unknown_grouping(tmp_path):

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 from toolshift.bench.instructions import paraphrase
 from toolshift.bench.synthesis import Synthesizer
 from toolshift.errors import BadInputError, ToolshiftError
-from toolshift.fileio import read_bytes, read_json, read_text, write_text_atomic
+from toolshift.fileio import read_bytes, read_json, read_text, require_regular, write_text_atomic
 from toolshift.models import Task, TaskRevision
 from toolshift.taskfile import read_tasks as read_task_file
 from toolshift.world.language.spec import load_spec
@@ -418,10 +418,11 @@ def check_build(out: Path, m: Manifest) -> None:
         ddir = out / "domains" / e.name
         hint = repair.format(out=out, d=e.name)
         for f in ("spec.yaml", "tasks.jsonl", "report.json"):
-            if not (ddir / f).is_file():
+            if not (ddir / f).exists():
                 raise BadInputError(
                     f"missing (the manifest lists domain {e.name}); {hint}", source=str(ddir / f)
                 )
+            require_regular(ddir / f, what=f"{f} of domain {e.name}")
         rep = _read_report(ddir / "report.json")
         if rep is None:
             raise BadInputError(f"not a {REPORT_FORMAT} report; {hint}", source=str(ddir / "report.json"))

@@ -90,7 +90,7 @@ def load_inputs(paths: Sequence[Path], catalog_path: Path, tasks: TaskSet = "all
     catalog = Catalog.of(load_catalog(catalog_path))
     episodes: list[Episode] = []
     for path in episode_files(paths):
-        episodes.extend(iter_episodes(path))
+        episodes.extend(iter_episodes(path, unique=True))
     source = ", ".join(map(str, paths))
     inputs = select(episodes, catalog, tasks, source=source)
     if not inputs.timelines:

@@ -45,7 +45,7 @@ def _episodes(ctx, files: list[Path]):
     splits = {r.task_id: r.split for r in ctx.records if r.split}
     out = []
     for f in files:
-        for e in iter_episodes(f):
+        for e in iter_episodes(f, unique=True):
             task = ctx.tasks.get(e.task_id)
             split = (task.split if task is not None else None) or splits.get(e.task_id)
             if split != "train":

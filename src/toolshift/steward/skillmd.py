@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import encodes_utf8, open_input
+from toolshift.fileio import encodes_utf8, open_input, require_regular
 from toolshift.steward.library import LEVELS, MAX_NAME, NAME, Skill, plan_facts
 from toolshift.world.language.yamlfile import parse_yaml
 
@@ -352,8 +352,9 @@ def import_library(root: str | Path, *, limit: int = 100_000) -> tuple[list[Skil
         path = folder / "SKILL.md"
         if path.is_symlink():
             raise BadInputError("SKILL.md must be a file in its folder, not a symlink", source=str(path))
-        if not path.is_file():
+        if not path.exists():
             raise BadInputError("no SKILL.md in this skill folder", source=str(folder))
+        require_regular(path, what="SKILL.md")
         skill, v = _check(folder.name, _read(path), path)
         skills.append(skill)
         version = max(version, v)

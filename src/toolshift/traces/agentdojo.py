@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import loads_json, read_text
+from toolshift.fileio import loads_json, read_text, require_regular
 from toolshift.traces.benchmark_catalogs import agentdojo_catalog
 from toolshift.traces.catalog import CatalogTool, ToolCatalog, label_by_verb
 from toolshift.traces.conversion import Conversion, read_call
@@ -43,10 +43,8 @@ def agentdojo_files(path: Path) -> list[Path]:
     """A log file, or every log file under a log folder."""
     path = Path(path)
     if path.is_dir():
-        return sorted(p for p in path.rglob("*.json") if p.is_file())
-    if not path.is_file():
-        raise BadInputError("no such AgentDojo log file or folder", source=str(path))
-    return [path]
+        return sorted(p for p in path.rglob("*.json") if not p.is_dir())  # a FIFO is refused where it is read
+    return [require_regular(path, what="AgentDojo log file or folder")]
 
 
 def convert_agentdojo(path: Path, *, skip_bad: bool = False) -> Conversion:

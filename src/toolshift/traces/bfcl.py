@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import jsonl_lines, loads_json, open_input
+from toolshift.fileio import jsonl_lines, loads_json, open_input, require_regular
 from toolshift.traces.benchmark_catalogs import bfcl_catalog
 from toolshift.traces.catalog import CatalogTool, ToolCatalog, label_by_verb
 from toolshift.traces.conversion import Conversion, read_call
@@ -58,9 +58,7 @@ def bfcl_files(path: Path) -> list[Path]:
     path = Path(path)
     if path.is_dir():
         return sorted(path.rglob(RESULT_GLOB))
-    if not path.is_file():
-        raise BadInputError("no such BFCL result file or folder", source=str(path))
-    return [path]
+    return [require_regular(path, what="BFCL result file or folder")]
 
 
 def convert_bfcl(path: Path, *, skip_bad: bool = False) -> Conversion:

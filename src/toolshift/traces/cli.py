@@ -172,7 +172,7 @@ def stats(
     def episodes() -> Iterator[Episode]:
         for path in files:
             current["folder"] = path.parent
-            yield from iter_episodes(path, skip_bad=skip_bad, report=report)
+            yield from iter_episodes(path, skip_bad=skip_bad, report=report, unique=True)
 
     groups = anatomy(episodes(), lambda e: effects.for_episode(e, current["folder"]), by=keys)
     overall = total(groups)
@@ -241,14 +241,14 @@ def split(
     for col in ("file", "train episodes", "test episodes", "train tasks", "test tasks"):
         table.add_column(col, justify="right" if col != "file" else "left")
     for path in files:
-        assignment = split_by_domain(iter_episodes(path))
+        assignment = split_by_domain(iter_episodes(path, unique=True))
         stem = path.name.removesuffix(".gz").removesuffix(EPISODES_SUFFIX).removesuffix(".jsonl")
         meta = {"split_of": path.name}
         with (
             EpisodeWriter(out / f"{stem}.train{EPISODES_SUFFIX}", meta=meta | {"split": "train"}) as train,
             EpisodeWriter(out / f"{stem}.test{EPISODES_SUFFIX}", meta=meta | {"split": "test"}) as test,
         ):
-            for episode in iter_episodes(path):
+            for episode in iter_episodes(path, unique=True):
                 (test if assignment[(episode.domain, episode.task_id)] == "test" else train).write(episode)
         n_test = sum(1 for s in assignment.values() if s == "test")
         table.add_row(
@@ -296,7 +296,7 @@ def export_tau2(
         turns = read_header(path).meta.get("max_turns")
         if isinstance(turns, int) and not isinstance(turns, bool):
             limits.add(turns)
-        for episode in iter_episodes(path):
+        for episode in iter_episodes(path, unique=True):
             episodes.append(episode)
             file_of.setdefault(episode.id, path)
     domains = {e.domain for e in episodes}
@@ -334,7 +334,7 @@ def export_inspect_cmd(
     """Write episodes as an inspect_ai log that `inspect view` opens (one sample per episode; extra `inspect`)."""
     from toolshift.traces.inspect_log import export_inspect
 
-    episodes = [episode for path in files for episode in iter_episodes(path)]
+    episodes = [episode for path in files for episode in iter_episodes(path, unique=True)]
     if not episodes:
         raise BadInputError("no episodes in these files", source=", ".join(str(f) for f in files))
     path = export_inspect(episodes, out, task=task)

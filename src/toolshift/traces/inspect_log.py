@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import MAX_JSON_BYTES
+from toolshift.fileio import MAX_JSON_BYTES, require_regular
 from toolshift.traces.conversion import Conversion
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
 
@@ -39,19 +39,18 @@ def _inspect() -> Any:
 def inspect_files(path: Path) -> list[Path]:
     """A log file, or the logs (`*.eval`, `*.json`) in a folder (inspect's `--log-dir`)."""
     if path.is_dir():
-        found = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES and p.is_file())
+        found = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES and not p.is_dir())
         if not found:
             raise BadInputError("no inspect logs (*.eval, *.json) in this folder", source=str(path))
         return found
-    if not path.is_file():
-        raise BadInputError("no such file or folder", source=str(path))
-    return [path]
+    return [require_regular(path, what="inspect log file or folder")]
 
 
 def convert_inspect(path: Path, *, skip_bad: bool = False) -> Conversion:
     """Every sample of one inspect log as an episode (see the module's docstring)."""
     log_module = _inspect()
     conv = Conversion(converter="inspect", inputs=[str(path)])
+    require_regular(path, what="inspect log")  # its reader would wait on a FIFO
     if path.stat().st_size > MAX_JSON_BYTES:
         raise BadInputError(f"larger than {MAX_JSON_BYTES} bytes", source=str(path))
     try:

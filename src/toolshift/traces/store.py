@@ -119,13 +119,17 @@ def _parse_header(line: JsonlLine | None, path: Path) -> StoreHeader:
 
 
 def iter_episodes(
-    path: Path, *, skip_bad: bool = False, report: ReadReport | None = None
+    path: Path, *, skip_bad: bool = False, report: ReadReport | None = None, unique: bool = False
 ) -> Iterator[Episode]:
     """Yield the file's episodes one at a time (constant memory).
 
     A malformed line raises BadInputError naming the file, the line's 0-based index after the header
     (and its line number) and the field; with `skip_bad` it is counted in `report` and skipped. An
     unknown format is never skipped. A torn last line is left out and counted in `report.torn`.
+
+    With `unique`, an episode whose id an earlier line has is malformed too (field `id`): what a command
+    keys by id (turn anatomy, a split, flows) would count one episode twice (D307). It keeps one hash per
+    episode, so it is for the commands that read a user's file, not the constant-memory stream itself.
     """
     path = Path(path)
     report = report if report is not None else ReadReport()
@@ -133,6 +137,7 @@ def iter_episodes(
         fh = _open_binary(path)
     except OSError as exc:
         raise BadInputError(f"cannot read episode file: {exc}", source=str(path)) from exc
+    seen: dict[int, int] = {}
     with fh:
         lines = _lines(fh, path)
         _parse_header(next(lines, None), path)
@@ -141,6 +146,15 @@ def iter_episodes(
                 continue
             try:
                 episode = _parse_line(line, path)
+                if unique:
+                    first = seen.setdefault(hash(episode.id), line.number)
+                    if first != line.number:
+                        raise BadInputError(
+                            f"episode id {episode.id[:80]!r} repeats (line {first} has it; line {line.number})",
+                            source=str(path),
+                            record=line.number - 2,
+                            field="id",
+                        )
             except NotJsonError as exc:
                 if not line.terminated:  # a torn last line: an append a kill interrupted
                     report.torn += 1
@@ -178,7 +192,7 @@ def _parse_line(line: JsonlLine, path: Path) -> Episode:
     try:
         raw = loads_json(line.data, source=str(path), record=index)
     except BadInputError as exc:
-        raise type(exc)(f"{exc.detail} ({where})", source=str(path), record=index) from None
+        raise type(exc)(f"{exc.detail} ({where})", source=str(path), record=index, field=exc.field) from None
     if not isinstance(raw, dict):
         raise BadInputError(
             f"not JSON: an episode line is an object ({where})", source=str(path), record=index

@@ -49,7 +49,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import read_json, require_strict
+from toolshift.fileio import read_json, require_regular, require_strict
 from toolshift.traces.catalog import CatalogTool, ToolCatalog, catalog_by_verb
 from toolshift.traces.conversion import Conversion, read_call
 from toolshift.traces.episode import Episode, Message, Outcome, ToolCall
@@ -101,8 +101,7 @@ def _locate(path: Path) -> tuple[Path, Path | None]:
             raise BadInputError("no results.json in this folder", source=str(path))
         sims = path / "simulations"
         return results, sims if sims.is_dir() else None
-    if not path.is_file():
-        raise BadInputError("no such file or folder", source=str(path))
+    require_regular(path, what="τ²-bench results file or folder")
     sims = path.parent / "simulations"
     return path, sims if sims.is_dir() else None
 
@@ -481,10 +480,8 @@ def tau2_files(path: Path) -> list[Path]:
     of its trajectory files; any other folder as every run in it (a dir layout's `simulations/` files are its
     own, not runs of their own)."""
     path = Path(path)
-    if path.is_file():
-        return [path]
     if not path.is_dir():
-        raise BadInputError("no such τ²-bench results file or folder", source=str(path))
+        return [require_regular(path, what="τ²-bench results file or folder")]
     if (path / SUBMISSION).is_file():
         return _submission_runs(path)
     if (path / "results.json").is_file():

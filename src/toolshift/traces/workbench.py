@@ -46,7 +46,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import read_text
+from toolshift.fileio import read_text, require_regular, require_strict
 from toolshift.models import Effect
 from toolshift.traces.catalog import CatalogTool, ToolCatalog
 from toolshift.traces.conversion import RAW_ARGUMENTS, Conversion
@@ -349,9 +349,12 @@ def _checked_row_episode(
 ) -> Episode | str:  # fmt: skip
     """`_row_episode`, with a value the episode model refuses reported as bad input naming the row and field."""
     try:
-        return _row_episode(row, index, path, domain, model, toolset, stamp, gold)
+        episode = _row_episode(row, index, path, domain, model, toolset, stamp, gold)
     except ValidationError as exc:
         raise BadInputError.from_validation(exc, source=str(path), record=index, prefix="episode") from None
+    if not isinstance(episode, str):  # a Python repr's '\ud800' escape is text no file can hold: name it
+        require_strict(episode.model_dump(mode="python"), source=str(path), record=index, prefix="episode")
+    return episode
 
 
 def _row_episode(
@@ -438,10 +441,8 @@ def _row_episode(
 def workbench_files(path: Path) -> list[Path]:
     """The results CSVs a path names: the file itself, a domain folder's `*.csv`, or a results folder's `*/*.csv`."""
     path = Path(path)
-    if path.is_file():
-        return [path]
     if not path.is_dir():
-        raise BadInputError("no such file or folder", source=str(path))
+        return [require_regular(path, what="WorkBench results file or folder")]
     files = sorted(path.glob("*.csv")) or sorted(path.glob("*/*.csv"))
     if not files:
         raise BadInputError("no WorkBench results CSVs here", source=str(path))

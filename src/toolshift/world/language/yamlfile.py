@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from toolshift.errors import BadInputError
-from toolshift.fileio import read_bytes
+from toolshift.fileio import read_bytes, unwritable
 
 MAX_BYTES = 2 * 1024 * 1024
 """Largest YAML file read (the built-in specs are under 16 KB)."""
@@ -148,15 +148,27 @@ def parse_yaml(text: str, source: str) -> Any:
         if node is None:
             return None
         _measure(node, source)
-        return loader.construct_document(node)
+        document = loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or exc
-        raise BadInputError(f"malformed YAML{at}: {_one_line(problem)}", source=source) from None
+        problem = _one_line(getattr(exc, "problem", None) or exc)
+        if "invalid Unicode character escape" in problem:  # libyaml's words for a lone surrogate escape
+            problem += " (a lone surrogate such as \\ud800, or past U+10FFFF: not text)"
+        raise BadInputError(f"malformed YAML{at}: {problem}", source=source) from None
+    except (
+        ValueError,
+        TypeError,
+        OverflowError,
+    ) as exc:  # a scalar its tag cannot hold: 2024-13-45, a bad chr()
+        raise BadInputError(f"malformed YAML: {_one_line(exc)}", source=source) from None
     except RecursionError:
         raise BadInputError(
             f"malformed YAML: nested more than {MAX_DEPTH} levels deep", source=source
         ) from None
     finally:
         loader.dispose()
+    found = unwritable(document)  # PyYAML's pure-Python scanner reads a lone surrogate escape as text
+    if found is not None:
+        raise BadInputError(f"malformed YAML: {found[1]}", source=source, field=found[0] or None)
+    return document

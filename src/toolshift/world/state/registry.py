@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 from toolshift.errors import BadInputError
+from toolshift.fileio import require_regular
 from toolshift.world.language.spec import DomainSpec, load_spec
 from toolshift.world.state.compiler import CompiledDomain, compile_domain
 
@@ -43,8 +44,7 @@ def resolve_spec_path(name_or_path: str | Path) -> Path:
     text = str(name_or_path)
     path = Path(text)
     if text.endswith((".yaml", ".yml")) or path.is_file() or "/" in text:
-        if not path.is_file():
-            raise BadInputError("no such domain spec file", source=text)
+        require_regular(path, what="domain spec file")
         return path
     known = builtin_domains()
     if text in known:
