@@ -64,16 +64,13 @@ class Runs:
         return sorted({t.agent for t in self.timelines})
 
 
-def _group(
-    conv: Conversion, benchmark: str, files: int, *, only: Sequence[str] | None = None
-) -> dict[str, Runs]:
+def _group(conv: Conversion, benchmark: str, files: int) -> dict[str, Runs]:
+    """The conversion's episodes by domain, each with its catalog and timelines."""
     by_domain: dict[str, list[Episode]] = defaultdict(list)
     for episode in conv.episodes:
         by_domain[episode.domain].append(episode)
     out = {}
     for domain, episodes in sorted(by_domain.items()):
-        if only is not None and domain not in only:
-            continue
         catalog = Catalog.of(conv.catalogs[domain])
         out[domain] = Runs(
             benchmark, domain, catalog, episodes, timelines(episodes, catalog), files, list(conv.notes)
