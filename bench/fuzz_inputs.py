@@ -143,6 +143,9 @@ def make_corpus(root: Path, build: Path) -> dict[str, Path]:
         "format: toolshift.gateway/1\nbackends:\n  - name: ap\n    build: build\n    domain: accounts_payable\n"
         "    version: 2\nidle_timeout: 600\n"
     )
+    c["harness"] = root / "harness" / "codex.yaml"
+    c["harness"].parent.mkdir()
+    shutil.copy(REPO / "src" / "toolshift" / "harness" / "specs" / "codex.yaml", c["harness"])
     c["world"] = root / "clinic.sqlite"
     World(load_domain("clinic")).save(c["world"])
     return c
@@ -209,11 +212,14 @@ def mutate(path: Path, kind: str, mutation: str) -> None:
         )
         conn.commit()
         conn.close()
-    elif kind in ("spec", "gateway", "skill"):
+    elif kind in ("spec", "gateway", "skill", "harness"):
         text = path.read_text()
         if mutation == "huge_int":
             text = re.sub(
-                r"(?m)^(seed|idle_timeout|  revision): .*$", lambda m: f"{m.group(1)}: {HUGE}", text, count=1
+                r"(?m)^(seed|idle_timeout|  revision|title): .*$",
+                lambda m: f"{m.group(1)}: {HUGE}",
+                text,
+                count=1,
             )
         elif (
             mutation == "surrogate"
@@ -223,12 +229,16 @@ def mutate(path: Path, kind: str, mutation: str) -> None:
                 if kind == "skill"
                 else text.replace("\n", '\nfuzz: "\\ud800"\n', 1)
             )
+        if text == path.read_text():
+            raise ValueError(f"{mutation} found nothing to change in {path}")  # a twin that is no twin
         path.write_text(text)
     elif kind == "workbench":
         text = path.read_text()
         text = text.replace(
             "'query': 'x'", "'query': '\\ud800'" if mutation == "surrogate" else f"'query': {HUGE}", 1
         )
+        if text == path.read_text():
+            raise ValueError(f"{mutation} found nothing to change in {path}")
         path.write_text(text)
     elif mutation == "surrogate":
         _json_edit(path, _plant_surrogate, lines=jsonl)
@@ -321,6 +331,7 @@ CASES = [
     Case("steward import", "skill", TEXT,
          lambda c, t: ["steward", "import", str(c["skill"].parents[1]), "--out", str(t / "i.sqlite")]),
     Case("gateway check", "gateway", TEXT, lambda c, t: ["gateway", "check", "--config", str(c["gateway"])]),
+    Case("harness show", "harness", TEXT, lambda c, t: ["harness", "show", str(c["harness"])]),
     Case("World.open", "world", ("fifo", "schema"), call=lambda c: _open_world(c["world"])),
 ]  # fmt: skip
 

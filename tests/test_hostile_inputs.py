@@ -348,3 +348,17 @@ def test_the_viewer_closes_idle_sockets_and_says_nothing_when_a_client_drops_a_r
             drop.close()
         assert httpx.get(f"{url}api/runs", timeout=30).status_code == 200  # still serving
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_json_a_command_prints_is_strict_never_nan_and_says_how_many_were_not_numbers(capsys):
+    """`agents results --json` and a run's results.json printed `NaN` for one-trial runs (issue 56; the figures
+    are null since D321): whatever a command prints as JSON is strict JSON, the non-numbers counted."""
+    from toolshift.terminal import print_json
+
+    print_json({"pass^2": float("nan"), "intervals": [{"mean": 1.0}, {"low": float("-inf")}]})
+    out, err = capsys.readouterr()
+    assert json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in printed JSON")) == {
+        "pass^2": None,
+        "intervals": [{"mean": 1.0}, {"low": None}],
+    }
+    assert "2 value(s) that were not numbers" in err

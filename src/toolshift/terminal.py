@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -39,10 +41,34 @@ JSON_HELP = "Print the result as one JSON document on stdout, and nothing else t
 """The one `--json` rule: a flag, never a path; a command that also keeps its JSON in a file says `--json-out`."""
 
 
+def finite_or_null(value: Any) -> tuple[Any, int]:
+    """`value` with every `NaN` or infinity made null, and how many were: what a command prints as JSON is
+    strict JSON (a parser refuses `NaN`), and the count says something was not a number (D307)."""
+    count = 0
+
+    def walk(v: Any) -> Any:
+        nonlocal count
+        if isinstance(v, float) and not math.isfinite(v):
+            count += 1
+            return None
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value), count
+
+
 def print_json(value: object) -> None:
-    """`value` as indented JSON on stdout, not through rich (no highlighting, no wrapping at any width)."""
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
+    """`value` as indented strict JSON on stdout, not through rich (no highlighting, no wrapping at any width).
+    A `NaN` or infinity is printed as null, and a note on stderr counts them (D307): never `NaN`, which
+    strict JSON parsers refuse."""
+    strict, nulls = finite_or_null(value)
+    sys.stdout.write(json.dumps(strict, ensure_ascii=False, indent=2, default=str, allow_nan=False) + "\n")
     sys.stdout.flush()
+    if nulls:
+        sys.stderr.write(f"note: {nulls} value(s) that were not numbers (NaN, infinity) printed as null\n")
 
 
 def toolshift_command() -> str:

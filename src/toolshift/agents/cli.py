@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import typer
@@ -183,8 +182,9 @@ def run(
     from toolshift.agents.results import results_table, summarize
     from toolshift.agents.runner import check_models, find_invalid_tasks, plan_run, run_local, write_catalog
     from toolshift.agents.worlds import world_opener
-    from toolshift.fileio import write_text_atomic
+    from toolshift.fileio import dumps_strict, write_text_atomic
     from toolshift.taskfile import read_tasks
+    from toolshift.terminal import finite_or_null
 
     Executor.choose(executor, 1, ray_address)  # an unknown executor, or an address without Ray: exit 2
     if model == "replay" and replay_from is None:
@@ -302,7 +302,8 @@ def run(
         invalid = {e.task_id for e in episodes if e.outcome is not None and e.outcome.success is False}
     results = summarize(episodes, trials=trials, invalid_tasks=invalid, tasks={t.id: t for t in task_list})
     write_text_atomic(
-        plan.files.results, json.dumps({"run": plan.files.key, **results.as_dict()}, indent=2) + "\n"
+        plan.files.results,
+        dumps_strict(finite_or_null({"run": plan.files.key, **results.as_dict()})[0], indent=2) + "\n",
     )
     console.print(results_table(f"{config.model} on {world}", results))
     if invalid:

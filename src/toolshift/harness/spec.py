@@ -134,9 +134,8 @@ def spec_path(name: str) -> Path | None:
 
 def load_spec(what: str) -> HarnessSpec:
     """A shipped spec by name (`codex`), or a spec file by path; refused with the file and field named."""
-    import yaml
-
     from toolshift.fileio import read_text
+    from toolshift.world.language.yamlfile import parse_yaml
 
     path = spec_path(what) if "/" not in what and not what.endswith((".yaml", ".yml")) else Path(what)
     if path is None:
@@ -144,10 +143,7 @@ def load_spec(what: str) -> HarnessSpec:
             f"no harness {what!r}: shipped ones are {', '.join(SHIPPED)}, or give a spec file's path"
         )
     text = read_text(path, what="harness spec", max_bytes=1 << 20)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise BadInputError(f"not YAML: {exc}".splitlines()[0], source=str(path)) from None
+    data = parse_yaml(text, str(path))  # the strict bounded loader: one line for any YAML it cannot take
     try:
         return HarnessSpec.model_validate(data)
     except Exception as exc:
