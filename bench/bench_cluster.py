@@ -7,7 +7,7 @@ the pairing and stopped after it; the driver is this process), A, B, A, B … (`
 episodes per second from each run's wall time, the ratio, and the driver's overhead per episode — this
 process's CPU seconds over the run (planning, submitting, receiving, writing every episode) per episode, on
 each side. Each run's episodes are checked to be the first run's (calls, texts, verdicts and world changes).
-Usage: `python bench/bench_cluster.py [--build runs/eco/bench] [--rounds 3]`; the build is read-only.
+Usage: `python bench/bench_cluster.py [--build runs/eco/bench] [--rounds 3] [--sample N]`; the build is read-only.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", type=Path, default=Path("runs/eco/bench"))
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sample", type=int, default=None, help="test tasks (default: the whole test split)")
     args = parser.parse_args()
     head = LocalCluster(1)
     second = LocalCluster(1, join=head)
@@ -54,7 +55,7 @@ def main() -> None:
         def side(name: str):
             def go(_: int) -> None:
                 with tempfile.TemporaryDirectory() as out:
-                    path = run_baseline(args.build, "oracle", out, executor=sides[name])
+                    path = run_baseline(args.build, "oracle", out, sample=args.sample, executor=sides[name])
                     seen[name].append(what_happened(path))
 
             return go
@@ -81,8 +82,9 @@ def main() -> None:
         ("runs per side; load average (1 min) at start → end", paired.load_text(), "< 3 at start"),
     ]  # fmt: skip
     record(
-        f"agents: oracle baseline on the full build ({args.build}, test split), local 2 processes vs a 2-node Ray "
-        "cluster on this machine",
+        f"agents: oracle baseline on the full build ({args.build}, test split"
+        + (f", {args.sample} tasks" if args.sample else "")
+        + "), local 2 processes vs a 2-node Ray cluster on this machine",
         rows,
         note=paired.note(),
     )

@@ -83,12 +83,13 @@ def _what_happened(path: Path) -> dict:
 
 
 def _without(value: object, name: str) -> object:
-    """`value` with every `name` key left out, at any depth (wall times differ between any two runs)."""
+    """`value` with every `name` key left out, at any depth (wall times differ between any two runs), and floats
+    to 9 places (numpy's sums of the same numbers can differ in the last bits with the memory they sit in)."""
     if isinstance(value, dict):
         return {k: _without(v, name) for k, v in value.items() if k != name}
     if isinstance(value, list):
         return [_without(v, name) for v in value]
-    return value
+    return round(value, 9) if isinstance(value, float) else value
 
 
 def _fetched(cluster: Cluster) -> dict[str, list[str]]:
@@ -187,10 +188,7 @@ def test_loop_on_two_nodes_is_the_local_run(cluster, build, tmp_path):
     learned = (tmp_path / "local" / "all" / "v1" / "learned.json").read_text()
     assert (tmp_path / "ray" / "all" / "v1" / "learned.json").read_text() == learned
 
-    def means(results: dict) -> dict:
-        return {c: {v: f["SR"]["mean"] for v, f in by.items()} for c, by in results["conditions"].items()}
-
-    assert means(on_ray) == means(local)
+    assert _without(on_ray["conditions"], "seconds") == _without(local["conditions"], "seconds")
     assert not list((tmp_path / "ray").rglob("gateway"))  # the gateways' scratch stayed on the nodes
 
 

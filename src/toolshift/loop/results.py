@@ -67,6 +67,7 @@ def collect(out: Path, resamples: int = 1000) -> dict[str, Any]:
     from toolshift.traces.store import iter_episodes
 
     definition = read_json(out / "loop.json", what="loop definition")
+    rank = {task: k for k, task in enumerate(definition["tasks"])}
     block: dict[str, dict[str, Any]] = {}
     learned: dict[str, dict[str, Any]] = {}
     successes: dict[str, dict[str, dict[str, float]]] = {}
@@ -76,7 +77,10 @@ def collect(out: Path, resamples: int = 1000) -> dict[str, Any]:
             path = out / condition / f"v{v}" / "episodes.jsonl"
             if not path.exists():
                 continue
-            eps = {e.id: e for e in iter_episodes(path, skip_bad=True)}
+            # in the tasks' order, not the file's: the figures (their bootstrap draws included) are the same
+            # whichever order the episodes were appended in (by one process, several, or a Ray cluster)
+            found = {e.id: e for e in iter_episodes(path, skip_bad=True)}
+            eps = dict(sorted(found.items(), key=lambda kv: (rank.get(kv[1].task_id, len(rank)), kv[0])))
             ecosystem = ecosystem or next((e.ecosystem_version.split("/")[0] for e in eps.values()
                                            if e.ecosystem_version), None)  # fmt: skip
             block.setdefault(condition, {})[f"v{v}"] = version_figures(list(eps.values()), resamples)
