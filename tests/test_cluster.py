@@ -1,4 +1,5 @@
-"""Every command that runs episodes, on a real two-node Ray cluster on this machine, against its local run.
+"""Every command that runs episodes (run, bench baseline, steward eval, loop, evolve), on a real two-node Ray
+cluster on this machine, against its local run; and the faults: a worker process, a whole node, the driver.
 
 The cluster is a head and a second node, each a `ray start` process of its own (owned by a watchdog in a
 session of its own, `toolshift.agents.ray_executor.LocalCluster`), one CPU and a custom resource each, and
@@ -126,6 +127,54 @@ def test_bench_baseline_on_two_nodes_is_the_local_run(cluster, build, local_orac
     again = run_baseline(build, "oracle", tmp_path / "ray", split=None, executor=cluster.executor())
     assert _what_happened(again) == _what_happened(local)  # resumed: nothing run twice
     assert json.loads(json.dumps(sorted(_what_happened(local)))) == sorted(_what_happened(again))
+
+
+def test_run_on_two_nodes_is_the_local_run_and_resumes(cluster, tmp_path):
+    """`toolshift run --executor ray`: the same episodes, the same file, the same resume."""
+    import asyncio
+
+    from typer.testing import CliRunner
+
+    from toolshift.agents.config import RunConfig
+    from toolshift.agents.demo import demo_tasks
+    from toolshift.agents.ray_executor import run_ray
+    from toolshift.agents.runner import plan_run, run_local
+    from toolshift.cli import app
+    from toolshift.models import RowChange
+    from toolshift.taskfile import write_tasks
+
+    def outcomes(episodes):
+        return sorted(
+            (e.task_id, e.trial, e.outcome.success, tuple(c.identity() for c in e.world_diff))
+            for e in episodes
+        )
+
+    tasks = demo_tasks()[:2]
+    config = RunConfig(world="clinic", model="oracle")
+    local = plan_run(config, tasks, 2, tmp_path / "local")
+    asyncio.run(run_local(local))
+    remote = plan_run(config, tasks, 2, tmp_path / "ray")
+    remote.todo = remote.todo[:1]
+    run_ray(remote, concurrency=2, address=cluster.address)  # an interrupted run: one episode finished
+    resumed = plan_run(config, tasks, 2, tmp_path / "ray")
+    assert len(resumed.todo) == 3
+    done = run_ray(resumed, concurrency=2, address=cluster.address)
+    assert len(done) == 3 and all(e.source["executor"] == "ray" for e in done)
+    final = plan_run(config, tasks, 2, tmp_path / "ray")
+    assert final.todo == []
+    assert outcomes(final.current_episodes()) == outcomes(local.current_episodes())
+    assert {e.id for e in final.current_episodes()} == {e.id for e in local.current_episodes()}
+    # the command itself, with a task the oracle cannot solve (an invalid task)
+    wrong = RowChange(table="patient", key="PAT-00001", field="email", op="update", before="x", after="no@x")
+    impossible = tasks[1].model_copy(update={"id": "impossible", "expected_changes": [wrong]})
+    tasks_file = write_tasks(tmp_path / "clinic.tasks.jsonl", [*tasks, impossible])
+    args = ["run", "--world", "clinic", "--tasks", str(tasks_file), "--model", "oracle", "--out", str(tmp_path / "cli"),
+            "--executor", "ray", "--ray-address", cluster.address, "--concurrency", "2"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (path,) = (tmp_path / "cli").glob("run-*.episodes.jsonl")
+    assert len(list(iter_episodes(path))) == 3
+    assert "invalid tasks" in result.output
 
 
 def _steward(build: Path, run: Path, *extra: str) -> dict:

@@ -7,8 +7,8 @@ first worker process of a node to need it fetches the bytes (a file lock seriali
 their SHA-256 against the digest, and unpacks them beside the cache entry before renaming it into place, so
 a half-written copy is never used. A local run uses the driver's paths as they are.
 
-The node's cache is `TOOLSHIFT_ASSET_CACHE` where its `ray start` set it, else a folder of the system's
-temp dir per Ray node id; each fetch appends a line (digest, process id) to its `fetched.log`.
+The node's cache is `TOOLSHIFT_ASSET_CACHE` where its `ray start` set it, else a folder in the node's Ray session
+folder (removed with the cluster's temp dir); each fetch appends a line (digest, process id) to its `fetched.log`.
 """
 
 from __future__ import annotations
@@ -99,18 +99,21 @@ def stamp(path: str | Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(out)
 
 
-def cache_root() -> Path:
-    """This node's asset cache: `TOOLSHIFT_ASSET_CACHE`, else per Ray node id under the temp dir."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured)
-    node = "local"
+def node_dir() -> Path:
+    """This machine's folder for a run's node-side files: on a Ray worker its node's session folder (Ray's own,
+    gone with the cluster's temp dir), else a folder of the temp dir per user."""
     with contextlib.suppress(Exception):
         import ray
 
         if ray.is_initialized():
-            node = ray.get_runtime_context().get_node_id()[:16]
-    return Path(tempfile.gettempdir()) / f"toolshift-assets-{os.getuid()}" / node
+            return Path(ray._private.worker.global_worker.node.get_session_dir_path())  # type: ignore[attr-defined]
+    return Path(tempfile.gettempdir()) / f"toolshift-{os.getuid()}"
+
+
+def cache_root() -> Path:
+    """This node's asset cache: `TOOLSHIFT_ASSET_CACHE`, else `toolshift-assets` in the node's session folder."""
+    configured = os.environ.get(CACHE_ENV)
+    return Path(configured) if configured else node_dir() / "toolshift-assets"
 
 
 @contextlib.contextmanager
@@ -154,4 +157,4 @@ def unpack(digest: str, name: str, fetch: Callable[[], bytes], root: Path | None
     return target
 
 
-__all__ = ["CACHE_ENV", "Asset", "cache_root", "pack", "stamp", "unpack"]
+__all__ = ["CACHE_ENV", "Asset", "cache_root", "node_dir", "pack", "stamp", "unpack"]

@@ -490,7 +490,7 @@ class _BatchSpec:
     kind: str
     served: dict[str, tuple[Any, ...]]
     scratch: bool
-    """Record each episode's gateway session under this machine's temp dir (a Ray node's), not the run folder."""
+    """Record each episode's gateway session in the node's own folder (`assets.node_dir`), not the run folder."""
 
 
 _kept: dict[str, Loop] = {}
@@ -504,12 +504,13 @@ def _batch_key(spec: _BatchSpec) -> str:
 def _open_batch(spec: _BatchSpec) -> tuple[Loop, _BatchSpec, dict[str, tuple[Served, str]]]:
     """Worker side: the loop opened once per process (kept for the next batches), and what each domain's
     gateway mounts, from the batch's assets."""
-    import tempfile
     from dataclasses import replace
+
+    from toolshift.agents.assets import node_dir
 
     key = _batch_key(spec)
     if key not in _kept:
-        out = Path(tempfile.gettempdir()) / f"toolshift-loop-{os.getpid()}" if spec.scratch else spec.loop.out
+        out = node_dir() / "toolshift-loop" / str(os.getpid()) if spec.scratch else spec.loop.out
         _kept.clear()
         _kept[key] = Loop(replace(spec.loop, build=spec.build.local(), out=out, workers=1))
     served = {
