@@ -29,7 +29,7 @@ else
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 endif
 
-.PHONY: demo test lint bench clean inspector harnesses tau2-venv chromium extras drift-servers
+.PHONY: demo test lint bench clean inspector harnesses tau2-venv chromium extras verifiers-venv drift-servers
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -63,6 +63,16 @@ $(INSPECTOR) $(FILESYSTEM_SERVER) $(CODEX) $(QWEN_CODE) &:  # grouped: `make -j`
 # rebuilt when the snapshot changes, skipped where no Python 3.12 exists (tests/peers.py).
 tau2-venv: $(STAMP)
 	$(PY) tests/peers.py tau2
+
+# verifiers 0.4 in its own venv, .venv-verifiers/ (D421: it needs numpy>=2.1, mcp==2.0.0 and openai<3, which
+# .venv cannot hold), with the toolshift-verifiers environment (integrations/verifiers) that vf-eval loads by its
+# taskset id; tests/frameworks/test_verifiers.py drives it against `toolshift frameworks serve`, skipped without it.
+VF_VENV := .venv-verifiers
+verifiers-venv: $(VF_VENV)/.installed
+$(VF_VENV)/.installed: integrations/verifiers/pyproject.toml integrations/verifiers/toolshift_verifiers/__init__.py
+	test -x $(VF_VENV)/bin/python || python3 -m venv $(VF_VENV)
+	$(VF_VENV)/bin/pip install --quiet ./integrations/verifiers
+	touch $@
 
 # Debian's Chromium for the viewer's and report's browser tests (tests/report/test_browser.py, driven by
 # Playwright from the `view` extra, never Playwright's own browsers): installed with apt-get where it is
@@ -104,11 +114,11 @@ $(DRIFT_STAMP): $(STAMP) src/toolshift/drift/pins.json
 # The set-up steps after the venv (npm, τ²-bench's venv, apt's Chromium, pip's extras) wait mostly on downloads
 # and installs into separate places, so they run side by side; each one's output is kept together.
 test: $(STAMP)
-	$(MAKE) --no-print-directory -j4 --output-sync=target lint inspector tau2-venv chromium extras drift-servers
+	$(MAKE) --no-print-directory -j4 --output-sync=target lint inspector tau2-venv chromium extras drift-servers verifiers-venv
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)
 	for b in bench/bench_*.py; do $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .venv-tau2 build .pytest_cache .ruff_cache .cache
+	rm -rf $(VENV) .venv-tau2 $(VF_VENV) build .pytest_cache .ruff_cache .cache

@@ -129,7 +129,8 @@ class ConversationOracle:
     so counting its calls would skip steps. This oracle counts the gold path's results already in the
     conversation it is sent (after the last user message, for tasks whose user is scripted turn by turn), calls
     the next step, then says it is done, then ends the conversation; a request offering no tools is a harness's
-    side question and gets a short text. Tool names may carry the harness's prefix (`mcp__server__name`).
+    side question and gets a short text. Tool names may carry the harness's prefix for the server
+    (`mcp__server__name`, `server_name`): the step is called by the name the request offers.
     """
 
     def __init__(self, task: Task) -> None:
@@ -158,17 +159,24 @@ class ConversationOracle:
         if not tools:
             return ModelReply(text="ok", prompt_tokens=0, completion_tokens=0, cost=0.0)
         path, since, closing = self._path(messages)
-        results = [str(m.get("name") or "").rsplit("__", 1)[-1] for m in since if m.get("role") == "tool"]
+        results = [str(m.get("name") or "") for m in since if m.get("role") == "tool"]
         done = 0
         for name in results:
-            if done < len(path) and name == path[done].tool:
+            if done < len(path) and _names(name, path[done].tool):
                 done += 1
         if done < len(path):
             step = path[done]
-            call = ProposedCall(id=f"call_{done}", name=step.tool, arguments=dict(step.arguments))
+            offered = [t.name for t in tools if _names(t.name, step.tool)]
+            name = step.tool if step.tool in offered or not offered else offered[0]
+            call = ProposedCall(id=f"call_{done}", name=name, arguments=dict(step.arguments))
             return ModelReply(calls=[call], prompt_tokens=0, completion_tokens=0, cost=0.0)
         last = since[-1] if since else {}
         if last.get("role") == "assistant" and last.get("content") and not last.get("tool_calls"):
             end = ProposedCall(id="call_end", name=END_CONVERSATION, arguments={})
             return ModelReply(calls=[end], prompt_tokens=0, completion_tokens=0, cost=0.0)
         return ModelReply(text=closing, prompt_tokens=0, completion_tokens=0, cost=0.0)
+
+
+def _names(offered: str, tool: str) -> bool:
+    """Does a harness's tool name (its server's prefix and all) name the world's `tool`?"""
+    return offered == tool or offered.endswith(("__" + tool, "_" + tool))

@@ -79,6 +79,8 @@ def serve_cmd(
     user: str = typer.Option("scripted", "--user"),
     max_turns: int = typer.Option(30, "--max-turns", min=1),
     port: int = typer.Option(8766, "--port", min=1, max=65535),
+    oracle: bool = typer.Option(False, "--oracle", help="Also serve the oracle as a model at /oracle/v1."),
+    out: Path = typer.Option(None, "--out", help="Append each finished episode to this episodes file."),
 ) -> None:
     """Serve live episodes over HTTP on loopback (GET /instances, POST /episodes, /episodes/ID/reply, /finish):
     a framework in its own Python environment (a verifiers environment) drives toolshift's episodes through it."""
@@ -100,4 +102,10 @@ def serve_cmd(
     else:
         raise BadInputError("name the tasks: --build, --tau2, or --world with --tasks", field="build")
     console.print(f"serving {len(found)} task instances at http://127.0.0.1:{port}")
-    uvicorn.run(EpisodeService(found).app(), host="127.0.0.1", port=port, log_level="warning")
+    if oracle:
+        console.print(
+            f"the oracle as a model: OpenAI base URL http://127.0.0.1:{port}/oracle/v1 (any API key)"
+        )
+    uvicorn.run(
+        EpisodeService(found, oracle=oracle, out=out).app(), host="127.0.0.1", port=port, log_level="warning"
+    )

@@ -9,6 +9,11 @@ where every call is recorded, and the verdict is toolshift's own:
     POST /episodes {"instance", "seed"} {"episode", "mcp_url", "instructions", "message"}   (message: the user's opening)
     POST /episodes/{id}/reply {"text"}  {"message"}   (the user's next message; null once the episode ended)
     POST /episodes/{id}/finish          {"verdict", "episode"}   (the verdict as inspect's score holds it; the episode)
+    /oracle/v1/...                      the oracle as a model over the OpenAI (and Anthropic) APIs (`oracle=True`)
+
+The oracle endpoint is the measuring instrument for a framework's plumbing: a model that answers each request
+with the next step of the gold path of the open episode whose user opened the conversation as this one did
+(`ConversationOracle` of that instance). A framework's agent driven by it must solve every valid task.
 
 Served on loopback only (the Host header checked as every toolshift server checks it); at most `MAX_LIVE`
 episodes open at once; a request body over `MAX_BODY` bytes is refused.
@@ -19,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -26,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from toolshift.agents.live import LiveEpisode
 from toolshift.frameworks.instances import Instance, seed_of
 from toolshift.traces.inspect_log import verdict_value
+from toolshift.traces.store import EpisodeWriter, write_episodes
 
 MAX_LIVE = 64
 MAX_BODY = 1 << 20
@@ -47,10 +54,14 @@ class _Reply(BaseModel):
 class EpisodeService:
     """The live episodes of one set of task instances, by episode id."""
 
-    def __init__(self, instances: list[Instance]) -> None:
+    def __init__(self, instances: list[Instance], *, oracle: bool = False, out: Path | None = None) -> None:
         self.instances = {i.id: i for i in instances}
         self.live: dict[str, LiveEpisode] = {}
         self.of: dict[str, Instance] = {}
+        self.openings: dict[str, str | None] = {}
+        self.oracle = oracle
+        self.out = out
+        """Each finished episode is appended here (`toolshift.episodes/1`), as it is judged."""
         self._lock = asyncio.Lock()
 
     async def open(self, body: _Open) -> dict[str, Any]:
@@ -65,6 +76,7 @@ class EpisodeService:
             live = LiveEpisode(lambda agent: instance.run(agent, seed), name=body.agent)
             self.live[eid], self.of[eid] = live, instance
         context, message = await live.open()
+        self.openings[eid] = message
         return {
             "episode": eid,
             "mcp_url": context.mcp_url if context else None,
@@ -82,6 +94,13 @@ class EpisodeService:
         finally:
             self.live.pop(eid, None)
             instance = self.of.pop(eid)
+            self.openings.pop(eid, None)
+        if self.out is not None:
+            if not self.out.exists():
+                write_episodes(self.out, [], meta={"service": "toolshift frameworks serve"})
+            with EpisodeWriter(self.out, append=True) as writer:
+                writer.write(episode)
+                writer.sync()
         value = verdict_value(episode)
         if instance.scores is not None and value.get("judged"):
             value.update(instance.scores(episode))
@@ -131,10 +150,39 @@ class EpisodeService:
         async def finish(request: Request) -> dict[str, Any]:
             return await self.finish(request.path_params["eid"])
 
-        routes = [
+        routes: list[Any] = [
             Route("/instances", guarded(instances), methods=["GET"]),
             Route("/episodes", guarded(open_episode), methods=["POST"]),
             Route("/episodes/{eid}/reply", guarded(reply), methods=["POST"]),
             Route("/episodes/{eid}/finish", guarded(finish), methods=["POST"]),
         ]
+        if self.oracle:
+            from starlette.routing import Mount
+
+            from toolshift.modelserver.server import ModelHost, model_app
+
+            routes.append(
+                Mount("/oracle", app=model_app(ModelHost(_OpenEpisodesOracle(self), name="oracle")))
+            )
         return HostGate(Starlette(routes=routes), "127.0.0.1")
+
+
+class _OpenEpisodesOracle:
+    """The oracle of whichever open episode this conversation is (its user's opening message), as a chat model."""
+
+    name = "oracle"
+
+    def __init__(self, service: EpisodeService) -> None:
+        self.service = service
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[Any]) -> Any:
+        from toolshift.agents.chat import ModelReply
+        from toolshift.agents.policies import ConversationOracle
+
+        first = next((m.get("content") for m in messages if m.get("role") == "user"), None)
+        for eid, opening in list(self.service.openings.items()):
+            if opening is not None and opening == first and eid in self.service.of:
+                return await ConversationOracle(self.service.of[eid].oracle_task).complete(messages, tools)
+        return ModelReply(
+            text="(no open episode began this conversation)", prompt_tokens=0, completion_tokens=0, cost=0.0
+        )
