@@ -7,6 +7,8 @@ loads any, and its assistant is verifiers' own `null` harness (the chat program 
 its tool server). Driven by the oracle served at `/oracle/v1` (the measuring instrument), every task must be
 solved, with the episode toolshift records equal, call for call, to `toolshift run`'s / `bench baseline`'s; with
 the embedded model (`toolshift model serve`), every rollout must carry toolshift's verdict as its reward.
+Δτ-Bench runs in the domain-tools setting: verifiers' chat program lists the MCP tools once per segment, so a
+tool the standard setting's `search_tools` exposes would be offered only from the next user message.
 """
 
 from __future__ import annotations
@@ -65,14 +67,11 @@ def run_vf_eval(cli: Path, service: str, model_url: str, model: str, out: Path, 
     env = {**os.environ, "TOOLSHIFT_KEY": "toolshift-local"}
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    traces = [
-        json.loads(line)
-        for f in out.rglob("traces.jsonl")
-        for line in f.read_text().splitlines()
-        if line.strip()
+    episodes = [
+        json.loads(line) for f in out.rglob("traces.jsonl") for line in f.read_text().splitlines() if line
     ]
-    assert len(traces) == n, done.stdout[-3000:]
-    return traces
+    assert len(episodes) == n and all(e["ok"] for e in episodes), done.stdout[-3000:]
+    return [t for e in episodes for t in e["traces"] if t["agent"]["name"] == "assistant"]
 
 
 def _rewards(trace: dict) -> tuple[float | None, dict]:
@@ -88,7 +87,18 @@ def test_oracle_through_vf_eval_is_toolshift_runs_episode(vf_eval, small_build, 
 
     recorded = tmp_path / "served.episodes.jsonl"
     proc, url = serve(
-        ["--build", str(small_build), "--version", "2", "--sample", "3", "--out", str(recorded)],
+        [
+            "--build",
+            str(small_build),
+            "--version",
+            "2",
+            "--setting",
+            "domain-tools",
+            "--sample",
+            "3",
+            "--out",
+            str(recorded),
+        ],
         tmp_path / "serve.log",
     )
     try:
@@ -109,12 +119,14 @@ def test_oracle_through_vf_eval_is_toolshift_runs_episode(vf_eval, small_build, 
         "oracle",
         "--sample",
         "3",
+        "--setting",
+        "domain-tools",
         "--out",
         str(tmp_path / "runs"),
     )
     theirs = {
         e.task_id: e
-        for e in iter_episodes(tmp_path / "runs" / "oracle.episodes.jsonl")
+        for e in iter_episodes(tmp_path / "runs" / "oracle.domain-tools.episodes.jsonl")
         if e.ecosystem_version
         and e.ecosystem_version.endswith("/v2")
         and e.source["criterion"] in ("both", "step")
