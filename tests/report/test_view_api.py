@@ -99,8 +99,10 @@ def test_filter_expressions_keep_what_they_say(folder, text):
     viewer = Viewer(discover([folder]))
     every = [viewer.runs.summary(r) for r in range(viewer.runs.size)]
     kept = {s["id"] for s in every if EXPRESSIONS[text](s)}
-    assert {r["id"] for r in viewer.page({"expr": text, "limit": "500"})["rows"]} == kept
+    page = viewer.page({"expr": text, "limit": "500"})
+    assert {r["id"] for r in page["rows"]} == kept
     assert viewer.aggregate({"expr": text})["episodes"] == len(kept)
+    assert sum(n for _, n in page["facets"]["agent"]) == len(kept)  # the menus count under the expression too
 
 
 @pytest.mark.parametrize(

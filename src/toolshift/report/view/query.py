@@ -110,13 +110,18 @@ def search_mask(rs: RunSet, filters: dict[str, str], text: str, *, without: str 
     return keep & text_hits(rs, needle) if needle else keep
 
 
-def facets(rs: RunSet, filters: dict[str, str], text: str, limit: int = 200) -> dict[str, list[list[Any]]]:
-    """`RunSet.facets` with the full-text search: each column's values counted under the other filters."""
-    if not text.strip():
+def facets(
+    rs: RunSet, filters: dict[str, str], text: str, limit: int = 200, also: np.ndarray | None = None
+) -> dict[str, list[list[Any]]]:
+    """`RunSet.facets` with the full-text search: each column's values counted under the other filters (and `also`,
+    the rows a filter expression keeps)."""
+    if not text.strip() and also is None:
         return rs.facets(filters, limit=limit)
     out: dict[str, list[list[Any]]] = {}
     for name in FACETS:
         keep = search_mask(rs, filters, text, without=name)
+        if also is not None:
+            keep &= also
         counts = np.bincount(rs.codes[name][keep], minlength=len(rs.values[name]))
         order = np.argsort(-counts, kind="stable")[:limit] if name == "task_id" else range(len(counts))
         out[name] = [[rs.values[name][i], int(counts[i])] for i in order if counts[i] > 0]

@@ -266,7 +266,9 @@ class Viewer:
             "limit": limit,
             "generation": self.generation,
             "rows": [runs.summary(int(r)) for r in shown],
-            "facets": facets(runs, filters, text),
+            "facets": facets(
+                runs, filters, text, also=expr.mask(query["expr"], runs) if query.get("expr") else None
+            ),
         }
 
     def aggregate(self, query: dict[str, str]) -> dict[str, Any]:
