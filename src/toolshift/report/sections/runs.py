@@ -168,6 +168,7 @@ def render(ctx: Context) -> list[Section]:
     numbers = {run: k + 1 for k, (run,) in enumerate(runs)}
     table_rows: list[tuple[str, list[list]]] = []
     labels, charted = [], []
+    one_model = len(set(column(rs, "model", episodes).tolist())) == 1  # then said once, not in every label
     for (run,), idx in runs.items():
         files = sorted(set(column(rs, "file", idx).tolist()))
         where = sorted({worlds[f] for f in files})
@@ -179,7 +180,7 @@ def render(ctx: Context) -> list[Section]:
             domains = len(set(column(rs, "domain", rows).tolist()))
             group.append([condition or "—", agent or "—", model or "—", harness or "—", domains, *cells])
             if figs["success"]["n"]:
-                name = agent if agent == model or not model else f"{agent} ({model})"
+                name = agent if agent == model or not model or one_model else f"{agent} ({model})"
                 labels.append(f"{numbers[run]} · {condition + ' · ' if condition else ''}{name}")
                 charted.append(figs["success"])
         table_rows.append((title, group))
