@@ -57,8 +57,12 @@ def serve(args: list[str], log: Path) -> tuple[subprocess.Popen, str]:
     pytest.fail("toolshift frameworks serve did not answer")
 
 
-def run_vf_eval(cli: Path, service: str, model_url: str, model: str, out: Path, n: int) -> list[dict]:
-    """`vf-eval toolshift-verifiers` (verifiers' own evaluation entry) on n tasks; the traces it wrote."""
+def run_vf_eval(
+    cli: Path, service: str, model_url: str, model: str, out: Path, n: int, *, ok: bool = True
+) -> list[dict]:
+    """`vf-eval toolshift-verifiers` (verifiers' own evaluation entry) on n tasks; the assistant's traces it wrote.
+    `ok`: every rollout must have run without error (the oracle's must; a small model's may break the harness's
+    program, which is the agent's failure, and toolshift's verdict is on its trace all the same)."""
     cmd = [
         str(cli), "toolshift-verifiers", "--env.taskset.service", service, "--model", model,
         "--client.base-url", model_url, "--client.api-key-var", "TOOLSHIFT_KEY", "--select.limit", str(n),
@@ -70,7 +74,7 @@ def run_vf_eval(cli: Path, service: str, model_url: str, model: str, out: Path, 
     episodes = [
         json.loads(line) for f in out.rglob("traces.jsonl") for line in f.read_text().splitlines() if line
     ]
-    assert len(episodes) == n and all(e["ok"] for e in episodes), done.stdout[-3000:]
+    assert len(episodes) == n and (all(e["ok"] for e in episodes) or not ok), done.stdout[-3000:]
     return [t for e in episodes for t in e["traces"] if t["agent"]["name"] == "assistant"]
 
 
@@ -141,7 +145,9 @@ def test_tau2_airline_and_the_embedded_model_through_vf_eval(vf_eval, embedded_u
     proc, url = serve(["--tau2", "airline", "--limit", "3", "--max-turns", "6"], tmp_path / "serve.log")
     try:
         oracle = run_vf_eval(vf_eval, url, f"{url}/oracle/v1", "oracle", tmp_path / "oracle", 3)
-        embedded = run_vf_eval(vf_eval, url, f"{embedded_url}/v1", "embedded", tmp_path / "embedded", 3)
+        embedded = run_vf_eval(
+            vf_eval, url, f"{embedded_url}/v1", "embedded", tmp_path / "embedded", 3, ok=False
+        )
     finally:
         proc.terminate()
         proc.wait(30)
