@@ -253,3 +253,39 @@ def test_scripted_users_turns_reach_an_outside_agent_and_the_benchmarks_own_chec
             assert episode.outcome.judged_by == judge and episode.outcome.success is True, (task.id, info)
             said = [m.content for m in episode.messages if m.role == "user" and not m.tool_calls]
             assert said == [t.text for t in task.turns]  # every scripted turn, in order, each after a reply
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", ["harness:codex", "harness:qwen-code"])
+def test_a_skills_folder_reaches_a_harness_through_its_own_skills_folder(agent, tmp_path):
+    """`toolshift run --skills DIR`: the harness finds the skills where its users' skills live (Codex's
+    `$CODEX_HOME/skills`, Qwen Code's `~/.qwen/skills`) and lists them to its model, which is seen in what it sends."""
+    _skip_unless_installed(agent)
+    from toolshift.agents.demo import demo_tasks
+    from toolshift.taskfile import write_tasks
+
+    skills = tmp_path / "library" / "cancel-appointment"
+    skills.mkdir(parents=True)
+    description = "Cancel a patient's appointment, looking it up by its id first, then cancelling it. " * 4
+    (skills / "SKILL.md").write_text(f"---\nname: cancel-appointment\ndescription: {description.strip()}\n---\n"
+                                     "1. get_appointment\n2. cancel_appointment\n")  # fmt: skip
+    tasks = tmp_path / "tasks.jsonl"
+    write_tasks(tasks, demo_tasks()[:1])
+    sent = {}
+    for name, extra in (("plain", []), ("skills", ["--skills", str(tmp_path / "library")])):
+        out = tmp_path / f"run-{name}"
+        _toolshift("run", "--world", "clinic", "--tasks", str(tasks), "--model", f"{agent}@oracle", "--out", str(out),
+                   "--no-check", *extra)  # fmt: skip
+        (path,) = out.glob("run-*.episodes.jsonl")
+        (episode,) = _episodes(path)
+        assert episode["outcome"]["success"] is True
+        model = next(t["model"] for t in episode["outcome"]["info"]["agent_turns"] if "model" in t)
+        sent[name] = (model["system_chars"], episode["source"].get("skills"))
+    record = sent["skills"][1]
+    assert (
+        record["native"] is True and record["offered"] == ["cancel-appointment"] and record["opened"] is None
+    )
+    assert sent["plain"][1] is None
+    # the harness put the skill in what it sends its model (Qwen Code as a user message, Codex as instructions)
+    if agent == "harness:codex":
+        assert sent["skills"][0] - sent["plain"][0] >= len(description.strip())

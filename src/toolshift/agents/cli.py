@@ -168,6 +168,11 @@ def run(
         help="OpenAI-compatible endpoint of openai:<name> (else TOOLSHIFT_BASE_URL, else OPENAI_BASE_URL).",
     ),
     replay_from: Path = typer.Option(None, "--replay-from", help="Episodes to replay (--model replay)."),
+    skills: Path = typer.Option(
+        None,
+        "--skills",
+        help="A folder of Agent Skills (SKILL.md) offered to the agent; a harness's own folder.",
+    ),
     limit: int = typer.Option(None, "--limit", min=1, help="Run only the first N tasks."),
     check: bool = typer.Option(
         True, "--check/--no-check", help="Mark tasks the oracle cannot solve as invalid."
@@ -208,6 +213,7 @@ def run(
             seed=seed,
             **endpoints,
             replay_from=str(replay_from.resolve()) if replay_from else None,
+            skills=str(skills.resolve()) if skills else None,
         )
     except ValidationError as exc:
         raise BadInputError.from_validation(exc) from None

@@ -31,6 +31,10 @@ CHAT_KINDS = ("embedded", "openai:<model>", "anthropic:<model>")
 USER_KINDS = ("scripted", "embedded", "openai:<model>", "anthropic:<model>")
 
 
+LATER_FIELDS = ("skills",)
+"""RunConfig fields added after runs were made: left out of the key while unset."""
+
+
 class RunConfig(BaseModel):
     """Everything that changes what an episode is. Its hash keys the run's files and every episode's id.
 
@@ -58,6 +62,8 @@ class RunConfig(BaseModel):
     anthropic_base_url: str | None = None
     """The endpoint of the run's `anthropic:` models (None: api.anthropic.com)."""
     replay_from: str | None = None
+    skills: str | None = None
+    """A folder of Agent Skills offered to the agent (`toolshift.agents.skills`; a harness's own skills folder)."""
 
     @field_validator("model")
     @classmethod
@@ -81,9 +87,19 @@ class RunConfig(BaseModel):
             result_chars=self.result_chars,
         )
 
+    def stored(self) -> dict[str, Any]:
+        """The configuration as a run file keeps it: fields added later left out while unset, so a run made before
+        them reads back equal."""
+        dumped = self.model_dump(mode="json")
+        for name in LATER_FIELDS:
+            if dumped.get(name) is None:
+                dumped.pop(name, None)
+        return dumped
+
     def key(self) -> str:
-        """12 hex digits of the SHA-256 of the canonical JSON: the resume key."""
-        body = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        """12 hex digits of the SHA-256 of the canonical JSON: the resume key. Fields added later are left out
+        while unset, so a run made before them keeps its key."""
+        body = json.dumps(self.stored(), sort_keys=True)
         return hashlib.sha256(body.encode()).hexdigest()[:12]
 
 
@@ -275,4 +291,4 @@ def load_recorded(path: str) -> dict[tuple[str, int], Episode]:
 
 
 def describe(config: RunConfig) -> dict[str, Any]:
-    return {"run": config.key(), **config.model_dump(mode="json")}
+    return {"run": config.key(), **config.stored()}

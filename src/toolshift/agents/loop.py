@@ -194,8 +194,11 @@ async def run_episode(
             toolbox = toolbox_for(world, tool_timeout=limits.tool_timeout, check_schemas=task.judge is None)
             toolbox.meta = {TASK_META: task.id}  # a gateway in between records whose calls these are
             prompt = system_prompt(world.title, world.policy)
-            if shelf is not None and shelf.shelf.skills:
+            native = owns_loop(agent) and getattr(agent, "native_skills", False)
+            if shelf is not None and shelf.shelf.skills and not native:
                 toolbox, prompt = shelf.wrap(toolbox), f"{prompt}\n\n{shelf.shelf.section()}"  # type: ignore[assignment]
+            elif shelf is not None and native:  # the harness reads them from its own skills folder
+                agent.skills = list(shelf.shelf.skills.values())
             conv.system(prompt)
             try:
                 async with asyncio.timeout(limits.episode_timeout):
@@ -229,6 +232,9 @@ async def run_episode(
         recorded["exposed_tools"] = exposed
     if shelf is not None:
         recorded["skills"] = shelf.record()
+        if owns_loop(agent) and getattr(agent, "native_skills", False):
+            recorded["skills"]["opened"] = None  # a harness opens its own folder's files: not seen from here
+            recorded["skills"]["native"] = True
     if served:
         recorded["setting"] = served.get("setting")
         if served.get("task") is not None:

@@ -36,7 +36,15 @@ from typing import Any
 from toolshift.agents.assets import Asset
 from toolshift.agents.executor import Executor, Job, Lost, NodeCount, NodeProgress, code_digest, lost_episode
 from toolshift.agents.loop import hung_episode
-from toolshift.agents.runner import HUNG_GRACE, DurableLog, EpisodeListener, RunPlan, done_key, episode_id
+from toolshift.agents.runner import (
+    HUNG_GRACE,
+    DurableLog,
+    EpisodeListener,
+    RunPlan,
+    done_key,
+    episode_id,
+    skill_shelf,
+)
 from toolshift.errors import ToolshiftError
 from toolshift.models import Task
 from toolshift.traces.episode import Episode
@@ -403,6 +411,7 @@ class _RunSpec:
     key: str
     world: Asset | None
     replay: Asset | None
+    skills: Asset | None = None
 
 
 def _open_run(spec: _RunSpec) -> tuple[Any, Any, Any]:
@@ -410,6 +419,8 @@ def _open_run(spec: _RunSpec) -> tuple[Any, Any, Any]:
     from toolshift.agents.worlds import world_opener
 
     config = RunConfig.model_validate(spec.config)
+    if spec.skills is not None:  # the skills folder as this node has it (shipped once, by digest)
+        config = config.model_copy(update={"skills": str(spec.skills.local())})
     recorded = load_recorded(str(spec.replay.local())) if spec.replay is not None else None
     world = str(spec.world.local()) if spec.world is not None else config.world
     return config, recorded, world_opener(world)
@@ -433,7 +444,7 @@ def _run_one(opened: tuple[Any, Any, Any], item: tuple[Task, int, str]) -> str:
     episode = asyncio.run(
         run_episode(
             task, agent, user, opener, episode_id=episode_id(key, task.id, trial), trial=trial,
-            limits=config.limits(), source={"run": key, "executor": "ray"},
+            limits=config.limits(), source={"run": key, "executor": "ray"}, skills=skill_shelf(config),
         )
     )  # fmt: skip
     return json.dumps({"episode": episode.model_dump_json(exclude_none=True), "rate_limits": rate_limits})
@@ -457,6 +468,7 @@ def run_ray(
         config.model_dump(mode="json"), plan.files.key,
         executor.asset(world) if world.is_file() else None,
         executor.asset(config.replay_from) if config.model == "replay" and config.replay_from else None,
+        executor.asset(config.skills) if config.skills else None,
     )  # fmt: skip
     key = plan.files.key
     done: list[Episode] = []

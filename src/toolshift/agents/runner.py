@@ -148,7 +148,7 @@ def plan_run(config: RunConfig, tasks: list[Task], trials: int, out: Path) -> Ru
     created = not files.config.exists()
     if not created:
         stored = read_json(files.config, what="run configuration")
-        if not isinstance(stored, dict) or stored.get("config") != config.model_dump(mode="json"):
+        if not isinstance(stored, dict) or stored.get("config") != config.stored():
             raise BadInputError(
                 "run file holds a different configuration under the same key", source=str(files.config)
             )
@@ -160,7 +160,7 @@ def plan_run(config: RunConfig, tasks: list[Task], trials: int, out: Path) -> Ru
                     "format": "toolshift.run/1",
                     "key": files.key,
                     "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                    "config": config.model_dump(mode="json"),
+                    "config": config.stored(),
                 },
                 indent=2,
             )
@@ -196,6 +196,7 @@ async def run_local(
     if config.model == "replay" and recorded is None:
         raise BadInputError("--model replay needs --replay-from EPISODES_FILE", field="replay_from")
     opener = world_opener(config.world)
+    shelf = skill_shelf(config)
     done: list[Episode] = []
 
     async def one(task: Task, trial: int, log: DurableLog) -> None:
@@ -216,6 +217,7 @@ async def run_local(
                         trial=trial,
                         limits=config.limits(),
                         source={"run": plan.files.key},
+                        skills=shelf,
                     ),
                     deadline=config.episode_timeout + HUNG_GRACE,
                 )
@@ -231,7 +233,7 @@ async def run_local(
         if on_episode is not None:
             on_episode(episode)
 
-    with DurableLog(plan.files.episodes, {"run": plan.files.key, **config.model_dump(mode="json")}) as log:
+    with DurableLog(plan.files.episodes, {"run": plan.files.key, **config.stored()}) as log:
         jobs = [asyncio.create_task(one(task, trial, log)) for task, trial in plan.todo]
         try:
             await asyncio.gather(*jobs)
@@ -239,6 +241,15 @@ async def run_local(
             for job in jobs:
                 job.cancel()
     return done
+
+
+def skill_shelf(config: RunConfig) -> Any:
+    """The run's Agent Skills (`--skills DIR`), read once, or None."""
+    if not config.skills:
+        return None
+    from toolshift.agents.skills import SkillShelf
+
+    return SkillShelf.from_folder(config.skills)
 
 
 ORACLE_CHECK_FORMAT = "toolshift.oracle-check/1"

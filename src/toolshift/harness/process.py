@@ -57,6 +57,9 @@ class ProcessHarness:
         version = f"@{self.spec.package.version}" if self.spec.package else ""
         self.harness = f"{self.spec.name}{version}"
         self.values: dict[str, str] = {}
+        self.native_skills = self.spec.skills_dir is not None
+        self.skills: list[Any] = []
+        """The episode's Agent Skills (set by `run_episode` when it has a library), for the harness's own folder."""
         self.session: str | None = None
         self.turns = 0
         self._served: ServedModel | None = None
@@ -90,6 +93,10 @@ class ProcessHarness:
             path = Path(render(name, self.values))
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(render(text, self.values), encoding="utf-8")
+        if self.skills and self.spec.skills_dir is not None:
+            from toolshift.agents.skills import materialise
+
+            materialise(self.skills, Path(render(self.spec.skills_dir, self.values)))
 
     def _environment(self) -> dict[str, str]:
         keep = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SSL_CERT_FILE", "NODE_OPTIONS", "TERM")

@@ -108,6 +108,9 @@ class HarnessSpec(BaseModel):
     files: dict[str, str] = Field(default_factory=dict)
     """Files written before the first turn: path → text (both with placeholders)."""
     turn_timeout: float = Field(900.0, gt=0)
+    skills_dir: str | None = None
+    """The harness's own Agent Skills folder (placeholders allowed): an episode's skills are written there as
+    SKILL.md folders, and the harness finds them as its users' skills, instead of toolshift's `read_skill`."""
     notes: str = ""
 
     @field_validator("start", "resume")
@@ -116,6 +119,11 @@ class HarnessSpec(BaseModel):
         for arg in value:
             _check_placeholders(arg, "argument")
         return value
+
+    @field_validator("skills_dir")
+    @classmethod
+    def _folder(cls, value: str | None) -> str | None:
+        return None if value is None else _check_placeholders(value, "skills_dir")
 
     @field_validator("env", "files")
     @classmethod
