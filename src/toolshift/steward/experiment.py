@@ -36,7 +36,7 @@ from toolshift.models import Task
 from toolshift.steward.catalog import Catalog, version_catalog
 from toolshift.steward.library import Library, copy_library
 from toolshift.steward.maintain import Maintainer, rebuild
-from toolshift.terminal import ProgressHook
+from toolshift.terminal import ProgressHook, finite_or_null
 from toolshift.traces.episode import Episode
 from toolshift.traces.store import EpisodeWriter, iter_episodes, read_header, write_episodes
 
@@ -372,4 +372,6 @@ def seed_of(text: str) -> int:
 
 
 def write_results(path: Path, body: dict[str, Any]) -> None:
-    atomic_write(path, json.dumps({"format": RESULTS_FORMAT, **body}, indent=1, sort_keys=True))
+    """The results file, strict JSON: a figure over nothing (an interval's NaN) is written null (D307, D321)."""
+    strict, _ = finite_or_null({"format": RESULTS_FORMAT, **body})
+    atomic_write(path, json.dumps(strict, indent=1, sort_keys=True, allow_nan=False))
