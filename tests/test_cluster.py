@@ -175,6 +175,15 @@ def test_run_on_two_nodes_is_the_local_run_and_resumes(cluster, tmp_path):
     (path,) = (tmp_path / "cli").glob("run-*.episodes.jsonl")
     assert len(list(iter_episodes(path))) == 3
     assert "invalid tasks" in result.output
+    # bad input met on a worker is what a local run says: one line naming it, exit 2 (the replay file is shipped)
+    other = write_tasks(tmp_path / "other.tasks.jsonl", [impossible])
+    (recorded,) = (tmp_path / "ray").glob("run-*.episodes.jsonl")  # the two clinic tasks' episodes only
+    args = ["run", "--world", "clinic", "--tasks", str(other), "--model", "replay", "--replay-from", str(recorded),
+            "--no-check", "--out", str(tmp_path / "replay"), "--executor", "ray", "--ray-address", cluster.address]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "no recorded episode for task 'impossible'" in result.output, (
+        result.output
+    )
 
 
 def _steward(build: Path, run: Path, *extra: str) -> dict:

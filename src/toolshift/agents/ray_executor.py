@@ -365,6 +365,9 @@ def run_on_ray(
                 try:
                     text = ray.get(ref)
                 except RayTaskError as exc:  # the job's own exception: the run stops, as a local one does
+                    cause = getattr(exc, "cause", None)
+                    if isinstance(cause, ToolshiftError):  # bad input, a refused key: what a local run says
+                        raise cause from None
                     raise ToolshiftError(
                         f"{job.name} {names[index]} failed on {labels[node]}:\n{exc}"
                     ) from None
