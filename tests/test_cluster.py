@@ -140,6 +140,7 @@ def test_run_on_two_nodes_is_the_local_run_and_resumes(cluster, tmp_path):
     from toolshift.agents.ray_executor import run_ray
     from toolshift.agents.runner import plan_run, run_local
     from toolshift.cli import app
+    from toolshift.errors import BadInputError
     from toolshift.models import RowChange
     from toolshift.taskfile import write_tasks
 
@@ -181,9 +182,11 @@ def test_run_on_two_nodes_is_the_local_run_and_resumes(cluster, tmp_path):
     args = ["run", "--world", "clinic", "--tasks", str(other), "--model", "replay", "--replay-from", str(recorded),
             "--no-check", "--out", str(tmp_path / "replay"), "--executor", "ray", "--ray-address", cluster.address]  # fmt: skip
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 2 and "no recorded episode for task 'impossible'" in result.output, (
-        result.output
+    assert isinstance(result.exception, BadInputError) and result.exception.exit_code == 2, result.output
+    assert "\n" not in str(result.exception) and "no recorded episode for task 'impossible'" in str(
+        result.exception
     )
+    assert str(result.exception).startswith(str(recorded))  # the driver's file, named as a local run names it
 
 
 def _steward(build: Path, run: Path, *extra: str) -> dict:
