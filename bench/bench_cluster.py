@@ -3,7 +3,10 @@
 A unit of work is one whole run of the oracle baseline on the build's test split (every task × version) into a
 fresh folder: side A with the local executor in 2 worker processes (`--workers 2`), side B on a two-node Ray
 cluster on this machine (a head and a second node, each its own `ray start` with one CPU, started once before
-the pairing and stopped after it; the driver is this process), A, B, A, B … (`bench/paired.py`). Figures:
+the pairing and stopped after it; the driver is this process), A, B, A, B … (`bench/paired.py`). Each run is
+one command's worth: a fresh executor, so the local side starts its worker processes and the Ray side connects
+as a new job (new worker processes, the build packed and put again; each node's asset cache, like a running
+cluster's between commands, already holds it after the first), and disconnects at the end. Figures:
 episodes per second from each run's wall time, the ratio, and the driver's overhead per episode — this
 process's CPU seconds over the run (planning, submitting, receiving, writing every episode) per episode, on
 each side. Each run's episodes are checked to be the first run's (calls, texts, verdicts and world changes).
@@ -13,6 +16,7 @@ Usage: `python bench/bench_cluster.py [--build runs/eco/bench] [--rounds 3] [--s
 from __future__ import annotations
 
 import argparse
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -44,28 +48,42 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sample", type=int, default=None, help="test tasks (default: the whole test split)")
     args = parser.parse_args()
+    scratch = tempfile.mkdtemp(prefix="bench-cluster-")
     head = LocalCluster(1)
     second = LocalCluster(1, join=head)
     try:
         _use_auth(head.auth)
-        connect(head.address)
-        sides = {"local": Executor.choose("local", 2), "ray": Executor("ray", address=head.address)}
-        seen: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
+        kept: dict[str, list[Path]] = {"local": [], "ray": []}
 
         def side(name: str):
             def go(_: int) -> None:
-                with tempfile.TemporaryDirectory() as out:
-                    path = run_baseline(args.build, "oracle", out, sample=args.sample, executor=sides[name])
-                    seen[name].append(what_happened(path))
+                # each run as one command: a fresh executor (local: its 2 worker processes started; Ray: a new
+                # job on the running cluster, so new worker processes and the build put in the object store
+                # again, while each node's asset cache keeps it, as it does between a user's commands)
+                if name == "ray":
+                    connect(head.address)
+                executor = (
+                    Executor("ray", address=head.address) if name == "ray" else Executor.choose("local", 2)
+                )
+                try:  # the episodes are read after the pairing, outside the timed runs
+                    out = tempfile.mkdtemp(dir=scratch)
+                    kept[name].append(
+                        run_baseline(args.build, "oracle", out, sample=args.sample, executor=executor)
+                    )
+                finally:
+                    if name == "ray":
+                        shutdown()  # this process started no cluster: a disconnect
 
             return go
 
         paired = interleave(side("local"), side("ray"), list(range(args.rounds)),
                             names=("local, 2 processes", "Ray, 2 nodes"))  # fmt: skip
+        seen = {name: [what_happened(path) for path in paths] for name, paths in kept.items()}
     finally:
         shutdown()
         second.stop()
         head.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
     first = seen["local"][0]
     episodes = len(first)
     same = all(run == first for runs in seen.values() for run in runs)
