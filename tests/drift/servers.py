@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from functools import cache
 
 import pytest
 
+from toolshift.drift.history import VersionListing, list_version
 from toolshift.drift.install import Installed, InstallError, install, installed
 from toolshift.drift.servers import SERVERS
 
@@ -30,3 +32,10 @@ def real(server: str, version: str) -> Installed:
 
 def run(coro):
     return asyncio.run(coro)
+
+
+@cache
+def listing(server: str, version: str) -> VersionListing:
+    """The version's `tools/list` over MCP, read once per test session (a listing of one installed version does
+    not change; every test that needs it shares the one read)."""
+    return list_version(real(server, version))

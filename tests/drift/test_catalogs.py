@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 from toolshift.drift.changes import spelling, transition
-from toolshift.drift.history import VersionListing, list_version
+from toolshift.drift.history import VersionListing
 from toolshift.drift.install import load_pins
 from toolshift.drift.servers import SERVERS, published_order
 
-from .servers import real
+from .servers import listing
 
 
 def test_every_version_is_pinned_in_publishing_order_with_its_hold():
@@ -33,8 +33,8 @@ def test_every_version_is_pinned_in_publishing_order_with_its_hold():
 
 
 def test_the_filesystem_server_deprecates_read_file_for_read_text_file():
-    old = list_version(real("filesystem", "0.6.2"))
-    new = list_version(real("filesystem", "2026.8.31"))
+    old = listing("filesystem", "0.6.2")
+    new = listing("filesystem", "2026.8.31")
     assert len(old.tools) == 9 and "read_text_file" not in old.names()
     assert len(new.tools) == 14 and {"read_text_file", "read_media_file", "edit_file"} <= set(new.names())
     assert all(
@@ -48,8 +48,8 @@ def test_the_filesystem_server_deprecates_read_file_for_read_text_file():
 
 
 def test_a_python_server_runs_on_the_sdk_major_it_was_written_for():
-    old = list_version(real("git", "0.6.2"))
-    new = list_version(real("git", "2026.10.19"))
+    old = listing("git", "0.6.2")
+    new = listing("git", "2026.10.19")
     assert old.server_name == new.server_name == "mcp-git"
     assert "git_create_branch" in old.names() and len(old.tools) == 8
     assert {"git_checkout", "git_branch"} <= set(new.names()) and "git_init" not in new.names()

@@ -4,16 +4,17 @@ of the server picks the upgrade up live and has Steward re-check and maintain th
 
 from __future__ import annotations
 
+import pytest
+
 from toolshift.drift.capabilities import resolve
 from toolshift.drift.deploy import watch_upgrades
-from toolshift.drift.history import list_version
 from toolshift.drift.replay import PathReplay, real_world, replay
 from toolshift.drift.tasks import DriftTask, make_tasks
 from toolshift.steward.check import catalog_from_tools, check_library
-from toolshift.steward.library import Library
+from toolshift.steward.library import Library, copy_library
 from toolshift.steward.maintain import Maintainer
 
-from .servers import real, run
+from .servers import listing, real, run
 
 
 async def _episode(inst, task, agent, eid):
@@ -26,41 +27,54 @@ async def _episode(inst, task, agent, eid):
     )  # fmt: skip
 
 
-def _with_gold(inst, task: DriftTask, listing) -> tuple[DriftTask, tuple]:
-    res = resolve("filesystem", list(task.program), listing)
+def _with_gold(inst, task: DriftTask, listed) -> tuple[DriftTask, tuple]:
+    res = resolve("filesystem", list(task.program), listed)
     made = run(replay(inst, res))
     return DriftTask(
         task.task.model_copy(update={"expected_changes": made.changes}), task.program, task.template
     ), res.steps
 
 
-def _library_on_old(tmp_path):
+@pytest.fixture(scope="module")
+def old_library(tmp_path_factory):
+    """The copy plan learned on filesystem 0.6.2 from the template's two training instances, built once; each
+    test takes its own copy of the file."""
     old = real("filesystem", "0.6.2")
-    listing = list_version(old)
+    listed = listing("filesystem", "0.6.2")
     copies = [t for t in make_tasks("filesystem") if t.template == "fs-copy"]
     episodes = []
     for task in copies[:2]:  # the template's training instances
-        gold, steps = _with_gold(old, task, listing)
+        gold, steps = _with_gold(old, task, listed)
         ep = run(
             _episode(old, gold, PathReplay(list(task.task.instruction.facts), steps), f"train:{task.id}")
         )
         assert ep.outcome.success
         episodes.append(ep)
-    lib = Library.create(tmp_path / "lib.sqlite")
-    Maintainer(lib, templates=True).initialise(catalog_from_tools("filesystem", listing.tools, 1), episodes)
-    plan = lib.skills("planning")[0]
-    assert plan.tools == ("read_file", "write_file")
-    return lib, plan, copies
+    path = tmp_path_factory.mktemp("old") / "lib.sqlite"
+    with Library.create(path) as lib:
+        Maintainer(lib, templates=True).initialise(
+            catalog_from_tools("filesystem", listed.tools, 1), episodes
+        )
+        plan = lib.skills("planning")[0]
+        assert plan.tools == ("read_file", "write_file")
+    return path, plan, copies
 
 
-def test_a_skill_learned_on_an_old_version_is_rebound_to_read_text_file_and_still_works(tmp_path):
+def _library_on_old(old_library, tmp_path):
+    path, plan, copies = old_library
+    return copy_library(path, tmp_path / "lib.sqlite"), plan, copies
+
+
+def test_a_skill_learned_on_an_old_version_is_rebound_to_read_text_file_and_still_works(
+    old_library, tmp_path
+):
     from toolshift.steward.instruments import SkillFollower
     from toolshift.steward.supply import Supply
 
-    lib, plan, copies = _library_on_old(tmp_path)
+    lib, plan, copies = _library_on_old(old_library, tmp_path)
     new = real("filesystem", "2026.8.31")
-    listing = list_version(new)
-    catalog = catalog_from_tools("filesystem", listing.tools, 2)
+    listed = listing("filesystem", "2026.8.31")
+    catalog = catalog_from_tools("filesystem", listed.tools, 2)
     checked = {c.skill: c for c in check_library(lib, catalog)}
     assert checked[plan.id].status == "rebound" and checked[plan.id].reasons == ["read_file → read_text_file"]
     Maintainer(lib, templates=True).maintain(catalog, [])
@@ -69,7 +83,7 @@ def test_a_skill_learned_on_an_old_version_is_rebound_to_read_text_file_and_stil
     edit = next(e for e in lib.edits() if e.skill_id == plan.id and e.catalog_version == 2)
     assert edit.evidence["deprecated"] == ["read_file"]
     test = copies[-1]  # a test instance: facts the library never saw
-    gold, _ = _with_gold(new, test, listing)
+    gold, _ = _with_gold(new, test, listed)
     follower = SkillFollower(Supply(lib, catalog))
     ep = run(_episode(new, gold, follower, f"follow:{test.id}"))
     calls = [c.name for m in ep.messages if m.tool_calls for c in m.tool_calls if c.requestor == "assistant"]
@@ -78,8 +92,8 @@ def test_a_skill_learned_on_an_old_version_is_rebound_to_read_text_file_and_stil
     lib.close()
 
 
-def test_the_gateway_picks_a_real_upgrade_up_live_and_steward_rechecks(tmp_path):
-    lib, plan, _ = _library_on_old(tmp_path)
+def test_the_gateway_picks_a_real_upgrade_up_live_and_steward_rechecks(old_library, tmp_path):
+    lib, plan, _ = _library_on_old(old_library, tmp_path)
     lib.close()
     log = run(
         watch_upgrades("filesystem", ["0.6.2", "2026.8.31"], tmp_path / "deploy", tmp_path / "lib.sqlite")

@@ -8,12 +8,11 @@ from collections import Counter
 import pytest
 
 from toolshift.drift.capabilities import resolve
-from toolshift.drift.history import list_version
 from toolshift.drift.replay import PathReplay, real_world, replay
 from toolshift.drift.servers import TASK_SERVERS
 from toolshift.drift.tasks import DriftTask, make_tasks
 
-from .servers import real, run
+from .servers import listing, real, run
 
 
 def test_every_task_server_has_thirty_tasks_from_templates_stating_their_facts():
@@ -57,7 +56,7 @@ def test_a_gold_path_replays_to_exactly_its_delta_on_two_real_versions(server, v
     deltas = []
     for version, expected in zip(versions, tools, strict=True):
         inst = real(server, version)
-        res = resolve(server, list(task.program), list_version(inst))
+        res = resolve(server, list(task.program), listing(server, version))
         assert res.ok and tuple(s.tool for s in res.steps) == expected
         made = run(replay(inst, res))
         assert made.errors == [] and made.changes
@@ -75,7 +74,7 @@ def test_a_gold_path_replays_to_exactly_its_delta_on_two_real_versions(server, v
 
 def test_a_version_without_a_capability_is_marked_not_failed():
     task = _task("git", "git-start-branch-1")
-    res = resolve("git", list(task.program), list_version(real("git", "0.6.2")))
+    res = resolve("git", list(task.program), listing("git", "0.6.2"))
     assert not res.ok and res.missing == "checkout: no git_checkout"
 
 
@@ -89,7 +88,7 @@ def test_a_version_without_a_capability_is_marked_not_failed():
 def test_the_memory_graph_and_the_database_are_judged_by_state(server, version, task_id, table):
     inst = real(server, version)
     task = _task(server, task_id)
-    res = resolve(server, list(task.program), list_version(inst))
+    res = resolve(server, list(task.program), listing(server, version))
     made = run(replay(inst, res))
     assert made.errors == [] and table in {c.table for c in made.changes}
     again = run(replay(inst, res))

@@ -215,7 +215,7 @@ def run_cmd(
             servers[sr.server] = server_results(sr, models, resamples)
         fs = next(sr for sr in runs if sr.server == "filesystem")
         log = asyncio.run(watch_upgrades("filesystem", fs.suite.stations, run / "deploy",
-                                         fs.library("frozen", fs.suite.stations[0])))  # fmt: skip
+                                         fs.library("frozen", fs.first_learned())))  # fmt: skip
         for entry, station in zip(log["versions"], fs.suite.stations, strict=False):
             entry["station"] = station
     churned = churn(history)
@@ -253,8 +253,9 @@ def _checks(sr: Any) -> dict[str, Any]:
     from toolshift.steward.library import Library
 
     out: dict[str, Any] = {}
-    with Library.open(sr.library("frozen", sr.suite.stations[0])) as lib:
-        for v in sr.suite.stations[1:]:
+    first = sr.first_learned()
+    with Library.open(sr.library("frozen", first)) as lib:
+        for v in sr.suite.stations[sr.suite.stations.index(first) + 1 :]:
             found = check_library(lib, sr.catalog(v), sr.server)
             out[v] = {
                 "counts": dict(sorted(Counter(c.status for c in found).items())),

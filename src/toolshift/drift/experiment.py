@@ -9,7 +9,8 @@ Layout of the run folder (resumable; every episode file is appended to and never
                                                Steward's training trajectories
     RUN/libraries/<server>/<kind>-<n>.sqlite   incremental (initialised on the first station, then maintained
                                                station by station) and full rebuild, after station n (1-based);
-                                               frozen = incremental-1
+                                               frozen = the incremental library of the first station
+                                               with a training trajectory
     RUN/follow/<server>-<kind>.episodes.jsonl  the skill-following instrument with that library, test tasks
     RUN/model/<server>-<model>.episodes.jsonl  a model (`--model`) on the version's own tools, test tasks
 
@@ -67,8 +68,14 @@ class ServerRun:
             t.task for t in self.suite.tasks if t.task.id in good and (split is None or t.task.split == split)
         ]
 
+    def first_learned(self) -> str:
+        """The first station with a successful training trajectory: where the frozen library is learned (a
+        server's oldest versions may run no task at all: `mcp-server-git` 0.2.0 is another program)."""
+        return next((v for v in self.suite.stations if training(self, v)), self.suite.stations[0])
+
     def library(self, kind: str, version: str) -> Path:
-        n = 1 if kind == "frozen" else self.suite.stations.index(version) + 1
+        at = self.first_learned() if kind == "frozen" else version
+        n = self.suite.stations.index(at) + 1
         return (
             self.run / "libraries" / self.server / f"{'incremental' if kind == 'frozen' else kind}-{n}.sqlite"
         )
@@ -258,7 +265,10 @@ def follow(sr: ServerRun, kinds: tuple[str, ...] = KINDS, progress: ProgressHook
     paths = []
     for kind in kinds:
         jobs: list[Job] = []
+        first = sr.suite.stations.index(sr.first_learned())
         for v in sr.suite.stations:
+            if kind == "frozen" and sr.suite.stations.index(v) < first:
+                continue  # no library was learned yet there
             with Library.open(sr.library(kind, v)) as lib:
                 supply = Supply(lib, sr.catalog(v))
             for task in sr.ok(v, "test"):

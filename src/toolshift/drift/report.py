@@ -86,7 +86,7 @@ def churn_section(res: dict[str, Any]) -> list[str]:
             if prev is not None:
                 tb = prev["tools"]
                 lines.append(
-                    f"| synthetic `{syn['id']}` | v{prev['version']} → v{v['version']} | {tb} → {v['tools']} | "
+                    f"| synthetic | v{prev['version']} → v{v['version']} | {tb} → {v['tools']} | "
                     f"{v['added']} ({_pct(v['added'], tb)}) | {v['retired']} ({_pct(v['retired'], tb)}) | "
                     f"{v['modified']} ({_pct(v['modified'], tb)}) | – |"
                 )
@@ -96,6 +96,11 @@ def churn_section(res: dict[str, Any]) -> list[str]:
         f"| seed ∆τ-Bench (Table 3) | v1 → v2 | 892 → – | {s['added']} ({_pct(s['added'], 892)}) | {s['retired']} "
         f"({_pct(s['retired'], 892)}) | {s['modified']} ({_pct(s['modified'], 892)}) | – |"
     )
+    if syn:
+        lines += [
+            "",
+            f"The synthetic rows: ecosystem `{syn['id']}`, build `{syn['build']}` (docs/results/ecosystem.md).",
+        ]
     changed = [
         r for rows in res["churn"].values() for r in rows if r["added"] or r["retired"] or r["modified"]
     ]
@@ -150,6 +155,13 @@ def tasks_section(res: dict[str, Any]) -> list[str]:
             f"{v}: {c['ok']}/{c['absent']}/{c['fails']}/{c['differs']}" for v, c in s["cases"].items()
         )
         lines.append(f"| {server} | {t['templates']} | {t['total']} ({t['train']} / {t['test']}) | {per} |")
+    lines += ["", "Reference paths that change across stations (each template's first task; a merge or a successor "
+              "found by behaviour shows as a shorter or renamed path):", ""]  # fmt: skip
+    for server, s in res["servers"].items():
+        for template, by_version in s["paths"].items():
+            if len(set(by_version.values())) > 1:
+                steps = "; ".join(f"{v}: {p}" for v, p in by_version.items())
+                lines.append(f"- {server} `{template}`: {steps}")
     lines += ["", "Cases not scored, by reason:", ""]
     for server, s in res["servers"].items():
         seen: dict[tuple[str, str, str], list[str]] = {}
@@ -190,6 +202,10 @@ def rates_section(res: dict[str, Any], models: list[str]) -> list[str]:
             for metric, tag in (("sr", "SR"), ("strict", "strict SR")):
                 cells = [_cell((row.get(v) or {}).get(metric)) for v in s["stations"]]
                 lines.append(f"| {label}: {tag} | " + " | ".join(cells) + f" | {_cell(row['all'][metric])} |")
+        lines += ["", "The instrument's failed episodes by template and what stopped it (all stations):", ""]
+        for key, lost in s.get("failures", {}).items():
+            said = "; ".join(f"`{t}` {n}× ({why})" for t, why, n in lost[:6]) or "none"
+            lines.append(f"- {key}: {said}")
         lines += [
             "",
             "Supply (the tools Steward's plan exposed against the reference path's): P / R / F1",
@@ -211,7 +227,7 @@ def steward_section(res: dict[str, Any]) -> list[str]:
     lines += [
         "Incremental: initialised on the first station from its training trajectories (the oracle's episodes of "
         "train tasks), then local edits per station; full: rebuilt from each station's trajectories; frozen: the "
-        "first station's library everywhere. Edits by kind (`rename`: a tool or argument renamed; `rebind "
+        "incremental library of the first station with a training trajectory, everywhere after it. Edits by kind (`rename`: a tool or argument renamed; `rebind "
         "(deprecated)`: moved off a deprecated tool to its named successor, D365).",
         "",
     ]
@@ -243,7 +259,7 @@ def steward_section(res: dict[str, Any]) -> list[str]:
             lines.append("- nothing: no upgrade removed, renamed or deprecated a tool a skill calls")
         lines += [
             "",
-            "`toolshift steward check` of the frozen (first-station) library against each station:",
+            "`toolshift steward check` of the frozen library against each later station:",
             "",
         ]
         for v, counts in res["checks"][server].items():

@@ -99,16 +99,34 @@ def server_results(sr: ServerRun, models: list[str], resamples: int) -> dict[str
         )
     }
     supply: dict[str, Any] = {}
+    failures: dict[str, list[Any]] = {}
+    template = {t.task.id: t.template for t in suite.tasks}
     for kind in KINDS:
         eps = _episodes(sr.run / "follow" / f"{sr.server}-{kind}.episodes.jsonl")
         rows[f"steward-{kind}"] = rate_row(eps, f"steward-{kind}", ok_test, resamples)
         supply[f"steward-{kind}"] = supply_row(eps, f"steward-{kind}", ok_test, reference)
+        lost = Counter(
+            (template[e.task_id], str(e.source.get("failure") or "ran to the end; Δ not Δgold")[:120])
+            for e in eps.values()
+            if not (e.outcome and e.outcome.success)
+        )
+        failures[f"steward-{kind}"] = [[t, why, n] for (t, why), n in lost.most_common()]
     model_cases = {v: ok_test[v] for v in tool_set_stations(sr)}
     for model in models:
         eps = _episodes(model_path(sr.run, sr.server, model))
         rows[model] = rate_row(eps, model, model_cases, resamples)
     cases = Counter((c.version, c.status) for c in suite.cases)
+    paths: dict[str, dict[str, str]] = {}
+    for t in suite.tasks:
+        if t.template in paths:
+            continue
+        paths[t.template] = {
+            c.version: " → ".join(c.tools) if c.status == "ok" else c.status
+            for c in suite.cases
+            if c.task == t.task.id
+        }
     return {
+        "paths": paths,
         "stations": suite.stations,
         "model_stations": list(model_cases),
         "tasks": {
@@ -123,6 +141,7 @@ def server_results(sr: ServerRun, models: list[str], resamples: int) -> dict[str
         "not_ok": [c.model_dump() for c in suite.cases if c.status != "ok"],
         "rows": rows,
         "supply": supply,
+        "failures": failures,
     }
 
 
@@ -168,6 +187,7 @@ def synthetic(build: Path | None) -> dict[str, Any] | None:
     eco = load_ecosystem(build)
     return {
         "id": eco.id,
+        "build": eco.build,
         "versions": [
             {
                 "version": s.version,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
@@ -120,11 +120,13 @@ def build_suite(
     *,
     progress: Callable[[str, int | None], None] | None = None,
     workers: int = 2,
+    only: Collection[str] | None = None,
 ) -> Suite:
-    """Resolve and replay every task on every station of `server` (the servers installed as needed)."""
+    """Resolve and replay every task (or the tasks `only` names) on every station of `server` (the servers
+    installed as needed)."""
     hist = history.servers[server]
     points = stations(hist)
-    tasks = make_tasks(server)
+    tasks = [t for t in make_tasks(server) if only is None or t.id in only]
     listings = {v: hist.at(v) for v in points}
     pins = load_pins()
     resolved = {(t.id, v): resolve(server, list(t.program), listings[v]) for t in tasks for v in points}

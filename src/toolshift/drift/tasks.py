@@ -95,7 +95,7 @@ TEMPLATES: tuple[Template, ...] = (
        [("write", {"path": "{file path}", "content": "{file content}"})],
        [{"file path": "drafts/speech.txt", "file content": "Welcome, everyone."},
         {"file path": "notes/ideas.md", "file content": "Ideas: a bike trip"},
-        {"file path": "README.md", "file content": "# Papers\n"}]),
+        {"file path": "README.md", "file content": "# Papers"}]),
     # --- git (the user's repository is `repo`) ---
     _t("git-stage", "git", "I want to stage a change in my repository.",
        "Stage the file {file path} for the next commit", [("stage", {"file": "{file path}"})],
@@ -257,6 +257,9 @@ def make_tasks(server: str) -> list[DriftTask]:
             missing = [f for f, v in facts.items() if v.strip() not in intent]
             if missing:
                 raise ValueError(f"{tpl.key} #{k}: the intent does not state {missing}")
+            unsayable = [f for f, v in facts.items() if "\n" in v or v != v.strip()]
+            if unsayable:  # the user says "My <fact> is <value>." on one line
+                raise ValueError(f"{tpl.key} #{k}: a fact a user cannot say in one sentence: {unsayable}")
             task = Task(
                 id=f"{tpl.key}-{k}",
                 domain=server,
