@@ -227,8 +227,9 @@ def steward_section(res: dict[str, Any]) -> list[str]:
     lines += [
         "Incremental: initialised on the first station from its training trajectories (the oracle's episodes of "
         "train tasks), then local edits per station; full: rebuilt from each station's trajectories; frozen: the "
-        "incremental library of the first station with a training trajectory, everywhere after it. Edits by kind (`rename`: a tool or argument renamed; `rebind "
-        "(deprecated)`: moved off a deprecated tool to its named successor, D365).",
+        "incremental library of the first station with a training trajectory, kept unchanged at every station after "
+        "it (D370). Edits by kind (`rename`: a tool or argument renamed; `rebind (deprecated)`: moved off a "
+        "deprecated tool to its named successor, D365).",
         "",
     ]
     for server, work in res["work"].items():
@@ -281,7 +282,7 @@ def deploy_section(res: dict[str, Any]) -> list[str]:
         f"One gateway (`toolshift gateway serve --command … --watch LOG --watch-library LIB`) in front of the "
         f"{dep['server']} server, upgraded in place station by station (the install its command names moved to "
         "the next version); one client session per station; the gateway never restarted. The watch middleware "
-        "logged each new catalog and had Steward check and maintain a copy of the first station's library (D369).",
+        "logged each new catalog and had Steward check and maintain a copy of the frozen library (D369, D370).",
         "",
         "| catalog version | server says | how seen | tools | check | maintenance edits |",
         "|---|---|---|---|---|---|",
