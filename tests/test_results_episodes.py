@@ -41,7 +41,9 @@ def test_each_file_reads_whole_and_matches_its_row(tmp_path):
     for name, (command, restore_to, count, planned, page) in _rows().items():
         path = EPISODES / name
         if name.endswith(".tar.gz"):
-            kept = _kept_skills_run if command.split()[1:3] == ["skills", "eval"] else _kept_loop_run
+            kept = {("skills", "eval"): _kept_skills_run, ("drift", "run"): _kept_drift_run}.get(
+                tuple(command.split()[1:3]), _kept_loop_run
+            )
             held = kept(path, command, restore_to, tmp_path / name)
             assert held == count, f"{name}: the table says {count} episodes, the run holds {held}"
             assert count <= planned, name
@@ -134,4 +136,33 @@ def _kept_skills_run(path: Path, command: str, restore_to: str, into: Path) -> i
         if (method / "rollouts.episodes.jsonl").exists():
             ids = [e.id for e in iter_episodes(method / "rollouts.episodes.jsonl")]
             assert len(set(ids)) == len(ids), f"{path.name}: {method.name}: a rollout recorded twice"
+    return held
+
+
+def _kept_drift_run(path: Path, command: str, restore_to: str, into: Path) -> int:
+    """Check a real-drift run kept as a tarball (docs/results/episodes/README.md) and return how many episodes it
+    holds (oracle, instruments and models); its history and suites read as their formats."""
+    from toolshift.drift.history import load_history
+    from toolshift.drift.suite import load_suite
+
+    folder = Path(restore_to).name
+    flags = dict(itertools.pairwise(command.split()))
+    assert flags.get("--run") == restore_to, f"{path.name}: {command} does not write {restore_to}"
+    with tarfile.open(path) as tar:
+        for m in tar.getmembers():
+            parts = Path(m.name).parts
+            assert m.isfile() or m.isdir(), f"{path.name}: {m.name} is neither a file nor a folder"
+            assert parts[0] == folder and ".." not in parts and not m.name.startswith("/"), m.name
+            made_again = len(parts) >= 2 and parts[1] in ("libraries", "deploy", "results.json")
+            assert not made_again, f"{path.name}: {m.name} is made again on resume and is not kept"
+        tar.extractall(into, filter="data")
+    run = into / folder
+    history = load_history(run / "history.json")
+    for suite in sorted(run.glob("suite-*.json")):
+        assert load_suite(suite).server in history.servers, suite.name
+    held = 0
+    for store in sorted(run.rglob("*.episodes.jsonl")):
+        ids = [e.id for e in iter_episodes(store)]
+        assert len(set(ids)) == len(ids), f"{path.name}: {store}: an episode recorded twice"
+        held += len(ids)
     return held

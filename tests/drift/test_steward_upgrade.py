@@ -109,3 +109,5 @@ def test_the_gateway_picks_a_real_upgrade_up_live_and_steward_rechecks(old_libra
     )
     with Library.open(tmp_path / "deploy" / "library.sqlite") as kept:
         assert kept.get(plan.id).tools == ("read_text_file", "write_file") and kept.catalog_version == 2
+    again = run(watch_upgrades("filesystem", ["2026.8.31"], tmp_path / "deploy"))  # the run made again
+    assert [v["version"] for v in again["versions"]] == [1] and len(again["versions"][0]["tools"]) == 14

@@ -43,7 +43,10 @@ async def watch_upgrades(
             "the memory server's oldest versions keep their graph beside their script: not linkable"
         )
     folder.mkdir(parents=True, exist_ok=True)
-    sandbox = sandbox or fresh_sandbox(insts[0].spec.state, folder / "sandbox")
+    if sandbox is None:
+        if (folder / "sandbox").exists():  # a run made again: the deployment starts over on a fresh sandbox
+            shutil.rmtree(folder / "sandbox")
+        sandbox = fresh_sandbox(insts[0].spec.state, folder / "sandbox")
     current = folder / "current"
     point(current, insts[0].folder)
     stable = Installed(insts[0].spec, "current", current, insts[0].entry, "")
