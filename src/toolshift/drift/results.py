@@ -23,6 +23,17 @@ SEED_TABLE3_V2 = {"added": 110, "retired": 161, "modified": 176}
 """The seed's Table 3 as its text quotes it (v1 → v2 of ∆τ-Bench); the rest of the table is not in the seed."""
 
 
+def _short(ep: Episode, reference: dict[tuple[str, str], set[str]]) -> str:
+    """Why an instrument episode that ran to its end missed Δgold, against the version's reference path: the
+    reference tools it never called, else the values it wrote."""
+    called = {c.name for m in ep.messages for c in (m.tool_calls or []) if c.requestor == "assistant"}
+    version = ep.id.rsplit(":", 1)[-1]
+    missed = sorted(reference.get((ep.task_id, version), set()) - called)
+    if missed:
+        return "ran to the end without " + ", ".join(missed)
+    return "called every tool of the reference path; other values written"
+
+
 def _episodes(path: Path) -> dict[str, Episode]:
     from toolshift.traces.store import iter_episodes
 
@@ -106,7 +117,7 @@ def server_results(sr: ServerRun, models: list[str], resamples: int) -> dict[str
         rows[f"steward-{kind}"] = rate_row(eps, f"steward-{kind}", ok_test, resamples)
         supply[f"steward-{kind}"] = supply_row(eps, f"steward-{kind}", ok_test, reference)
         lost = Counter(
-            (template[e.task_id], str(e.source.get("failure") or "ran to the end; Δ not Δgold")[:120])
+            (template[e.task_id], str(e.source.get("failure") or _short(e, reference))[:120])
             for e in eps.values()
             if not (e.outcome and e.outcome.success)
         )
