@@ -122,9 +122,11 @@ def test_tau2_airline_oracle_in_inspect_is_toolshift_runs_episode(inspect_cli, s
     assert scores["SR"]["value"] == 1.0
 
 
-def _agrees_with_log(log: Path, episodes: list[Episode]) -> None:
+def _agrees_with_log(log: Path, episodes: list[Episode], max_turns: int) -> None:
     """Each sample's score is toolshift's verdict of its episode, and the episode's calls are those inspect's
-    messages show reaching a tool (a call inspect refused against the schema never reaches the world)."""
+    messages show reaching a tool (a call inspect refused against the schema never reaches the world). react()
+    is held to the episode's `max_turns` model calls, as toolshift's own loop is: one that wanted more ends the
+    episode with `max_turns`."""
     samples = {s["id"]: s for s in json.loads(log.read_text())["samples"]}
     assert len(samples) == len(episodes) == 3
     for ep in episodes:
@@ -145,6 +147,8 @@ def _agrees_with_log(log: Path, episodes: list[Episode]) -> None:
         ]
         assert calls(ep) == shown
         assert ep.harness == "inspect_ai" and ep.model == "openai/embedded"
+        generated = sum(1 for m in sample["messages"] if m["role"] == "assistant")
+        assert generated <= max_turns, (generated, ep.termination_reason)
 
 
 def test_embedded_model_through_inspects_react(inspect_cli, small_build, embedded_url, tmp_path, shared_data):
@@ -155,12 +159,12 @@ def test_embedded_model_through_inspects_react(inspect_cli, small_build, embedde
         ["-T", f"build={small_build}", "-T", "version=2", "-T", "sample=3", "-T", "max_turns=4", *model],
         tmp_path / "dt", model="openai/embedded", env=env,
     )  # fmt: skip
-    _agrees_with_log(log, converted(log, tmp_path / "dt-conv"))
+    _agrees_with_log(log, converted(log, tmp_path / "dt-conv"), 4)
     log = inspect_eval(
         inspect_cli, "toolshift/tau2", ["-T", "domain=airline", "-T", "limit=3", "-T", "max_turns=4", *model],
         tmp_path / "t2", model="openai/embedded", env=env,
     )  # fmt: skip
-    _agrees_with_log(log, converted(log, tmp_path / "t2-conv"))
+    _agrees_with_log(log, converted(log, tmp_path / "t2-conv"), 4)
 
 
 def test_export_opens_in_inspect_and_converts_back(inspect_cli, tmp_path):

@@ -6,7 +6,8 @@ absent. `toolshift frameworks serve` runs the episodes; vf-eval loads the enviro
 loads any, and its assistant is verifiers' own `null` harness (the chat program with the episode's MCP door as
 its tool server). Driven by the oracle served at `/oracle/v1` (the measuring instrument), every task must be
 solved, with the episode toolshift records equal, call for call, to `toolshift run`'s / `bench baseline`'s; with
-the embedded model (`toolshift model serve`), every rollout must carry toolshift's verdict as its reward.
+the embedded model (`toolshift model serve`), every rollout must carry toolshift's verdict as its reward, its
+assistant held to the episode's `--max-turns` model calls.
 Δτ-Bench runs in the domain-tools setting: verifiers' chat program lists the MCP tools once per segment, so a
 tool the standard setting's `search_tools` exposes would be offered only from the next user message.
 """
@@ -157,3 +158,6 @@ def test_tau2_airline_and_the_embedded_model_through_vf_eval(vf_eval, embedded_u
     for trace in embedded:
         reward, metrics = _rewards(trace)
         assert metrics.get("judged") == 1.0 and reward in (0.0, 1.0), trace.get("metrics")
+        # held to the episode's 6 model calls: a model that keeps calling tools is stopped there (`turn_limit`)
+        sampled = sum(1 for node in trace["nodes"] if node.get("sampled"))
+        assert sampled <= 6, (sampled, trace["stop_condition"])

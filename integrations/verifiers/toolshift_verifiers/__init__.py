@@ -7,7 +7,9 @@ user, toolshift's judge. `ToolshiftEnv.run` opens an episode of the task's insta
 the episode's MCP door as its one tool server (every call recorded by toolshift), and relays the conversation:
 the user's message to the assistant's `Interaction.turn`, its reply back to toolshift, until the user or the
 agent ends it. The assistant runs verifiers' own `null` harness (the chat program with MCP tools) against the
-model vf-eval is given. `finalize` records toolshift's verdict on the assistant's trace: reward
+model vf-eval is given, held to the episode's `max_turns` model calls (a `@vf.stop` on the rollout's turns, as
+toolshift holds every agent it runs: its own loop, a harness whose model it serves), so a model that never stops
+calling tools ends the episode at the turn limit instead of running on. `finalize` records toolshift's verdict on the assistant's trace: reward
 `strict_success`; metrics `success`, `collateral`, `judged` (and τ²'s `reward`, Δτ-Bench's P/R/F1 and SPE).
 """
 
@@ -27,6 +29,8 @@ END = "end_conversation"
 class ToolshiftTaskConfig(vf.TaskConfig):
     door: str | None = None
     """The episode's MCP URL, set per episode by `ToolshiftEnv.run` (never by hand)."""
+    max_turns: int | None = None
+    """The episode's turn limit (model calls), set per episode by `ToolshiftEnv.run` from the service."""
 
 
 class ToolshiftTaskData(vf.TaskData):
@@ -46,6 +50,11 @@ class ToolshiftTask(vf.Task[ToolshiftTaskData, vf.State, ToolshiftTaskConfig]):
     @property
     def key(self) -> str:
         return self.data.instance or self.hash
+
+    @vf.stop
+    def turn_limit(self, trace: vf.Trace) -> bool:
+        """The assistant has made the episode's `max_turns` model calls: its next one is refused."""
+        return self.config.max_turns is not None and trace.num_turns >= self.config.max_turns
 
 
 class ToolshiftTasksetConfig(vf.TasksetConfig):
@@ -86,7 +95,9 @@ class ToolshiftEnv(vf.Env[ToolshiftEnvConfig]):
             opened = (await http.post("/episodes", json={"instance": task.data.instance, "agent": "verifiers"})).json()
             eid = opened["episode"]
             try:
-                config = task.config.model_copy(update={"door": opened["mcp_url"]})
+                config = task.config.model_copy(
+                    update={"door": opened["mcp_url"], "max_turns": opened.get("max_turns")}
+                )
                 assistant_task = ToolshiftTask(
                     task.data.model_copy(update={"prompt": None, "system_prompt": opened["instructions"]}), config
                 )
@@ -95,11 +106,19 @@ class ToolshiftEnv(vf.Env[ToolshiftEnvConfig]):
                     for _ in range(self.config.max_user_turns):
                         if message is None:
                             break
+                        before = assistant.trace.num_turns
                         segment = await assistant.turn(message)
-                        if segment.terminated:
+                        limited = assistant.trace.stop_condition == "turn_limit"
+                        if segment.terminated and not limited:
                             break
-                        answer = await http.post(f"/episodes/{eid}/reply", json={"text": segment.last_reply})
-                        message = answer.json()["message"]
+                        reply = {
+                            "text": "" if segment.terminated else segment.last_reply,
+                            "model_calls": assistant.trace.num_turns - before,
+                            "limit": limited,
+                        }
+                        message = (await http.post(f"/episodes/{eid}/reply", json=reply)).json()["message"]
+                        if limited:
+                            break
             finally:
                 result = (await http.post(f"/episodes/{eid}/finish")).json()
         self._verdicts[id(task)] = result["verdict"]

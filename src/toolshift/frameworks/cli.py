@@ -26,6 +26,9 @@ def compare_cmd(
     max_turns: int = typer.Option(10, "--max-turns", min=1),
     out: Path = typer.Option(Path("runs/frameworks"), "--out", help="Episodes and inspect logs (resumable)."),
     markdown: Path = typer.Option(None, "--markdown", help="Write the results page here."),
+    no_run: bool = typer.Option(
+        False, "--no-run", help="Run nothing: the page of the episodes --out holds (it says what is missing)."
+    ),
 ) -> None:
     """The same Δτ-Bench test tasks through inspect's react() (the real `inspect eval`, the embedded model over the
     OpenAI API) and through toolshift's own loop (the embedded model in process): SR with intervals, wall times."""
@@ -45,7 +48,7 @@ def compare_cmd(
         bar = progress.add_task("episodes (inspect, then toolshift)", total=2 * sample)
         found, sides, start = compare(
             build, version=version, setting=setting, sample=sample, seed=seed, max_turns=max_turns, out=out,
-            tick=lambda: progress.advance(bar),
+            tick=lambda: progress.advance(bar), run=not no_run,
         )  # fmt: skip
     from toolshift.bench.ecosystem.store import load_ecosystem
 

@@ -103,15 +103,35 @@ class InspectConversation:
         self.model_name = str(model) if model is not None else str(get_model())
         self.agent: Any = None
         self.model_seconds = 0.0
+        self.max_turns = 30
+        self.calls = 0
+        """Model calls (react's generations) made in this episode so far."""
+        self.stopped = False
+        """react wanted another model call past the limit: the episode ends with `max_turns`."""
 
     async def start(self, episode: EpisodeContext) -> None:
         self.state.messages = [
             ChatMessageSystem(content=str(episode.extra.get("instructions") or episode.policy))
         ]
-        self.agent = react(prompt=None, tools=[EpisodeTools(episode)], model=self.model, submit=False)
+        self.max_turns = episode.max_turns
+        self.agent = react(
+            prompt=None, tools=[EpisodeTools(episode)], model=self.model, submit=False,
+            on_continue=self._on_continue,
+        )  # fmt: skip
+
+    async def _on_continue(self, state: AgentState) -> bool:
+        """react's loop goes on while the model calls tools (its own rule without a submit tool) and the episode's
+        `max_turns` model calls are not spent: the turn limit holds inspect's agent as it holds every agent."""
+        self.calls += 1
+        if not state.output.message.tool_calls:
+            return False
+        self.stopped = self.calls >= self.max_turns
+        return not self.stopped
 
     async def turn(self, message: str) -> AgentTurn:
         self.state.messages.append(ChatMessageUser(content=message))
+        if self.calls >= self.max_turns:  # spent on the last turn's reply: no call is left for this one
+            return AgentTurn(text="", model_calls=0, info={"model_budget_reached": True})
         before = len(self.state.messages)
         agent_state = AgentState(messages=list(self.state.messages))
         try:
@@ -128,6 +148,7 @@ class InspectConversation:
             model_calls=len(replies),
             prompt_tokens=usage.input_tokens if usage else None,
             completion_tokens=usage.output_tokens if usage else None,
+            info={"model_budget_reached": True} if self.stopped else {},
         )
 
 

@@ -6,8 +6,11 @@ instance (`toolshift.frameworks.instances`); the framework's agent reaches the e
 where every call is recorded, and the verdict is toolshift's own:
 
     GET  /instances                     {"instances": [{"id", "task_id", "domain"}]}
-    POST /episodes {"instance", "seed"} {"episode", "mcp_url", "instructions", "message"}   (message: the user's opening)
-    POST /episodes/{id}/reply {"text"}  {"message"}   (the user's next message; null once the episode ended)
+    POST /episodes {"instance", "seed"} {"episode", "mcp_url", "instructions", "message", "max_turns"}
+                                        (message: the user's opening; max_turns: the agent's model calls allowed)
+    POST /episodes/{id}/reply {"text", "model_calls", "limit"}  {"message"}   (the user's next message; null
+                                        once the episode ended; `limit`: the agent's model-call budget ended its
+                                        turn, so the episode ends with `max_turns` as `toolshift run`'s does)
     POST /episodes/{id}/finish          {"verdict", "episode"}   (the verdict as inspect's score holds it; the episode)
     /oracle/v1/...                      the oracle as a model over the OpenAI (and Anthropic) APIs (`oracle=True`)
 
@@ -49,6 +52,10 @@ class _Reply(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str = Field(max_length=200_000)
     ended: bool = False
+    model_calls: int | None = Field(None, ge=0, le=1_000_000)
+    """The model calls the agent made in this turn (the episode's turn count is the sum, as for any harness)."""
+    limit: bool = False
+    """The framework stopped the agent at the episode's `max_turns` model calls (the episode ends there)."""
 
 
 class EpisodeService:
@@ -82,10 +89,16 @@ class EpisodeService:
             "mcp_url": context.mcp_url if context else None,
             "instructions": str(context.extra.get("instructions") or context.policy) if context else None,
             "message": message,
+            "max_turns": context.max_turns if context else None,
         }
 
     async def reply(self, eid: str, body: _Reply) -> dict[str, Any]:
-        return {"message": await self.live[eid].reply(body.text, ended=body.ended)}
+        info = {"model_budget_reached": True} if body.limit else {}
+        return {
+            "message": await self.live[eid].reply(
+                body.text, ended=body.ended, model_calls=body.model_calls, info=info
+            )
+        }
 
     async def finish(self, eid: str) -> dict[str, Any]:
         live = self.live[eid]
