@@ -41,9 +41,11 @@ def test_each_file_reads_whole_and_matches_its_row(tmp_path):
     for name, (command, restore_to, count, planned, page) in _rows().items():
         path = EPISODES / name
         if name.endswith(".tar.gz"):
-            kept = {("skills", "eval"): _kept_skills_run, ("drift", "run"): _kept_drift_run}.get(
-                tuple(command.split()[1:3]), _kept_loop_run
-            )
+            kept = {
+                ("skills", "eval"): _kept_skills_run,
+                ("drift", "run"): _kept_drift_run,
+                ("frameworks", "compare"): _kept_frameworks_run,
+            }.get(tuple(command.split()[1:3]), _kept_loop_run)
             held = kept(path, command, restore_to, tmp_path / name)
             assert held == count, f"{name}: the table says {count} episodes, the run holds {held}"
             assert count <= planned, name
@@ -166,3 +168,30 @@ def _kept_drift_run(path: Path, command: str, restore_to: str, into: Path) -> in
         assert len(set(ids)) == len(ids), f"{path.name}: {store}: an episode recorded twice"
         held += len(ids)
     return held
+
+
+def _kept_frameworks_run(path: Path, command: str, restore_to: str, into: Path) -> int:
+    """Check a `frameworks compare` run kept as a tarball (docs/results/episodes/README.md) and return how many
+    episodes it holds: toolshift's loop's (`toolshift.episodes.jsonl`) and inspect's samples (its logs, read back
+    by `traces convert inspect`'s reader), each task at most once per path."""
+    from toolshift.traces.inspect_log import convert_inspect
+
+    folder = Path(restore_to).name
+    flags = dict(itertools.pairwise(command.split()))
+    assert flags.get("--out") == restore_to, f"{path.name}: {command} does not write {restore_to}"
+    with tarfile.open(path) as tar:
+        for m in tar.getmembers():
+            parts = Path(m.name).parts
+            assert m.isfile() or m.isdir(), f"{path.name}: {m.name} is neither a file nor a folder"
+            assert parts[0] == folder and ".." not in parts and not m.name.startswith("/"), m.name
+        tar.extractall(into, filter="data")
+    run = into / folder
+    mine = [e.source.get("instance") for e in iter_episodes(run / "toolshift.episodes.jsonl")]
+    assert len(set(mine)) == len(mine), f"{path.name}: a task run twice by toolshift's loop"
+    theirs = [
+        e.source["inspect"]["sample"]
+        for log in sorted((run / "inspect-logs").glob("*.json"))
+        for e in convert_inspect(log).episodes
+    ]
+    assert len(set(theirs)) == len(theirs), f"{path.name}: a task run twice through inspect"
+    return len(mine) + len(theirs)

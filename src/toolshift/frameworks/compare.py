@@ -241,9 +241,10 @@ def page(found: list[Instance], sides: list[Side], command: str, header: dict[st
         "Step-SPE is the reference steps over the agent's steps on solved tasks. Both are as `toolshift bench "
         "eval` defines them.",
         "",
-        f"Machine load while these ran (`uptime`, 1-minute average, at the start and the end): {header['load']}. "
-        "The machine has 2 cores shared with other work. The two paths ran one after the other, not "
-        "interleaved, so the wall times are indicative, not a benchmark (docs/benchmarks.md).",
+        f"Machine load as this command began and ended (`uptime`, 1-minute average): {header['load']}; a command "
+        "that resumed a run gives its own load, not the run's. The machine has 2 cores shared with other work, and "
+        "the paths' episodes need not have run at the same load (one after the other under one command, or "
+        "resumed in parts), so the wall times are indicative, not a benchmark (docs/benchmarks.md).",
         "",
     ]
     return "\n".join(lines)
