@@ -83,11 +83,14 @@ def test_driven_by_the_oracle_every_harness_solves_every_task(agent, build, tmp_
     """The plumbing check: the harness's own MCP client and model client carry the gold path through, on every
     version (the tools of v2 renamed, split and merged), judged and scored as toolshift's own agent is."""
     _skip_unless_installed(agent)
+    tasks = (
+        1 if agent.startswith("harness:") else 2
+    )  # a harness costs a CLI start per user turn; one task, two versions
     path = _baseline(
-        build, f"{agent}@oracle", tmp_path / "runs", setting="domain-tools", sample=2, max_turns=12
+        build, f"{agent}@oracle", tmp_path / "runs", setting="domain-tools", sample=tasks, max_turns=12
     )
     episodes = _episodes(path)
-    assert len(episodes) == 4  # 2 tasks x 2 versions
+    assert len(episodes) == 2 * tasks  # every task sampled, on both versions
     for e in episodes:
         assert e["outcome"]["success"] is True, (e["task_id"], e["termination_reason"], e["outcome"]["info"])
         assert e["harness"] != "toolshift.agents/1" and e["model"] == "oracle"
@@ -142,24 +145,32 @@ def _two_turn_task():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("agent", ["harness:codex", "harness:qwen-code"])
-def test_a_harness_run_once_per_message_keeps_its_world_and_never_the_next_episodes(agent):
-    """Turn 2 is a new harness process resumed on its session: it reads what turn 1 wrote. The next episode,
-    on a fresh world, reads the appointment as scheduled again."""
+def test_a_harness_run_once_per_message_keeps_its_world_and_finds_skills_in_its_own_folder(agent, tmp_path):
+    """Turn 2 is a new harness process resumed on its session: it reads what turn 1 wrote. The next episode, on a
+    fresh world, reads the appointment as scheduled again; it is run with Agent Skills (`toolshift run --skills
+    DIR`), which the harness finds where its users' skills live (Codex's `$CODEX_HOME/skills`, Qwen Code's
+    `~/.qwen/skills`) and lists to its model, as what it sends shows."""
     _skip_unless_installed(agent)
     from toolshift.agents.config import RunConfig, make_agent, make_user
     from toolshift.agents.loop import run_episode
+    from toolshift.agents.runner import skill_shelf
     from toolshift.agents.worlds import world_opener
 
+    skill = tmp_path / "library" / "cancel-appointment"
+    skill.mkdir(parents=True)
+    description = "Cancel a patient's appointment, looking it up by its id first, then cancelling it. " * 4
+    (skill / "SKILL.md").write_text(f"---\nname: cancel-appointment\ndescription: {description.strip()}\n---\n"
+                                    "1. get_appointment\n2. cancel_appointment\n")  # fmt: skip
     task = _two_turn_task()
-    config = RunConfig(world="clinic", model=f"{agent}@oracle", max_turns=10)
 
-    async def episode(eid: str):
+    async def episode(eid: str, config: RunConfig):
         return await run_episode(
             task, make_agent(config, task, 0), make_user(config, task, 0), world_opener("clinic"),
-            episode_id=eid, limits=config.limits(),
+            episode_id=eid, limits=config.limits(), skills=skill_shelf(config),
         )  # fmt: skip
 
-    first = asyncio.run(episode("one"))
+    plain = RunConfig(world="clinic", model=f"{agent}@oracle", max_turns=10)
+    first = asyncio.run(episode("one", plain))
     turns = first.outcome.info["agent_turns"]
     assert len(turns) == 2 and turns[0]["session"] == turns[1]["session"]  # two processes, one session
     users = [m.content for m in first.messages if m.role == "user"]
@@ -167,12 +178,23 @@ def test_a_harness_run_once_per_message_keeps_its_world_and_never_the_next_episo
     reads = [m.content for m in first.messages if m.role == "tool" and m.name.endswith("get_appointment")]
     assert reads and '"status": "cancelled"' in reads[-1]  # turn 2 saw turn 1's write
     assert first.outcome.success is True and first.outcome.info["strict_success"] is True
+    assert first.source.get("skills") is None
 
-    second = asyncio.run(episode("two"))
+    second = asyncio.run(episode("two", plain.model_copy(update={"skills": str(tmp_path / "library")})))
     cancels = [
         m.content for m in second.messages if m.role == "tool" and m.name.endswith("cancel_appointment")
     ]
     assert cancels and '"status": "cancelled"' in cancels[0] and "conflict" not in cancels[0]  # a fresh world
+    assert second.outcome.success is True
+    record = second.source["skills"]
+    assert (
+        record["native"] is True and record["offered"] == ["cancel-appointment"] and record["opened"] is None
+    )
+    # the harness put the skill in what it sends its model (Qwen Code as a user message, Codex as instructions)
+    if agent == "harness:codex":
+        sent = [next(t["model"]["system_chars"] for t in e.outcome.info["agent_turns"] if "model" in t)
+                for e in (first, second)]  # fmt: skip
+        assert sent[1] - sent[0] >= len(description.strip())
 
 
 def test_a_spec_with_an_unknown_placeholder_is_refused_naming_it(tmp_path):
@@ -253,39 +275,3 @@ def test_scripted_users_turns_reach_an_outside_agent_and_the_benchmarks_own_chec
             assert episode.outcome.judged_by == judge and episode.outcome.success is True, (task.id, info)
             said = [m.content for m in episode.messages if m.role == "user" and not m.tool_calls]
             assert said == [t.text for t in task.turns]  # every scripted turn, in order, each after a reply
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("agent", ["harness:codex", "harness:qwen-code"])
-def test_a_skills_folder_reaches_a_harness_through_its_own_skills_folder(agent, tmp_path):
-    """`toolshift run --skills DIR`: the harness finds the skills where its users' skills live (Codex's
-    `$CODEX_HOME/skills`, Qwen Code's `~/.qwen/skills`) and lists them to its model, which is seen in what it sends."""
-    _skip_unless_installed(agent)
-    from toolshift.agents.demo import demo_tasks
-    from toolshift.taskfile import write_tasks
-
-    skills = tmp_path / "library" / "cancel-appointment"
-    skills.mkdir(parents=True)
-    description = "Cancel a patient's appointment, looking it up by its id first, then cancelling it. " * 4
-    (skills / "SKILL.md").write_text(f"---\nname: cancel-appointment\ndescription: {description.strip()}\n---\n"
-                                     "1. get_appointment\n2. cancel_appointment\n")  # fmt: skip
-    tasks = tmp_path / "tasks.jsonl"
-    write_tasks(tasks, demo_tasks()[:1])
-    sent = {}
-    for name, extra in (("plain", []), ("skills", ["--skills", str(tmp_path / "library")])):
-        out = tmp_path / f"run-{name}"
-        _toolshift("run", "--world", "clinic", "--tasks", str(tasks), "--model", f"{agent}@oracle", "--out", str(out),
-                   "--no-check", *extra)  # fmt: skip
-        (path,) = out.glob("run-*.episodes.jsonl")
-        (episode,) = _episodes(path)
-        assert episode["outcome"]["success"] is True
-        model = next(t["model"] for t in episode["outcome"]["info"]["agent_turns"] if "model" in t)
-        sent[name] = (model["system_chars"], episode["source"].get("skills"))
-    record = sent["skills"][1]
-    assert (
-        record["native"] is True and record["offered"] == ["cancel-appointment"] and record["opened"] is None
-    )
-    assert sent["plain"][1] is None
-    # the harness put the skill in what it sends its model (Qwen Code as a user message, Codex as instructions)
-    if agent == "harness:codex":
-        assert sent["skills"][0] - sent["plain"][0] >= len(description.strip())
