@@ -45,6 +45,7 @@ def test_each_file_reads_whole_and_matches_its_row(tmp_path):
                 ("skills", "eval"): _kept_skills_run,
                 ("drift", "run"): _kept_drift_run,
                 ("frameworks", "compare"): _kept_frameworks_run,
+                ("harness", "compare"): _kept_harness_run,
             }.get(tuple(command.split()[1:3]), _kept_loop_run)
             held = kept(path, command, restore_to, tmp_path / name)
             assert held == count, f"{name}: the table says {count} episodes, the run holds {held}"
@@ -195,3 +196,26 @@ def _kept_frameworks_run(path: Path, command: str, restore_to: str, into: Path) 
     ]
     assert len(set(theirs)) == len(theirs), f"{path.name}: a task run twice through inspect"
     return len(mine) + len(theirs)
+
+
+def _kept_harness_run(path: Path, command: str, restore_to: str, into: Path) -> int:
+    """Check a `harness compare` run kept as a tarball (docs/results/episodes/README.md) and return how many
+    episodes it holds: one store per agent and setting in each part's folder (`delta/`, `tau2/`), every store's
+    episodes each once, every one judged."""
+    folder = Path(restore_to).name
+    flags = dict(itertools.pairwise(command.split()))
+    assert flags.get("--out") == restore_to, f"{path.name}: {command} does not write {restore_to}"
+    with tarfile.open(path) as tar:
+        for m in tar.getmembers():
+            parts = Path(m.name).parts
+            assert m.isfile() or m.isdir(), f"{path.name}: {m.name} is neither a file nor a folder"
+            assert parts[0] == folder and ".." not in parts and not m.name.startswith("/"), m.name
+        tar.extractall(into, filter="data")
+    held = 0
+    for store in sorted((into / folder).glob("*/*.episodes.jsonl")):
+        episodes = list(iter_episodes(store))
+        ids = [e.id for e in episodes]
+        assert len(set(ids)) == len(ids), f"{path.name}: {store.name}: an episode recorded twice"
+        assert all(e.outcome is not None and e.outcome.success in (True, False) for e in episodes), store.name
+        held += len(ids)
+    return held

@@ -194,6 +194,20 @@ def retrieval(build: Path, folder: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def endings(row: Row) -> dict[str, int]:
+    """How a row's episodes ended: successes that made no tool call (a task whose gold path writes nothing is
+    passed by leaving the world as it was) and episodes stopped at the turn limit (τ²'s evaluator gives those 0)."""
+    return {
+        "silent_successes": sum(
+            1
+            for e in row.episodes
+            if _success(e) == 1.0 and not any(m.get("role") == "tool" for m in e.get("messages", []))
+        ),
+        "successes": sum(1 for e in row.episodes if _success(e) == 1.0),
+        "at_turn_limit": sum(1 for e in row.episodes if e.get("termination_reason") == "max_turns"),
+    }
+
+
 def collect(plan: ComparePlan) -> dict[str, Any]:
     """Everything the page prints, from the episode files alone."""
     parts: dict[str, Any] = {}
@@ -212,12 +226,13 @@ def collect(plan: ComparePlan) -> dict[str, Any]:
                 "model_row": setting == "standard" and agent in models,
                 "instrument_row": agent in instruments,
                 "versus_own_loop": paired(row, base) if base is not None and row is not base else None,
-                "retrieval": scores.get(label, {}), **costs(row),
+                "retrieval": scores.get(label, {}), **costs(row), **endings(row),
             }  # fmt: skip
         parts[part.name] = {
             "build": str(part.build),
             "versions": part.versions,
             "sample": part.sample,
+            "tasks": len({e["task_id"] for row in rows.values() for e in row.episodes}),
             "rows": table,
         }
     return parts

@@ -94,7 +94,7 @@ def render(plan: ComparePlan, parts: dict[str, Any], *, load: str = "") -> str:
         lines += [
             f"## {PART_TITLES.get(name, name)}",
             "",
-            f"{part['sample']} test tasks × {versions}; build `{part['build']}`.",
+            f"{_tasks(part)} × {versions}; build `{part['build']}`.",
             "",
             "| agent | episodes | SR % | strict SR % | SR − own loop, points | tool P / R / F1 | Step-SPE | "
             "turns | tokens in / out | wall s (p50) | agent errors |",
@@ -109,7 +109,7 @@ def render(plan: ComparePlan, parts: dict[str, Any], *, load: str = "") -> str:
                 f"{_num(r['prompt_tokens'], 0)} / {_num(r['completion_tokens'], 0)} | {_num(r['wall_p50'])} | "
                 f"{r['agent_errors']} |"
             )
-        lines.append("")
+        lines += ["", _endings(name, [(label, rows[label]) for label in models]), ""]
     lines += _sends(plan, parts)
     lines += _instrument(plan, parts)
     return "\n".join(lines).rstrip() + "\n"
@@ -186,3 +186,31 @@ def _instrument(plan: ComparePlan, parts: dict[str, Any]) -> list[str]:
         "",
     ]
     return lines
+
+
+def _tasks(part: dict[str, Any]) -> str:
+    """The tasks a part ran, and why fewer than asked where the build has fewer valid test tasks."""
+    asked, ran = part["sample"], part.get("tasks", part["sample"])
+    if ran >= asked:
+        return f"{asked} test tasks"
+    return (
+        f"{ran} test tasks ({asked} asked: the build has {ran} test tasks whose reference path replays, and a "
+        "baseline runs those only)"
+    )
+
+
+def _endings(name: str, rows: list[tuple[str, dict[str, Any]]]) -> str:
+    """How the episodes ended, per agent: what a success rate alone does not say."""
+    said = "; ".join(
+        f"`{label}` {r['silent_successes']} of {r['successes']} successes with no tool call, "
+        f"{r['at_turn_limit']} of {r['episodes']} episodes stopped at the turn limit"
+        for label, r in rows
+        if "successes" in r
+    )
+    text = f"How the episodes ended: {said}."
+    if name == "tau2":
+        text += (
+            " τ²'s evaluator gives 0 to an episode stopped at the turn limit (it scores an agent's or the user's "
+            "stop only), and a task whose gold path writes nothing is passed by leaving the database as it was."
+        )
+    return text
