@@ -167,7 +167,7 @@ def compare(
                     out / part.name,
                     split="test",
                     sample=part.sample,
-                    max_turns=max_turns,
+                    max_turns=plan.turns(spec),
                     setting=setting,
                     versions=part.versions,
                     command=plan.command,

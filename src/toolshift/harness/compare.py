@@ -44,6 +44,9 @@ class ComparePlan:
     """Also run each outside agent with the oracle as its model, in the standard and the domain-tools settings."""
     instrument_sample: int = 10
     """Test tasks of the first part the instrument runs on (its episodes are the harnesses' startup, mostly)."""
+    instrument_max_turns: int = 40
+    """The instrument's turn limit: the gold path with a `search_tools` call before each tool it finds, never the
+    model rows' limit (the oracle stopped by it would read as lost plumbing)."""
     command: str = ""
 
     def spec(self, agent: str, model: str | None = None) -> str:
@@ -51,6 +54,10 @@ class ComparePlan:
         if agent == OWN_LOOP:
             return self.model
         return f"{agent}@{model or self.model}"
+
+    def turns(self, spec: str) -> int:
+        """The turn limit of a row: the instrument's for an agent the oracle drives, the model rows' otherwise."""
+        return self.instrument_max_turns if spec.endswith("@oracle") else self.max_turns
 
     def runs(self) -> list[tuple[Part, str, str]]:
         """(part, agent spec, setting) of every run, the model rows first."""

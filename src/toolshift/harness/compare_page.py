@@ -72,8 +72,14 @@ def render(plan: ComparePlan, parts: dict[str, Any], *, load: str = "") -> str:
         "```",
         "",
     ]
+    lines += [
+        "The builds: Δτ-Bench as docs/results/ecosystem.md makes it; τ²-bench airline by `toolshift bench import "
+        "tau2-airline --out DIR`, `bench evolve DIR --versions 1` and `bench reference DIR`. The run resumes: "
+        "episodes already in `--out` are not run again (`docs/results/episodes/` keeps this page's).",
+        "",
+    ]
     if load:
-        lines += [f"Load during the run: {load}.", ""]
+        lines += [f"Load: {load}.", ""]
     found = differing(parts)
     lines += [
         "**What differs from toolshift's own loop** (a paired interval that leaves out 0): "
@@ -162,7 +168,8 @@ def _instrument(plan: ComparePlan, parts: dict[str, Any]) -> list[str]:
         "## The instrument: each harness driven by the oracle",
         "",
         "The oracle served as the model (`@oracle`: the task's reference path, read off the conversation one step "
-        f"per model call) on {plan.instrument_sample} of the first part's tasks. Whatever it loses is the harness's plumbing: its MCP client, "
+        f"per model call) on {plan.instrument_sample} of the first part's tasks, at most {plan.instrument_max_turns} "
+        "model calls an episode. Whatever it loses is the harness's plumbing: its MCP client, "
         "its model client, its configuration. In the standard setting the agent is given `search_tools` and each "
         "tool appears once a search finds it; in the domain-tools setting every tool of the task's domain is "
         "listed from the start.",
