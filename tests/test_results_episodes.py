@@ -14,6 +14,7 @@ import itertools
 import json
 import re
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 from toolshift.traces.store import iter_episodes, read_header
@@ -81,23 +82,15 @@ def _writes_to(command: str, restore_to: str) -> bool:
 def _kept_loop_run(path: Path, command: str, restore_to: str, into: Path) -> int:
     """Check a loop run folder kept as a tarball (docs/results/episodes/README.md) and return how many agent
     episodes it holds (each condition's and version's `episodes.jsonl`)."""
-    folder = Path(restore_to).name
     words = command.split()
     flags = dict(itertools.pairwise(words))
     assert words[1] == "loop" and flags.get("--out") == restore_to, (
         f"{path.name}: {command} does not write {restore_to}"
     )
-    with tarfile.open(path) as tar:
-        for m in tar.getmembers():
-            parts = Path(m.name).parts
-            assert m.isfile() or m.isdir(), f"{path.name}: {m.name} is neither a file nor a folder"
-            assert parts[0] == folder and ".." not in parts and not m.name.startswith("/"), m.name
-            made_again = (len(parts) >= 3 and parts[2] in ("libraries", "flows")) or parts[-1] in (
-                "learned.json", "gateway",
-            )  # fmt: skip
-            assert not made_again, f"{path.name}: {m.name} is made again on resume and is not kept"
-        tar.extractall(into, filter="data")
-    run = into / folder
+    run = _unpack(
+        path, restore_to, into,
+        lambda parts: (len(parts) >= 3 and parts[2] in ("libraries", "flows")) or parts[-1] in ("learned.json", "gateway"),
+    )  # fmt: skip
     definition = json.loads((run / "loop.json").read_text())
     assert definition["format"] == "toolshift.loop/1" and definition["model"] == flags.get("--model"), (
         path.name
@@ -117,18 +110,11 @@ def _kept_skills_run(path: Path, command: str, restore_to: str, into: Path) -> i
     test episodes it holds (every row's `model/*.episodes.jsonl`); its ledgers and rollouts read whole too."""
     from toolshift.skillmethods.calls import Ledger
 
-    folder = Path(restore_to).name
     flags = dict(itertools.pairwise(command.split()))
     assert flags.get("--run") == restore_to, f"{path.name}: {command} does not write {restore_to}"
-    with tarfile.open(path) as tar:
-        for m in tar.getmembers():
-            parts = Path(m.name).parts
-            assert m.isfile() or m.isdir(), f"{path.name}: {m.name} is neither a file nor a folder"
-            assert parts[0] == folder and ".." not in parts and not m.name.startswith("/"), m.name
-            made_again = (len(parts) >= 2 and parts[1] in ("train", "libraries")) or "scratch" in parts
-            assert not made_again, f"{path.name}: {m.name} is made again on resume and is not kept"
-        tar.extractall(into, filter="data")
-    run = into / folder
+    run = _unpack(
+        path, restore_to, into, lambda parts: (len(parts) >= 2 and parts[1] in ("train", "libraries")) or "scratch" in parts
+    )  # fmt: skip
     held = 0
     for store in sorted((run / "model").glob("*.episodes.jsonl")):
         ids = [e.id for e in iter_episodes(store)]
@@ -148,18 +134,11 @@ def _kept_drift_run(path: Path, command: str, restore_to: str, into: Path) -> in
     from toolshift.drift.history import load_history
     from toolshift.drift.suite import load_suite
 
-    folder = Path(restore_to).name
     flags = dict(itertools.pairwise(command.split()))
     assert flags.get("--run") == restore_to, f"{path.name}: {command} does not write {restore_to}"
-    with tarfile.open(path) as tar:
-        for m in tar.getmembers():
-            parts = Path(m.name).parts
-            assert m.isfile() or m.isdir(), f"{path.name}: {m.name} is neither a file nor a folder"
-            assert parts[0] == folder and ".." not in parts and not m.name.startswith("/"), m.name
-            made_again = len(parts) >= 2 and parts[1] in ("libraries", "deploy", "results.json")
-            assert not made_again, f"{path.name}: {m.name} is made again on resume and is not kept"
-        tar.extractall(into, filter="data")
-    run = into / folder
+    run = _unpack(
+        path, restore_to, into, lambda parts: len(parts) >= 2 and parts[1] in ("libraries", "deploy", "results.json")
+    )  # fmt: skip
     history = load_history(run / "history.json")
     for suite in sorted(run.glob("suite-*.json")):
         assert load_suite(suite).server in history.servers, suite.name
@@ -177,16 +156,9 @@ def _kept_frameworks_run(path: Path, command: str, restore_to: str, into: Path) 
     by `traces convert inspect`'s reader), each task at most once per path."""
     from toolshift.traces.inspect_log import convert_inspect
 
-    folder = Path(restore_to).name
     flags = dict(itertools.pairwise(command.split()))
     assert flags.get("--out") == restore_to, f"{path.name}: {command} does not write {restore_to}"
-    with tarfile.open(path) as tar:
-        for m in tar.getmembers():
-            parts = Path(m.name).parts
-            assert m.isfile() or m.isdir(), f"{path.name}: {m.name} is neither a file nor a folder"
-            assert parts[0] == folder and ".." not in parts and not m.name.startswith("/"), m.name
-        tar.extractall(into, filter="data")
-    run = into / folder
+    run = _unpack(path, restore_to, into)
     mine = [e.source.get("instance") for e in iter_episodes(run / "toolshift.episodes.jsonl")]
     assert len(set(mine)) == len(mine), f"{path.name}: a task run twice by toolshift's loop"
     theirs = [
@@ -202,20 +174,31 @@ def _kept_harness_run(path: Path, command: str, restore_to: str, into: Path) -> 
     """Check a `harness compare` run kept as a tarball (docs/results/episodes/README.md) and return how many
     episodes it holds: one store per agent and setting in each part's folder (`delta/`, `tau2/`), every store's
     episodes each once, every one judged."""
-    folder = Path(restore_to).name
     flags = dict(itertools.pairwise(command.split()))
     assert flags.get("--out") == restore_to, f"{path.name}: {command} does not write {restore_to}"
-    with tarfile.open(path) as tar:
-        for m in tar.getmembers():
-            parts = Path(m.name).parts
-            assert m.isfile() or m.isdir(), f"{path.name}: {m.name} is neither a file nor a folder"
-            assert parts[0] == folder and ".." not in parts and not m.name.startswith("/"), m.name
-        tar.extractall(into, filter="data")
+    run = _unpack(path, restore_to, into)
     held = 0
-    for store in sorted((into / folder).glob("*/*.episodes.jsonl")):
+    for store in sorted(run.glob("*/*.episodes.jsonl")):
         episodes = list(iter_episodes(store))
         ids = [e.id for e in episodes]
         assert len(set(ids)) == len(ids), f"{path.name}: {store.name}: an episode recorded twice"
         assert all(e.outcome is not None and e.outcome.success in (True, False) for e in episodes), store.name
         held += len(ids)
     return held
+
+
+def _unpack(
+    path: Path, restore_to: str, into: Path, made_again: Callable[[tuple[str, ...]], bool] | None = None
+) -> Path:
+    """Unpack a run kept as a tarball into `into` and return its folder: every member a file or a folder under the
+    run's own folder (no absolute path, no `..`), none of what a resume makes again (`made_again(parts)`)."""
+    folder = Path(restore_to).name
+    with tarfile.open(path) as tar:
+        for m in tar.getmembers():
+            parts = Path(m.name).parts
+            assert m.isfile() or m.isdir(), f"{path.name}: {m.name} is neither a file nor a folder"
+            assert parts[0] == folder and ".." not in parts and not m.name.startswith("/"), m.name
+            again = made_again is not None and made_again(parts)
+            assert not again, f"{path.name}: {m.name} is made again on resume and is not kept"
+        tar.extractall(into, filter="data")
+    return into / folder
