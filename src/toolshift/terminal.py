@@ -83,3 +83,27 @@ def toolshift_command() -> str:
         return str(script.relative_to(Path.cwd()))
     except ValueError:
         return str(script)
+
+
+def progress_bar(on: Console, *, transient: bool = True) -> Any:
+    """The bar every long command shows: description, bar, done of total, time elapsed (rich, imported here so
+    that help never loads it)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=on, transient=transient,
+    )  # fmt: skip
+
+
+def progress_hook(bar: Any) -> ProgressHook:
+    """A `ProgressHook` on a bar: `(label, total)` opens a job's line, `(label, None)` advances it by one."""
+    jobs: dict[str, Any] = {}
+
+    def update(label: str, total: int | None) -> None:
+        if total is not None:
+            jobs[label] = bar.add_task(label, total=total)
+        elif label in jobs:
+            bar.advance(jobs[label])
+
+    return update

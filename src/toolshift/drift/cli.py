@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
 from toolshift import terminal
@@ -30,22 +30,10 @@ TEST_VERSIONS: dict[str, tuple[str, ...]] = {
 
 
 def _bar() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True,
-    )  # fmt: skip
+    return terminal.progress_bar(console)
 
 
-def _hook(bar: Progress):
-    jobs: dict[str, Any] = {}
-
-    def update(label: str, total: int | None) -> None:
-        if total is not None:
-            jobs[label] = bar.add_task(label, total=total)
-        elif label in jobs:
-            bar.advance(jobs[label])
-
-    return update
+_hook = terminal.progress_hook
 
 
 def _servers(names: list[str] | None, default: tuple[str, ...]) -> list[str]:

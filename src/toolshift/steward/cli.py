@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
 from toolshift import terminal
@@ -20,22 +20,10 @@ console = terminal.console()
 
 
 def _bar() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True,
-    )  # fmt: skip
+    return terminal.progress_bar(console)
 
 
-def _progress(bar: Progress):
-    jobs: dict[str, int] = {}
-
-    def update(label: str, total: int | None) -> None:
-        if total is not None:
-            jobs[label] = bar.add_task(label, total=total)
-        elif label in jobs:
-            bar.advance(jobs[label])
-
-    return update
+_progress = terminal.progress_hook
 
 
 def _episodes(ctx, files: list[Path]):
