@@ -55,8 +55,15 @@ def test_links_name_an_episode_and_a_step_and_keys_move_through_them(browser, se
     page = browser.new_page()
     page.goto(url)
     page.wait_for_selector("#episodes tbody tr")
-    page.goto(url + "#agent=oracle")  # the oracle's runs: the first repeats its ids in the third
     wait_page(page, "of ")
+    unfiltered = page.inner_text("#page-info")
+    page.goto(url + "#agent=oracle")  # the oracle's runs: the first repeats its ids in the third
+    # the filtered list has fewer episodes: wait for it, or the first row read is the unfiltered list's
+    page.wait_for_function(
+        "before => document.getElementById('page-info').textContent.includes('of ') "
+        "&& document.getElementById('page-info').textContent !== before",
+        arg=unfiltered,
+    )
     first = rows(page)[0][0]
     # n opens the first episode of the list, n again the next; p goes back
     page.keyboard.press("n")
@@ -87,6 +94,8 @@ def test_links_name_an_episode_and_a_step_and_keys_move_through_them(browser, se
     page.wait_for_function("id => document.getElementById('ep-title').textContent === id", arg=frozen)
     page.wait_for_function("() => location.hash.includes('id=')")
     assert "id_file" not in hash_of(page)
+    total = viewer.runs.size
+    wait_page(page, f"of {total}")  # the list without the oracle filter, rendered before its rows are used
     # rows take the focus: Tab reaches them, arrows move between them, Enter opens one
     page.focus("#episodes tbody tr")
     assert page.evaluate("document.activeElement.tabIndex") == 0
@@ -99,8 +108,8 @@ def test_links_name_an_episode_and_a_step_and_keys_move_through_them(browser, se
     # past the page's last row, n loads the next page and opens its first episode
     page.goto(url + "#")
     page.wait_for_selector("#episodes tbody tr")
-    total = viewer.runs.size
     assert total > 50
+    wait_page(page, f"1–50 of {total}")
     page.locator("#episodes tbody tr").nth(49).click()
     page.wait_for_function(
         "id => document.getElementById('ep-title').textContent === id", arg=rows(page)[49][0]
