@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from toolshift import terminal
 from toolshift.agents.executor import EXECUTOR_HELP, RAY_ADDRESS_HELP
@@ -110,17 +109,8 @@ def loop_cmd(
         handoff=handoff,
         workers=workers,
     )
-    bar = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True,
-    )  # fmt: skip
-    jobs: dict[str, int] = {}
-
-    def progress(label: str, total: int | None) -> None:
-        if total is not None:
-            jobs[label] = bar.add_task(label, total=total)
-        elif label in jobs:
-            bar.advance(jobs[label])
+    bar = terminal.progress_bar(console)
+    progress = terminal.progress_hook(bar)
 
     import os
 
